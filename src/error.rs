@@ -1,0 +1,179 @@
+//! The crate's one error type.
+//!
+//! Every layer returns [`Error`]; each variant carries the context a user needs to understand
+//! what went wrong (the key, the variable, the value). The mapping to netCDF status codes lives
+//! in exactly one place, `ffi::status`, as an exhaustive match: this module knows nothing of
+//! numeric codes.
+
+use thiserror::Error as ThisError;
+
+/// Result alias used throughout the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong below the C boundary.
+#[derive(Debug, ThisError)]
+pub enum Error {
+    // ---- identifiers --------------------------------------------------------------------
+    /// No open dataset or group has this ncid.
+    #[error("not a valid ncid: {0}")]
+    BadId(i32),
+    /// The group id part of an ncid names no group of the dataset.
+    #[error("bad group id {0}")]
+    BadGroupId(i32),
+    /// No variable with this id or name.
+    #[error("variable not found: {0}")]
+    NotVar(String),
+    /// No attribute with this name or number.
+    #[error("attribute not found: {0}")]
+    NotAtt(String),
+    /// No dimension with this id or name.
+    #[error("dimension not found: {0}")]
+    BadDim(String),
+    /// No group with this name.
+    #[error("group not found: {0}")]
+    NoGroup(String),
+    /// A type id that is neither atomic nor defined.
+    #[error("bad type id {0}")]
+    BadType(i32),
+
+    // ---- names and definitions ----------------------------------------------------------
+    /// The name is already used by another object of the same group.
+    #[error("name already in use: {0}")]
+    NameInUse(String),
+    /// The name breaks netCDF's naming rules.
+    #[error("invalid name: {0:?}")]
+    BadName(String),
+    /// The name is longer than `NC_MAX_NAME` bytes.
+    #[error("name longer than NC_MAX_NAME: {0:?}")]
+    MaxName(String),
+    /// Operation not allowed in define mode.
+    #[error("operation not allowed in define mode")]
+    InDefine,
+    /// Operation needs define mode.
+    #[error("operation needs define mode")]
+    NotInDefine,
+    /// The dataset was opened read-only.
+    #[error("dataset is read-only")]
+    ReadOnly,
+    /// A dimension length that netCDF does not accept.
+    #[error("invalid dimension size {0}")]
+    DimSize(u64),
+    /// Variable property set after its data was written or after enddef.
+    #[error("variable property can no longer be changed: {0}")]
+    LateDef(String),
+    /// Fill value set after data was written.
+    #[error("fill value can no longer be changed: {0}")]
+    LateFill(String),
+    /// Bad chunk sizes for a variable.
+    #[error("bad chunk sizes for {var}: {why}")]
+    BadChunk { var: String, why: String },
+    /// Both contiguous and chunked requested, or an unknown storage kind.
+    #[error("bad storage request: {0}")]
+    Storage(String),
+    /// A netCDF-4 feature this data model does not have (user-defined types).
+    #[error("not supported by NCZarr: {0}")]
+    NotNc4(String),
+    /// A non-classic operation on a dataset created with `NC_CLASSIC_MODEL`.
+    #[error("not allowed in classic model: {0}")]
+    StrictNc3(String),
+    /// An argument that is wrong in a way no more specific code describes.
+    #[error("invalid argument: {0}")]
+    Invalid(String),
+    /// Reserved attribute manipulated through the normal attribute API.
+    #[error("reserved attribute: {0}")]
+    AttMeta(String),
+
+    // ---- data access --------------------------------------------------------------------
+    /// `start` lies outside the variable.
+    #[error("index exceeds dimension bound in {var}: start {start} > length {len}")]
+    InvalidCoords { var: String, start: u64, len: u64 },
+    /// `start + count` exceeds the variable's shape.
+    #[error("start+count exceeds dimension bound in {var}")]
+    Edge { var: String },
+    /// Zero or negative stride.
+    #[error("illegal stride {0}")]
+    Stride(i64),
+    /// A value could not be represented in the target type. The data were still converted.
+    #[error("numeric conversion not representable")]
+    Range,
+    /// Conversion between text and numbers.
+    #[error("attempt to convert between text and numbers")]
+    Char,
+    /// A request too large for this address space.
+    #[error("request too large: {0}")]
+    TooLarge(String),
+
+    // ---- codecs -------------------------------------------------------------------------
+    /// The variable uses a codec that is not available.
+    #[error("variable {var} uses unsupported codec {codec}")]
+    NoFilter { var: String, codec: String },
+    /// A codec failed to encode or decode.
+    #[error("codec {codec} failed: {why}")]
+    Filter { codec: String, why: String },
+
+    // ---- storage and format -------------------------------------------------------------
+    /// The location holds no dataset at all.
+    #[error("no dataset at {0}")]
+    NotFound(String),
+    /// The location exists but is not a Zarr dataset.
+    #[error("not a Zarr dataset: {0}")]
+    NotZarr(String),
+    /// `NC_NOCLOBBER` and something exists already.
+    #[error("dataset already exists: {0}")]
+    Exists(String),
+    /// Metadata that cannot be understood.
+    #[error("bad Zarr metadata in {key}: {why}")]
+    Metadata { key: String, why: String },
+    /// A feature of a Zarr array this library cannot serve (dtype, order, ...).
+    #[error("unsupported Zarr feature in {var}: {why}")]
+    Unsupported { var: String, why: String },
+    /// A chunk object whose decoded size does not match the array.
+    #[error("chunk {key} has {got} bytes, expected {expected}")]
+    ChunkSize { key: String, got: usize, expected: usize },
+    /// A store key that would be unsafe or illegal.
+    #[error("invalid store key {key:?}: {why}")]
+    BadKey { key: String, why: String },
+    /// The URL cannot be understood.
+    #[error("malformed URL {url:?}: {why}")]
+    Url { url: String, why: String },
+    /// A storage kind or feature not compiled into this build.
+    #[error("not built: {0}")]
+    NotBuilt(String),
+    /// Operating-system I/O failed.
+    #[error("I/O error on {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Permission denied by the storage.
+    #[error("access denied: {0}")]
+    Access(String),
+    /// Credentials were rejected.
+    #[error("authorization failure: {0}")]
+    Auth(String),
+    /// Memory could not be allocated.
+    #[error("out of memory")]
+    NoMem,
+    /// A bug in this library (including a caught panic).
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl Error {
+    /// Wraps an I/O error with the path it happened on.
+    pub fn io(path: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// A metadata error in the object at `key`.
+    pub fn metadata(key: impl Into<String>, why: impl Into<String>) -> Self {
+        Error::Metadata {
+            key: key.into(),
+            why: why.into(),
+        }
+    }
+}

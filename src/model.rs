@@ -1,0 +1,12 @@
+//! The in-memory netCDF-4 data model: types, values and the dataset tree.
+//!
+//! Owns the shape of a dataset as the netCDF API sees it. Knows nothing of storage, Zarr
+//! JSON, chunks or C.
+
+pub mod tree;
+pub mod types;
+pub mod values;
+
+pub use tree::{Att, CacheSettings, Dim, DimId, Endian, Filter, Group, GroupId, Storage, Tree, Var};
+pub use types::NcType;
+pub use values::Values;

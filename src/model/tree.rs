@@ -1,0 +1,346 @@
+//! The in-memory netCDF-4 tree of one dataset: groups, dimensions, variables, attributes.
+//!
+//! Pure data with lookup helpers. It knows nothing of storage, JSON or C; the rules of the
+//! netCDF API (define mode, name checks, error codes) live in `api`.
+
+use super::types::NcType;
+use super::values::Values;
+
+/// Index of a group in [`Tree::groups`]; equals the group part of an ncid (root = 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GroupId(pub usize);
+
+/// Index of a dimension in [`Tree::dims`]; equals the netCDF dimid (unique per dataset).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DimId(pub usize);
+
+/// A shared dimension.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dim {
+    pub name: String,
+    /// Current length (for an unlimited dimension: the largest extent written so far).
+    pub len: u64,
+    pub unlimited: bool,
+    pub group: GroupId,
+}
+
+/// A named attribute.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Att {
+    pub name: String,
+    pub values: Values,
+}
+
+/// Byte order of a variable's stored data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endian {
+    Little,
+    Big,
+}
+
+impl Endian {
+    /// The byte order of this machine.
+    pub fn native() -> Endian {
+        if cfg!(target_endian = "big") {
+            Endian::Big
+        } else {
+            Endian::Little
+        }
+    }
+}
+
+/// The storage layout a user asked for. NCZarr stores everything chunked; contiguous and
+/// compact variables are one chunk covering the whole variable, reported back as asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Storage {
+    Chunked,
+    Contiguous,
+    Compact,
+}
+
+/// One filter in a variable's chain, as netCDF names it (HDF5 filter id + parameters),
+/// with the numcodecs JSON it is stored as.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Filter {
+    /// HDF5 filter id, or 0 when the codec has no HDF5 equivalent.
+    pub id: u32,
+    pub params: Vec<u32>,
+    /// The numcodecs configuration (`{"id": ..., ...}`).
+    pub codec: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Chunk cache settings of one variable (`nc_set_var_chunk_cache`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CacheSettings {
+    pub size: usize,
+    pub nelems: usize,
+    pub preemption: f32,
+}
+
+impl Default for CacheSettings {
+    fn default() -> Self {
+        CacheSettings {
+            size: 64 << 20,
+            nelems: 1000,
+            preemption: 0.75,
+        }
+    }
+}
+
+/// A variable and everything needed to address its chunks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Var {
+    pub name: String,
+    pub ty: NcType,
+    pub dims: Vec<DimId>,
+    /// User-visible attributes in creation order (includes `_FillValue` when set).
+    pub atts: Vec<Att>,
+    /// Chunk shape, one entry per dimension (empty for scalars).
+    pub chunks: Vec<u64>,
+    pub storage: Storage,
+    /// `NC_NOFILL` for this variable.
+    pub no_fill: bool,
+    pub endian: Endian,
+    pub filters: Vec<Filter>,
+    /// `.` or `/` between chunk indices in chunk keys.
+    pub dimension_separator: char,
+    /// For NC_STRING: the fixed width of stored strings (`|S<n>`).
+    pub maxstrlen: usize,
+    /// Quantize mode and digits (`nc_def_var_quantize`); mode 0 = none.
+    pub quantize: (i32, i32),
+    pub cache: CacheSettings,
+    /// Store path (relative to the dataset root, no leading `/`) of the array as it is on
+    /// disk now; `None` until its metadata is first written.
+    pub stored_path: Option<String>,
+    /// Set once any data has been written (some properties are then frozen).
+    pub data_written: bool,
+    /// Why this variable's data cannot be read, when its metadata uses a feature we do not
+    /// serve; the variable is still listed and inquirable.
+    pub unreadable: Option<String>,
+    /// The stored array is in Fortran order (`order: "F"`).
+    pub fortran_order: bool,
+    /// The variable is a netCDF scalar stored as shape `[1]`.
+    pub scalar_as_1d: bool,
+}
+
+impl Var {
+    /// A new variable with netCDF defaults; chunking is decided later.
+    pub fn new(name: &str, ty: NcType, dims: Vec<DimId>) -> Var {
+        Var {
+            name: name.to_string(),
+            ty,
+            dims,
+            atts: Vec::new(),
+            chunks: Vec::new(),
+            storage: Storage::Chunked,
+            no_fill: false,
+            endian: Endian::native(),
+            filters: Vec::new(),
+            dimension_separator: '.',
+            maxstrlen: 128,
+            quantize: (0, 0),
+            cache: CacheSettings::default(),
+            stored_path: None,
+            data_written: false,
+            unreadable: None,
+            fortran_order: false,
+            scalar_as_1d: false,
+        }
+    }
+
+    /// The attribute with this name.
+    pub fn att(&self, name: &str) -> Option<&Att> {
+        self.atts.iter().find(|a| a.name == name)
+    }
+
+    /// True for a scalar (zero dimensions).
+    pub fn is_scalar(&self) -> bool {
+        self.dims.is_empty()
+    }
+}
+
+/// A group: its own dimensions, variables (varid = index), attributes and child groups.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Group {
+    pub name: String,
+    pub parent: Option<GroupId>,
+    pub children: Vec<GroupId>,
+    pub dims: Vec<DimId>,
+    pub vars: Vec<Var>,
+    pub atts: Vec<Att>,
+}
+
+impl Group {
+    /// An empty group.
+    pub fn new(name: &str, parent: Option<GroupId>) -> Group {
+        Group {
+            name: name.to_string(),
+            parent,
+            children: Vec::new(),
+            dims: Vec::new(),
+            vars: Vec::new(),
+            atts: Vec::new(),
+        }
+    }
+
+    /// Index (varid) of the variable with this name.
+    pub fn var_index(&self, name: &str) -> Option<usize> {
+        self.vars.iter().position(|v| v.name == name)
+    }
+}
+
+/// The whole dataset tree. Group 0 is the root.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tree {
+    pub groups: Vec<Group>,
+    pub dims: Vec<Dim>,
+}
+
+impl Default for Tree {
+    fn default() -> Self {
+        Tree::new()
+    }
+}
+
+impl Tree {
+    /// A tree holding only an empty root group.
+    pub fn new() -> Tree {
+        Tree {
+            groups: vec![Group::new("/", None)],
+            dims: Vec::new(),
+        }
+    }
+
+    /// The root group's id.
+    pub const ROOT: GroupId = GroupId(0);
+
+    /// The group with this id (panics on a foreign id: ids are validated at the API edge).
+    pub fn group(&self, g: GroupId) -> &Group {
+        &self.groups[g.0]
+    }
+
+    /// Mutable access to a group.
+    pub fn group_mut(&mut self, g: GroupId) -> &mut Group {
+        &mut self.groups[g.0]
+    }
+
+    /// The dimension with this id.
+    pub fn dim(&self, d: DimId) -> &Dim {
+        &self.dims[d.0]
+    }
+
+    /// Adds a child group and returns its id.
+    pub fn add_group(&mut self, parent: GroupId, name: &str) -> GroupId {
+        let id = GroupId(self.groups.len());
+        self.groups.push(Group::new(name, Some(parent)));
+        self.groups[parent.0].children.push(id);
+        id
+    }
+
+    /// Adds a dimension to a group and returns its id.
+    pub fn add_dim(&mut self, group: GroupId, name: &str, len: u64, unlimited: bool) -> DimId {
+        let id = DimId(self.dims.len());
+        self.dims.push(Dim {
+            name: name.to_string(),
+            len,
+            unlimited,
+            group,
+        });
+        self.groups[group.0].dims.push(id);
+        id
+    }
+
+    /// The child of `parent` with this name.
+    pub fn child_named(&self, parent: GroupId, name: &str) -> Option<GroupId> {
+        self.group(parent)
+            .children
+            .iter()
+            .copied()
+            .find(|c| self.group(*c).name == name)
+    }
+
+    /// The dimension of this name visible from `group`: its own, else its ancestors'.
+    pub fn find_dim_in_scope(&self, group: GroupId, name: &str) -> Option<DimId> {
+        let mut g = Some(group);
+        while let Some(gid) = g {
+            let grp = self.group(gid);
+            if let Some(d) = grp.dims.iter().copied().find(|d| self.dim(*d).name == name) {
+                return Some(d);
+            }
+            g = grp.parent;
+        }
+        None
+    }
+
+    /// Store path of a group relative to the dataset root ("" for the root, "a/b" below).
+    pub fn group_path(&self, g: GroupId) -> String {
+        let mut parts = Vec::new();
+        let mut cur = Some(g);
+        while let Some(id) = cur {
+            let grp = self.group(id);
+            if grp.parent.is_some() {
+                parts.push(grp.name.as_str());
+            }
+            cur = grp.parent;
+        }
+        parts.reverse();
+        parts.join("/")
+    }
+
+    /// Full netCDF name of a group ("/" for the root, "/a/b" below).
+    pub fn group_full_name(&self, g: GroupId) -> String {
+        format!("/{}", self.group_path(g))
+    }
+
+    /// Fully qualified name of a dimension ("/g/x").
+    pub fn dim_fqn(&self, d: DimId) -> String {
+        let dim = self.dim(d);
+        let gp = self.group_path(dim.group);
+        if gp.is_empty() {
+            format!("/{}", dim.name)
+        } else {
+            format!("/{gp}/{}", dim.name)
+        }
+    }
+
+    /// Current shape of a variable (scalar: empty).
+    pub fn var_shape(&self, var: &Var) -> Vec<u64> {
+        var.dims.iter().map(|d| self.dim(*d).len).collect()
+    }
+
+    /// Depth-first list of all group ids, parents before children.
+    pub fn groups_preorder(&self) -> Vec<GroupId> {
+        let mut out = Vec::with_capacity(self.groups.len());
+        let mut stack = vec![Tree::ROOT];
+        while let Some(g) = stack.pop() {
+            out.push(g);
+            for c in self.group(g).children.iter().rev() {
+                stack.push(*c);
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_and_scopes() {
+        let mut t = Tree::new();
+        let x = t.add_dim(Tree::ROOT, "x", 4, false);
+        let g1 = t.add_group(Tree::ROOT, "g1");
+        let g2 = t.add_group(g1, "g2");
+        let y = t.add_dim(g1, "y", 2, false);
+        assert_eq!(t.group_path(g2), "g1/g2");
+        assert_eq!(t.group_full_name(Tree::ROOT), "/");
+        assert_eq!(t.group_full_name(g2), "/g1/g2");
+        assert_eq!(t.dim_fqn(y), "/g1/y");
+        assert_eq!(t.dim_fqn(x), "/x");
+        assert_eq!(t.find_dim_in_scope(g2, "x"), Some(x));
+        assert_eq!(t.find_dim_in_scope(g2, "y"), Some(y));
+        assert_eq!(t.find_dim_in_scope(Tree::ROOT, "y"), None);
+        assert_eq!(t.groups_preorder(), vec![Tree::ROOT, g1, g2]);
+    }
+}

@@ -1,0 +1,61 @@
+//! Key/value storage ("zmap"): the store trait, validated keys, and the backends.
+//!
+//! Owns bytes under keys and nothing else: no Zarr, no JSON, no netCDF. Every backend
+//! (memory, directory tree, and later zip and S3) implements [`Store`] and passes the one
+//! conformance suite in `tests/zmap_conformance.rs`.
+
+pub mod file;
+pub mod key;
+pub mod memory;
+
+pub use key::{StoreKey, StorePrefix};
+
+use crate::error::Result;
+
+/// A flat key/value store with `/`-separated keys relative to a dataset root.
+///
+/// Contract shared by every backend:
+/// - **Absent is a value**: reading a missing key is `Ok(None)`, never an error.
+/// - **Atomic puts**: `put` replaces the whole object; a concurrent reader sees the old or the
+///   new bytes, never a mixture or a truncated object.
+/// - **Listing** returns the names of the immediate children of a prefix (objects and
+///   "directories" alike), each once, sorted by byte order.
+/// - Deleting a missing key is not an error.
+pub trait Store: Send + Sync + std::fmt::Debug {
+    /// The whole object at `key`, or `None` when there is none.
+    fn get(&self, key: &StoreKey) -> Result<Option<Vec<u8>>>;
+
+    /// Several objects; backends with latency (S3) fetch them concurrently. The result has
+    /// one entry per key, in the same order.
+    fn get_many(&self, keys: &[StoreKey]) -> Result<Vec<Option<Vec<u8>>>> {
+        keys.iter().map(|k| self.get(k)).collect()
+    }
+
+    /// Writes the whole object at `key`, replacing any previous one atomically.
+    fn put(&self, key: &StoreKey, value: &[u8]) -> Result<()>;
+
+    /// Writes several objects; backends with latency upload them concurrently.
+    fn put_many(&self, items: &[(StoreKey, Vec<u8>)]) -> Result<()> {
+        items.iter().try_for_each(|(k, v)| self.put(k, v))
+    }
+
+    /// Removes the object at `key`; a missing key is fine.
+    fn delete(&self, key: &StoreKey) -> Result<()>;
+
+    /// Removes every object whose key starts with `prefix/` (the root prefix: everything).
+    fn delete_prefix(&self, prefix: &StorePrefix) -> Result<()>;
+
+    /// Sorted, de-duplicated names of the immediate children of `prefix`.
+    fn list_children(&self, prefix: &StorePrefix) -> Result<Vec<String>>;
+
+    /// Every object key below `prefix`, recursively, sorted.
+    fn list_keys(&self, prefix: &StorePrefix) -> Result<Vec<StoreKey>>;
+
+    /// Makes all writes durable/visible (the zip backend writes its archive here).
+    fn flush(&self) -> Result<()> {
+        Ok(())
+    }
+
+    /// A short description for messages ("file:///data/x.zarr").
+    fn describe(&self) -> String;
+}

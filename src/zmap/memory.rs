@@ -1,0 +1,1 @@
+//! In-memory store (tests and diskless datasets).
