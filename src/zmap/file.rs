@@ -1,1 +1,353 @@
-//! Directory-tree store.
+//! Directory-tree store: key `a/b/c` is the file `root/a/b/c`.
+//!
+//! Owns the mapping of keys to paths below one root directory, atomic replacement of objects
+//! (write a temporary file next to the target, then rename it over), and the safety rules for
+//! creating a dataset directory. It knows nothing of Zarr beyond the names of the top-level
+//! metadata objects that mark a directory as safe to clobber.
+//!
+//! Directories exist only to hold objects: deleting the last object below a directory removes
+//! the directory too (best effort), so listings agree with object stores. A path cannot be an
+//! object and a directory at once; writing `a/b` when `a` is an object fails with an I/O error.
+//! Directory entries that cannot be keys (non-UTF-8 names, control characters, temporary files)
+//! are invisible. Symbolic links inside the tree are followed for reads and listed as children,
+//! but `list_keys` does not descend into linked directories, so a link loop cannot trap it.
+
+use super::{Store, StoreKey, StorePrefix};
+use crate::error::{Error, Result};
+use std::fs::{self, OpenOptions};
+use std::io::{self, ErrorKind, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Names starting with this are temporary files of an unfinished `put`.
+const TMP_MARK: &str = ".nczarr-tmp.";
+
+/// Top-level objects that mark a directory as a Zarr or NCZarr dataset.
+const ZARR_MARKERS: [&str; 6] = [
+    ".zgroup",
+    ".zarray",
+    ".zattrs",
+    ".zmetadata",
+    ".nczarr",
+    "zarr.json",
+];
+
+/// How often `put` retries when a concurrent delete pruned its directory.
+const PUT_RETRIES: usize = 8;
+
+static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A [`Store`] over a directory tree.
+#[derive(Debug)]
+pub struct FileStore {
+    root: PathBuf,
+}
+
+fn show(path: &Path) -> String {
+    path.display().to_string()
+}
+
+/// Maps an I/O error on `path` to the crate error.
+fn io_error(path: &Path, e: io::Error) -> Error {
+    match e.kind() {
+        ErrorKind::PermissionDenied => Error::Access(show(path)),
+        _ => Error::io(show(path), e),
+    }
+}
+
+/// True for errors that mean "nothing there" when looking up an object.
+fn is_absent(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        ErrorKind::NotFound | ErrorKind::NotADirectory | ErrorKind::IsADirectory
+    )
+}
+
+/// True when a directory entry name can be a key segment.
+fn visible(name: &str) -> bool {
+    !name.starts_with(TMP_MARK) && StoreKey::new(name).is_ok()
+}
+
+/// Removes a directory entry, whole subtrees included (links are removed, not followed).
+fn remove_entry(path: &Path) -> io::Result<()> {
+    if fs::symlink_metadata(path)?.is_dir() {
+        fs::remove_dir_all(path)
+    } else {
+        fs::remove_file(path)
+    }
+}
+
+/// Removes every entry of directory `dir`, keeping `dir` itself.
+fn empty_dir(dir: &Path) -> Result<()> {
+    for entry in fs::read_dir(dir).map_err(|e| io_error(dir, e))? {
+        let path = entry.map_err(|e| io_error(dir, e))?.path();
+        match remove_entry(&path) {
+            Err(e) if e.kind() != ErrorKind::NotFound => return Err(io_error(&path, e)),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+impl FileStore {
+    /// Opens the dataset directory `root`.
+    ///
+    /// Fails with [`Error::NotFound`] when `root` does not exist and with [`Error::NotZarr`]
+    /// when it is not a directory. Whether the directory holds a dataset is for the caller to
+    /// find out.
+    pub fn open(root: &Path) -> Result<FileStore> {
+        match fs::metadata(root) {
+            Ok(m) if m.is_dir() => FileStore::at(root),
+            Ok(_) => Err(Error::NotZarr(show(root))),
+            Err(e) if e.kind() == ErrorKind::NotFound => Err(Error::NotFound(show(root))),
+            Err(e) => Err(io_error(root, e)),
+        }
+    }
+
+    /// Creates the dataset directory `root` (and its parents) for a new dataset.
+    ///
+    /// - `root` missing: created.
+    /// - `root` a plain file: replaced by an empty directory with `clobber`, else
+    ///   [`Error::Exists`].
+    /// - `root` an empty directory: used as is.
+    /// - `root` a non-empty directory: without `clobber`, [`Error::Exists`]. With `clobber`,
+    ///   its contents are removed **only if it looks like a Zarr or NCZarr dataset**, i.e. it
+    ///   has at least one of `.zgroup`, `.zarray`, `.zattrs`, `.zmetadata`, `.nczarr` or
+    ///   `zarr.json` at its top level; any other directory is refused with [`Error::Exists`],
+    ///   so a mistyped path can never wipe an unrelated directory tree.
+    pub fn create(root: &Path, clobber: bool) -> Result<FileStore> {
+        match fs::metadata(root) {
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                fs::create_dir_all(root).map_err(|e| io_error(root, e))?;
+            }
+            Err(e) => return Err(io_error(root, e)),
+            Ok(m) if !m.is_dir() => {
+                if !clobber {
+                    return Err(Error::Exists(show(root)));
+                }
+                fs::remove_file(root).map_err(|e| io_error(root, e))?;
+                fs::create_dir(root).map_err(|e| io_error(root, e))?;
+            }
+            Ok(_) => {
+                let mut entries = fs::read_dir(root).map_err(|e| io_error(root, e))?;
+                if entries.next().is_some() {
+                    if !clobber {
+                        return Err(Error::Exists(show(root)));
+                    }
+                    if !ZARR_MARKERS.iter().any(|m| root.join(m).exists()) {
+                        return Err(Error::Exists(format!(
+                            "{} (not empty and not a Zarr dataset; refusing to clobber it)",
+                            show(root)
+                        )));
+                    }
+                    empty_dir(root)?;
+                }
+            }
+        }
+        FileStore::at(root)
+    }
+
+    fn at(root: &Path) -> Result<FileStore> {
+        let root = fs::canonicalize(root).map_err(|e| io_error(root, e))?;
+        Ok(FileStore { root })
+    }
+
+    /// The dataset directory (canonical form).
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn path_of(&self, rel: &str) -> PathBuf {
+        if rel.is_empty() {
+            self.root.clone()
+        } else {
+            self.root.join(rel)
+        }
+    }
+
+    /// Writes `value` to a fresh temporary file in `dir` and returns its path.
+    fn write_temp(dir: &Path, name: &str, value: &[u8]) -> io::Result<PathBuf> {
+        let mut short = name.len().min(64);
+        while !name.is_char_boundary(short) {
+            short -= 1;
+        }
+        loop {
+            let n = TMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+            let tmp = dir.join(format!(
+                "{TMP_MARK}{}.{}.{n}",
+                &name[..short],
+                std::process::id()
+            ));
+            let mut file = match OpenOptions::new().write(true).create_new(true).open(&tmp) {
+                Ok(f) => f,
+                Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            };
+            if let Err(e) = file.write_all(value) {
+                drop(file);
+                let _ = fs::remove_file(&tmp);
+                return Err(e);
+            }
+            return Ok(tmp);
+        }
+    }
+
+    /// Removes the empty directories from `rel`'s parent up to (not including) the root.
+    fn prune(&self, rel: &str) {
+        let mut dir = rel;
+        while let Some(i) = dir.rfind('/') {
+            dir = &dir[..i];
+            if fs::remove_dir(self.path_of(dir)).is_err() {
+                break;
+            }
+        }
+    }
+
+    /// Collects the keys below directory `rel` into `out`.
+    fn walk(&self, rel: &str, out: &mut Vec<StoreKey>) -> Result<()> {
+        let dir = self.path_of(rel);
+        let entries = match fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if is_absent(&e) => return Ok(()),
+            Err(e) => return Err(io_error(&dir, e)),
+        };
+        for entry in entries {
+            let entry = entry.map_err(|e| io_error(&dir, e))?;
+            let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+                continue;
+            };
+            if !visible(&name) {
+                continue;
+            }
+            let child = if rel.is_empty() {
+                name
+            } else {
+                format!("{rel}/{name}")
+            };
+            let kind = entry.file_type().map_err(|e| io_error(&entry.path(), e))?;
+            if kind.is_dir() {
+                self.walk(&child, out)?;
+            } else if kind.is_file() || (kind.is_symlink() && entry.path().is_file()) {
+                if let Ok(key) = StoreKey::new(&child) {
+                    out.push(key);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Store for FileStore {
+    fn get(&self, key: &StoreKey) -> Result<Option<Vec<u8>>> {
+        let path = self.path_of(key.as_str());
+        let mut options = OpenOptions::new();
+        options.read(true);
+        #[cfg(unix)]
+        {
+            // Opening a FIFO for reading would otherwise block until a writer appears.
+            use std::os::unix::fs::OpenOptionsExt;
+            options.custom_flags(libc::O_NONBLOCK);
+        }
+        let mut file = match options.open(&path) {
+            Ok(f) => f,
+            Err(e) if is_absent(&e) => return Ok(None),
+            Err(e) => return Err(io_error(&path, e)),
+        };
+        let meta = file.metadata().map_err(|e| io_error(&path, e))?;
+        if !meta.is_file() {
+            return Ok(None);
+        }
+        let mut buf = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+        file.read_to_end(&mut buf).map_err(|e| io_error(&path, e))?;
+        Ok(Some(buf))
+    }
+
+    fn put(&self, key: &StoreKey, value: &[u8]) -> Result<()> {
+        if key.name().starts_with(TMP_MARK) {
+            return Err(Error::BadKey {
+                key: key.to_string(),
+                why: format!("names starting with {TMP_MARK:?} are reserved"),
+            });
+        }
+        let path = self.path_of(key.as_str());
+        let dir = path.parent().unwrap_or(&self.root);
+        let mut attempt = 0;
+        let tmp = loop {
+            fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
+            match FileStore::write_temp(dir, key.name(), value) {
+                Ok(tmp) => break tmp,
+                // A concurrent delete pruned the freshly made directory: make it again.
+                Err(e) if e.kind() == ErrorKind::NotFound && attempt < PUT_RETRIES => {
+                    attempt += 1;
+                }
+                Err(e) => return Err(io_error(dir, e)),
+            }
+        };
+        fs::rename(&tmp, &path).map_err(|e| {
+            let _ = fs::remove_file(&tmp);
+            io_error(&path, e)
+        })
+    }
+
+    fn delete(&self, key: &StoreKey) -> Result<()> {
+        let path = self.path_of(key.as_str());
+        match fs::remove_file(&path) {
+            Ok(()) => {
+                self.prune(key.as_str());
+                Ok(())
+            }
+            Err(e) if is_absent(&e) => Ok(()),
+            Err(e) => Err(io_error(&path, e)),
+        }
+    }
+
+    fn delete_prefix(&self, prefix: &StorePrefix) -> Result<()> {
+        if prefix.is_root() {
+            return empty_dir(&self.root);
+        }
+        let path = self.path_of(prefix.as_str());
+        let is_dir = match fs::symlink_metadata(&path) {
+            Ok(m) => m.is_dir() || (m.is_symlink() && path.is_dir()),
+            Err(e) if is_absent(&e) => false,
+            Err(e) => return Err(io_error(&path, e)),
+        };
+        if is_dir {
+            match remove_entry(&path) {
+                Err(e) if !is_absent(&e) => return Err(io_error(&path, e)),
+                _ => self.prune(prefix.as_str()),
+            }
+        }
+        Ok(())
+    }
+
+    fn list_children(&self, prefix: &StorePrefix) -> Result<Vec<String>> {
+        let dir = self.path_of(prefix.as_str());
+        let entries = match fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if is_absent(&e) => return Ok(Vec::new()),
+            Err(e) => return Err(io_error(&dir, e)),
+        };
+        let mut names = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| io_error(&dir, e))?;
+            if let Some(name) = entry.file_name().to_str() {
+                if visible(name) {
+                    names.push(name.to_string());
+                }
+            }
+        }
+        names.sort_unstable();
+        Ok(names)
+    }
+
+    fn list_keys(&self, prefix: &StorePrefix) -> Result<Vec<StoreKey>> {
+        let mut keys = Vec::new();
+        self.walk(prefix.as_str(), &mut keys)?;
+        keys.sort_unstable();
+        Ok(keys)
+    }
+
+    fn describe(&self) -> String {
+        format!("file://{}", self.root.display())
+    }
+}
