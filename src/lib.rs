@@ -10,6 +10,7 @@
 
 pub mod error;
 pub mod model;
+pub mod url;
 pub mod zmap;
 
 pub use error::{Error, Result};
