@@ -7,8 +7,10 @@
 pub mod file;
 pub mod key;
 pub mod memory;
+mod open;
 
 pub use key::{StoreKey, StorePrefix};
+pub use open::{OpenHow, open_store};
 
 use crate::error::Result;
 
