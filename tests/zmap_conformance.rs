@@ -1,0 +1,509 @@
+//! The one conformance suite every `Store` backend must pass, a model-based test replaying
+//! random operation sequences against a backend and a `BTreeMap`, and the checks specific to
+//! the directory-tree backend (creation safety, atomic replacement under a concurrent reader).
+
+use nczarr_rs::Error;
+use nczarr_rs::url::DatasetUrl;
+use nczarr_rs::zmap::file::FileStore;
+use nczarr_rs::zmap::memory::MemoryStore;
+use nczarr_rs::zmap::{OpenHow, Store, StoreKey, StorePrefix, open_store};
+use proptest::prelude::*;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use tempfile::TempDir;
+
+fn key(s: &str) -> StoreKey {
+    StoreKey::new(s).unwrap()
+}
+
+fn prefix(s: &str) -> StorePrefix {
+    StorePrefix::new(s).unwrap()
+}
+
+fn keys(store: &dyn Store, p: &str) -> Vec<String> {
+    let listed = store.list_keys(&prefix(p)).unwrap();
+    listed.iter().map(|k| k.to_string()).collect()
+}
+
+fn put_all(store: &dyn Store, ks: &[&str]) {
+    for k in ks {
+        store.put(&key(k), k.as_bytes()).unwrap();
+    }
+}
+
+/// A fresh store plus whatever must outlive it (the temporary directory).
+struct Fixture {
+    store: Box<dyn Store>,
+    _dir: Option<TempDir>,
+}
+
+fn memory() -> Fixture {
+    Fixture {
+        store: Box::new(MemoryStore::new()),
+        _dir: None,
+    }
+}
+
+fn directory() -> Fixture {
+    let dir = TempDir::new().unwrap();
+    let store = FileStore::create(&dir.path().join("x.zarr"), false).unwrap();
+    Fixture {
+        store: Box::new(store),
+        _dir: Some(dir),
+    }
+}
+
+// ---- the conformance suite ------------------------------------------------------------------
+
+fn absent_keys_are_none(s: &dyn Store) {
+    assert_eq!(s.get(&key("nothing")).unwrap(), None);
+    assert_eq!(s.get(&key("no/such/.zarray")).unwrap(), None);
+    assert!(s.list_children(&prefix("no/such")).unwrap().is_empty());
+    assert!(s.list_keys(&prefix("no")).unwrap().is_empty());
+    assert!(s.list_children(&StorePrefix::root()).unwrap().is_empty());
+}
+
+fn overwrite_leaves_no_stale_tail(s: &dyn Store) {
+    let k = key("g/v/0.0");
+    s.put(&k, &[7u8; 1000]).unwrap();
+    assert_eq!(s.get(&k).unwrap(), Some(vec![7u8; 1000]));
+    s.put(&k, b"short").unwrap();
+    assert_eq!(s.get(&k).unwrap().as_deref(), Some(&b"short"[..]));
+    s.put(&k, b"").unwrap();
+    assert_eq!(s.get(&k).unwrap(), Some(Vec::new()));
+}
+
+fn empty_values_are_present(s: &dyn Store) {
+    s.put(&key(".zattrs"), b"").unwrap();
+    assert_eq!(s.get(&key(".zattrs")).unwrap(), Some(Vec::new()));
+    assert_eq!(s.list_children(&StorePrefix::root()).unwrap(), [".zattrs"]);
+}
+
+fn children_are_sorted_and_unique(s: &dyn Store) {
+    put_all(
+        s,
+        &[
+            "g10/.zgroup",
+            "g1/v/0.0",
+            ".zgroup",
+            "g1/.zgroup",
+            "g1/v/.zarray",
+            "a.b",
+            "g1/v/1.0",
+        ],
+    );
+    let root = s.list_children(&StorePrefix::root()).unwrap();
+    assert_eq!(root, [".zgroup", "a.b", "g1", "g10"]);
+    assert_eq!(s.list_children(&prefix("g1")).unwrap(), [".zgroup", "v"]);
+    let v = s.list_children(&prefix("g1/v")).unwrap();
+    assert_eq!(v, [".zarray", "0.0", "1.0"]);
+    assert!(s.list_children(&prefix("g1/v/0.0")).unwrap().is_empty());
+}
+
+fn keys_are_listed_recursively(s: &dyn Store) {
+    put_all(s, &["g10/.zgroup", "g1/v/0.0", ".zgroup", "g1/.zgroup"]);
+    assert_eq!(
+        keys(s, ""),
+        [".zgroup", "g1/.zgroup", "g1/v/0.0", "g10/.zgroup"]
+    );
+    assert_eq!(keys(s, "g1"), ["g1/.zgroup", "g1/v/0.0"]);
+    assert_eq!(keys(s, "g1/v"), ["g1/v/0.0"]);
+}
+
+fn delete_and_delete_missing(s: &dyn Store) {
+    put_all(s, &["g1/v/0.0", "g1/.zgroup"]);
+    s.delete(&key("g1/v/0.0")).unwrap();
+    assert_eq!(s.get(&key("g1/v/0.0")).unwrap(), None);
+    assert_eq!(s.list_children(&prefix("g1")).unwrap(), [".zgroup"]);
+    s.delete(&key("g1/v/0.0")).unwrap();
+    s.delete(&key("never/was")).unwrap();
+    s.delete(&key("g1/.zgroup")).unwrap();
+    assert!(s.list_children(&StorePrefix::root()).unwrap().is_empty());
+}
+
+fn delete_prefix_spares_siblings(s: &dyn Store) {
+    put_all(
+        s,
+        &[
+            ".zgroup",
+            "g1/.zgroup",
+            "g1/v/0",
+            "g10/.zgroup",
+            "g1x",
+            "g2/g1/a",
+        ],
+    );
+    s.delete_prefix(&prefix("g1")).unwrap();
+    assert_eq!(keys(s, ""), [".zgroup", "g10/.zgroup", "g1x", "g2/g1/a"]);
+    s.delete_prefix(&prefix("g2/g1")).unwrap();
+    assert_eq!(
+        s.list_children(&StorePrefix::root()).unwrap(),
+        [".zgroup", "g10", "g1x"]
+    );
+    s.delete_prefix(&prefix("not/there")).unwrap();
+    s.delete_prefix(&StorePrefix::root()).unwrap();
+    assert!(keys(s, "").is_empty());
+    s.put(&key("again"), b"1").unwrap();
+    assert_eq!(keys(s, ""), ["again"]);
+}
+
+fn get_many_keeps_order(s: &dyn Store) {
+    put_all(s, &["a", "b/c"]);
+    let got = s.get_many(&[key("b/c"), key("missing"), key("a")]).unwrap();
+    assert_eq!(got, [Some(b"b/c".to_vec()), None, Some(b"a".to_vec())]);
+    s.put_many(&[(key("m/1"), vec![1]), (key("m/2"), vec![2])])
+        .unwrap();
+    assert_eq!(keys(s, "m"), ["m/1", "m/2"]);
+}
+
+fn utf8_and_spaces(s: &dyn Store) {
+    let k = key("grp ü/v 1/.zarray");
+    s.put(&k, "{\"ü\": 1}".as_bytes()).unwrap();
+    assert_eq!(s.get(&k).unwrap(), Some("{\"ü\": 1}".as_bytes().to_vec()));
+    assert_eq!(s.list_children(&StorePrefix::root()).unwrap(), ["grp ü"]);
+    assert_eq!(s.list_children(&prefix("grp ü")).unwrap(), ["v 1"]);
+    assert_eq!(keys(s, "grp ü"), ["grp ü/v 1/.zarray"]);
+}
+
+type Check = fn(&dyn Store);
+
+const SUITE: &[(&str, Check)] = &[
+    ("absent_keys_are_none", absent_keys_are_none),
+    (
+        "overwrite_leaves_no_stale_tail",
+        overwrite_leaves_no_stale_tail,
+    ),
+    ("empty_values_are_present", empty_values_are_present),
+    (
+        "children_are_sorted_and_unique",
+        children_are_sorted_and_unique,
+    ),
+    ("keys_are_listed_recursively", keys_are_listed_recursively),
+    ("delete_and_delete_missing", delete_and_delete_missing),
+    (
+        "delete_prefix_spares_siblings",
+        delete_prefix_spares_siblings,
+    ),
+    ("get_many_keeps_order", get_many_keeps_order),
+    ("utf8_and_spaces", utf8_and_spaces),
+];
+
+/// Runs every check on a fresh store from `make`, naming the check that fails.
+fn conformance(make: fn() -> Fixture) {
+    for (name, check) in SUITE {
+        let fixture = make();
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            check(fixture.store.as_ref())
+        }));
+        if outcome.is_err() {
+            panic!("{name} failed on {}", fixture.store.describe());
+        }
+    }
+}
+
+#[test]
+fn memory_store_conforms() {
+    conformance(memory);
+}
+
+#[test]
+fn file_store_conforms() {
+    conformance(directory);
+}
+
+// ---- model-based test ----------------------------------------------------------------------
+
+const DIRS: [&str; 3] = ["g1", "g10", "ü x"];
+const LEAVES: [&str; 4] = [".zarray", ".zattrs", "0", "0.1"];
+
+#[derive(Debug, Clone)]
+enum Op {
+    Put(String, Vec<u8>),
+    Get(String),
+    Delete(String),
+    DeletePrefix(String),
+    List(String),
+    ListKeys(String),
+}
+
+/// Directory names and leaf names never overlap, so no key is both object and directory.
+fn a_prefix() -> impl Strategy<Value = String> {
+    prop::collection::vec(prop::sample::select(&DIRS[..]), 0..=2).prop_map(|d| d.join("/"))
+}
+
+fn a_key() -> impl Strategy<Value = String> {
+    (a_prefix(), prop::sample::select(&LEAVES[..])).prop_map(|(p, leaf)| {
+        if p.is_empty() {
+            leaf.to_string()
+        } else {
+            format!("{p}/{leaf}")
+        }
+    })
+}
+
+fn an_op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => (a_key(), prop::collection::vec(any::<u8>(), 0..40)).prop_map(|(k, v)| Op::Put(k, v)),
+        2 => a_key().prop_map(Op::Get),
+        2 => a_key().prop_map(Op::Delete),
+        1 => a_prefix().prop_map(Op::DeletePrefix),
+        2 => a_prefix().prop_map(Op::List),
+        1 => a_prefix().prop_map(Op::ListKeys),
+    ]
+}
+
+fn below(p: &str) -> String {
+    if p.is_empty() {
+        String::new()
+    } else {
+        format!("{p}/")
+    }
+}
+
+fn model_children(model: &BTreeMap<String, Vec<u8>>, p: &str) -> Vec<String> {
+    let start = below(p);
+    let names: BTreeSet<&str> = model
+        .keys()
+        .filter_map(|k| k.strip_prefix(start.as_str()))
+        .filter_map(|rest| rest.split('/').next())
+        .collect();
+    names.into_iter().map(str::to_string).collect()
+}
+
+fn model_keys(model: &BTreeMap<String, Vec<u8>>, p: &str) -> Vec<String> {
+    let start = below(p);
+    model
+        .keys()
+        .filter(|k| k.starts_with(&start))
+        .cloned()
+        .collect()
+}
+
+fn replay(store: &dyn Store, ops: &[Op]) -> Result<(), TestCaseError> {
+    let mut model = BTreeMap::<String, Vec<u8>>::new();
+    for op in ops {
+        match op {
+            Op::Put(k, v) => {
+                store.put(&key(k), v).unwrap();
+                model.insert(k.clone(), v.clone());
+            }
+            Op::Get(k) => prop_assert_eq!(store.get(&key(k)).unwrap(), model.get(k).cloned()),
+            Op::Delete(k) => {
+                store.delete(&key(k)).unwrap();
+                model.remove(k);
+            }
+            Op::DeletePrefix(p) => {
+                store.delete_prefix(&prefix(p)).unwrap();
+                let start = below(p);
+                model.retain(|k, _| !k.starts_with(&start));
+            }
+            Op::List(p) => prop_assert_eq!(
+                store.list_children(&prefix(p)).unwrap(),
+                model_children(&model, p)
+            ),
+            Op::ListKeys(p) => prop_assert_eq!(keys(store, p), model_keys(&model, p)),
+        }
+    }
+    prop_assert_eq!(keys(store, ""), model_keys(&model, ""));
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    #[test]
+    fn file_store_matches_model(ops in prop::collection::vec(an_op(), 1..60)) {
+        let fixture = directory();
+        replay(fixture.store.as_ref(), &ops)?;
+    }
+
+    #[test]
+    fn memory_store_matches_model(ops in prop::collection::vec(an_op(), 1..60)) {
+        replay(&MemoryStore::new(), &ops)?;
+    }
+}
+
+// ---- directory-tree specifics --------------------------------------------------------------
+
+fn touch(path: &Path) {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, b"x").unwrap();
+}
+
+#[test]
+fn create_refuses_to_clobber_a_non_zarr_directory() {
+    let dir = TempDir::new().unwrap();
+    touch(&dir.path().join("notes.txt"));
+    touch(&dir.path().join("sub/.zgroup"));
+    for clobber in [false, true] {
+        match FileStore::create(dir.path(), clobber) {
+            Err(Error::Exists(_)) => {}
+            other => panic!("clobber={clobber}: {other:?}"),
+        }
+    }
+    assert!(dir.path().join("notes.txt").exists());
+    assert!(dir.path().join("sub/.zgroup").exists());
+}
+
+#[test]
+fn create_clobbers_a_zarr_directory_only_when_asked() {
+    let dir = TempDir::new().unwrap();
+    let root = dir.path().join("x.zarr");
+    for marker in [
+        ".zgroup",
+        ".zarray",
+        ".zattrs",
+        ".zmetadata",
+        ".nczarr",
+        "zarr.json",
+    ] {
+        touch(&root.join(marker));
+        touch(&root.join("v/0.0"));
+        assert!(matches!(
+            FileStore::create(&root, false),
+            Err(Error::Exists(_))
+        ));
+        let store = FileStore::create(&root, true).unwrap();
+        assert!(root.is_dir(), "{marker}");
+        assert_eq!(fs::read_dir(&root).unwrap().count(), 0, "{marker}");
+        assert!(store.list_keys(&StorePrefix::root()).unwrap().is_empty());
+    }
+}
+
+#[test]
+fn create_makes_missing_and_accepts_empty_directories() {
+    let dir = TempDir::new().unwrap();
+    let deep = dir.path().join("a/b/x.zarr");
+    FileStore::create(&deep, false).unwrap();
+    assert!(deep.is_dir());
+    FileStore::create(&deep, false).unwrap();
+    FileStore::create(&deep, true).unwrap();
+}
+
+#[test]
+fn create_over_a_plain_file() {
+    let dir = TempDir::new().unwrap();
+    let root = dir.path().join("x.zarr");
+    touch(&root);
+    assert!(matches!(
+        FileStore::create(&root, false),
+        Err(Error::Exists(_))
+    ));
+    assert!(root.is_file());
+    FileStore::create(&root, true).unwrap();
+    assert!(root.is_dir());
+}
+
+#[test]
+fn open_needs_an_existing_directory() {
+    let dir = TempDir::new().unwrap();
+    let missing = dir.path().join("missing.zarr");
+    assert!(matches!(FileStore::open(&missing), Err(Error::NotFound(_))));
+    let file = dir.path().join("file.zarr");
+    touch(&file);
+    assert!(matches!(FileStore::open(&file), Err(Error::NotZarr(_))));
+    FileStore::open(dir.path()).unwrap();
+}
+
+#[test]
+fn deleting_everything_keeps_the_dataset_directory() {
+    let f = directory();
+    put_all(f.store.as_ref(), &[".zgroup", "g/v/0"]);
+    f.store.delete_prefix(&StorePrefix::root()).unwrap();
+    let root = f._dir.as_ref().unwrap().path().join("x.zarr");
+    assert!(root.is_dir());
+    assert_eq!(fs::read_dir(&root).unwrap().count(), 0);
+}
+
+#[test]
+fn directories_are_not_objects() {
+    let f = directory();
+    let s = f.store.as_ref();
+    put_all(s, &["g/v/0"]);
+    assert_eq!(s.get(&key("g")).unwrap(), None);
+    assert_eq!(s.get(&key("g/v/0/deeper")).unwrap(), None);
+    s.delete(&key("g/v")).unwrap();
+    assert_eq!(keys(s, ""), ["g/v/0"]);
+    assert!(s.put(&key("g/v/0/deeper"), b"1").is_err());
+}
+
+#[test]
+fn temporary_and_foreign_names_are_invisible() {
+    use std::os::unix::ffi::OsStrExt;
+    let f = directory();
+    let root = f._dir.as_ref().unwrap().path().join("x.zarr");
+    touch(&root.join(".nczarr-tmp..zgroup.1.2"));
+    touch(&root.join("g/.nczarr-tmp.0.1.2"));
+    touch(&root.join("g/0"));
+    touch(&root.join(std::ffi::OsStr::from_bytes(b"bad\xff")));
+    let s = f.store.as_ref();
+    assert_eq!(s.list_children(&StorePrefix::root()).unwrap(), ["g"]);
+    assert_eq!(s.list_children(&prefix("g")).unwrap(), ["0"]);
+    assert_eq!(keys(s, ""), ["g/0"]);
+    assert!(matches!(
+        s.put(&key("g/.nczarr-tmp.x"), b"1"),
+        Err(Error::BadKey { .. })
+    ));
+}
+
+#[test]
+fn a_reader_never_sees_a_partial_object() {
+    const BIG: usize = 1 << 20;
+    let dir = TempDir::new().unwrap();
+    let store = Arc::new(FileStore::create(&dir.path().join("x.zarr"), false).unwrap());
+    let k = key("v/0.0");
+    store.put(&k, &[0x55; 10]).unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (store, done, k) = (Arc::clone(&store), Arc::clone(&done), k.clone());
+        std::thread::spawn(move || {
+            let mut reads = 0usize;
+            loop {
+                let finished = done.load(Ordering::Acquire);
+                let v = store.get(&k).unwrap().expect("object vanished");
+                let whole_big = v.len() == BIG && v.iter().all(|&b| b == 0xAA);
+                let whole_small = v == [0x55; 10];
+                assert!(whole_big || whole_small, "torn read of {} bytes", v.len());
+                reads += 1;
+                if finished {
+                    return reads;
+                }
+            }
+        })
+    };
+    let big = vec![0xAA; BIG];
+    for i in 0..200 {
+        let value: &[u8] = if i % 2 == 0 { &big } else { &[0x55; 10] };
+        store.put(&k, value).unwrap();
+    }
+    done.store(true, Ordering::Release);
+    assert!(reader.join().unwrap() > 1);
+}
+
+#[test]
+fn open_store_follows_the_url() {
+    let dir = TempDir::new().unwrap();
+    let root = dir.path().join("my data.zarr");
+    let url = DatasetUrl::parse(&format!(
+        "file://{}#mode=nczarr,file",
+        root.display().to_string().replace(' ', "%20")
+    ))
+    .unwrap();
+    let created = open_store(&url, OpenHow::Create { clobber: false }).unwrap();
+    created.put(&key(".zgroup"), b"{}").unwrap();
+    let opened = open_store(&url, OpenHow::Open { writable: false }).unwrap();
+    assert_eq!(opened.get(&key(".zgroup")).unwrap(), Some(b"{}".to_vec()));
+    for (text, what) in [
+        ("file:///d/x.zip#mode=nczarr,zip", "zip storage"),
+        ("https://h/bucket/key#mode=nczarr,s3", "s3 storage"),
+    ] {
+        let url = DatasetUrl::parse(text).unwrap();
+        match open_store(&url, OpenHow::Open { writable: false }) {
+            Err(Error::NotBuilt(w)) => assert_eq!(w, what),
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+}
