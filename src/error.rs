@@ -129,7 +129,11 @@ pub enum Error {
     Unsupported { var: String, why: String },
     /// A chunk object whose decoded size does not match the array.
     #[error("chunk {key} has {got} bytes, expected {expected}")]
-    ChunkSize { key: String, got: usize, expected: usize },
+    ChunkSize {
+        key: String,
+        got: usize,
+        expected: usize,
+    },
     /// A store key that would be unsafe or illegal.
     #[error("invalid store key {key:?}: {why}")]
     BadKey { key: String, why: String },

@@ -9,6 +9,7 @@
 #![deny(unsafe_code)]
 
 pub mod error;
+pub mod format;
 pub mod model;
 pub mod url;
 pub mod zmap;

@@ -7,6 +7,8 @@ pub mod tree;
 pub mod types;
 pub mod values;
 
-pub use tree::{Att, CacheSettings, Dim, DimId, Endian, Filter, Group, GroupId, Storage, Tree, Var};
+pub use tree::{
+    Att, CacheSettings, Dim, DimId, Endian, Filter, Group, GroupId, Storage, Tree, Var,
+};
 pub use types::NcType;
 pub use values::Values;

@@ -121,6 +121,9 @@ pub struct Var {
     pub fortran_order: bool,
     /// The variable is a netCDF scalar stored as shape `[1]`.
     pub scalar_as_1d: bool,
+    /// Fill value recorded in the array metadata when no `_FillValue` attribute gives one
+    /// (native-endian bytes of `ty`; for strings the fill text).
+    pub stored_fill: Option<Vec<u8>>,
 }
 
 impl Var {
@@ -145,6 +148,7 @@ impl Var {
             unreadable: None,
             fortran_order: false,
             scalar_as_1d: false,
+            stored_fill: None,
         }
     }
 

@@ -1,0 +1,212 @@
+//! Attribute values <-> `.zattrs` JSON.
+//!
+//! Writing: numbers as a JSON scalar (one value) or array; text (NC_CHAR) always as a JSON
+//! string, never re-parsed as JSON (so read-write-read returns the same text); NC_STRING as a
+//! string or an array of strings. The dtype of each attribute goes into `_nczarr_attr.types`
+//! in NCZarr mode.
+//!
+//! Reading: with a recorded dtype the value is converted to that type; without one (pure
+//! Zarr) the type is inferred so that no value is lost: integers become the narrowest of
+//! int/int64/uint64 holding all of them, any fraction makes the array double, strings become
+//! text or NC_STRING arrays, and anything else (objects, nested arrays, mixtures) becomes
+//! its JSON text as NC_CHAR.
+
+use super::{dtype, number};
+use crate::error::{Error, Result};
+use crate::model::{Endian, NcType, Values};
+use serde_json::Value;
+
+/// The JSON and the dtype string for an attribute.
+pub fn to_json(values: &Values, nczarr: bool) -> (Value, String) {
+    match values {
+        Values::Fixed {
+            ty: NcType::Char,
+            bytes,
+        } => (
+            Value::String(String::from_utf8_lossy(bytes).into_owned()),
+            dtype::format(NcType::Char, Endian::Big, 1, true),
+        ),
+        Values::Fixed { ty, bytes } => {
+            let mut items: Vec<Value> = bytes
+                .chunks_exact(ty.size())
+                .map(|b| number::to_json(*ty, b))
+                .collect();
+            let v = if items.len() == 1 {
+                items.pop().unwrap_or(Value::Null)
+            } else {
+                Value::Array(items)
+            };
+            (v, dtype::format(*ty, Endian::Little, 1, nczarr))
+        }
+        Values::Strings(items) => {
+            let width = items.iter().map(Vec::len).max().unwrap_or(1).max(1);
+            let mut strs: Vec<Value> = items
+                .iter()
+                .map(|s| Value::String(String::from_utf8_lossy(s).into_owned()))
+                .collect();
+            let v = if strs.len() == 1 {
+                strs.pop().unwrap_or(Value::Null)
+            } else {
+                Value::Array(strs)
+            };
+            (
+                v,
+                dtype::format(NcType::String, Endian::Little, width, nczarr),
+            )
+        }
+    }
+}
+
+fn as_items(v: &Value) -> Vec<&Value> {
+    match v {
+        Value::Array(a) => a.iter().collect(),
+        other => vec![other],
+    }
+}
+
+fn text_of(v: &Value) -> Vec<u8> {
+    match v {
+        Value::String(s) => s.as_bytes().to_vec(),
+        other => other.to_string().into_bytes(),
+    }
+}
+
+/// Values of attribute `name` from its JSON and its recorded dtype (if any).
+pub fn from_json(name: &str, v: &Value, recorded: Option<&str>, key: &str) -> Result<Values> {
+    let Some(dt) = recorded else {
+        return Ok(infer(v));
+    };
+    let d = dtype::parse(dt, true)
+        .or_else(|_| dtype::parse(dt, false))
+        .map_err(|_| Error::metadata(key, format!("attribute {name}: unknown type {dt:?}")))?;
+    match d.ty {
+        NcType::Char => Ok(Values::Fixed {
+            ty: NcType::Char,
+            bytes: text_of(v),
+        }),
+        NcType::String => Ok(Values::Strings(
+            as_items(v).into_iter().map(text_of).collect(),
+        )),
+        ty => {
+            let mut bytes = Vec::new();
+            for item in as_items(v) {
+                bytes.extend(number::from_json(ty, item).ok_or_else(|| {
+                    Error::metadata(
+                        key,
+                        format!("attribute {name}: {item} is not a {}", ty.name()),
+                    )
+                })?);
+            }
+            Ok(Values::Fixed { ty, bytes })
+        }
+    }
+}
+
+/// The type a pure-Zarr attribute value gets when nothing records it.
+fn infer(v: &Value) -> Values {
+    let items = as_items(v);
+    let all = |f: fn(&Value) -> bool| !items.is_empty() && items.iter().all(|i| f(i));
+    if let Value::String(s) = v {
+        return Values::text(s);
+    }
+    if all(Value::is_string) {
+        return Values::Strings(items.iter().map(|i| text_of(i)).collect());
+    }
+    if all(Value::is_boolean) {
+        let bytes = items
+            .iter()
+            .map(|i| u8::from(i.as_bool() == Some(true)))
+            .collect();
+        return Values::Fixed {
+            ty: NcType::UByte,
+            bytes,
+        };
+    }
+    if all(Value::is_number) {
+        let ty = if items.iter().any(|i| i.is_f64()) {
+            NcType::Double
+        } else if items
+            .iter()
+            .all(|i| i.as_i64().is_some_and(|x| i32::try_from(x).is_ok()))
+        {
+            NcType::Int
+        } else if items.iter().all(|i| i.as_i64().is_some()) {
+            NcType::Int64
+        } else {
+            NcType::UInt64
+        };
+        let mut bytes = Vec::new();
+        for item in &items {
+            match number::from_json(ty, item) {
+                Some(b) => bytes.extend(b),
+                None => return Values::text(&v.to_string()),
+            }
+        }
+        return Values::Fixed { ty, bytes };
+    }
+    Values::Fixed {
+        ty: NcType::Char,
+        bytes: v.to_string().into_bytes(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rt(values: Values) {
+        let (j, dt) = to_json(&values, true);
+        let text = serde_json::to_string(&j).unwrap();
+        let back: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            from_json("a", &back, Some(&dt), "k").unwrap(),
+            values,
+            "{text} {dt}"
+        );
+    }
+
+    #[test]
+    fn typed_round_trips() {
+        rt(Values::text("[1, 2, 3]"));
+        rt(Values::text("123"));
+        rt(Values::text("0x10"));
+        rt(Values::text(""));
+        rt(Values::Strings(vec![b"a".to_vec(), b"bc".to_vec()]));
+        rt(Values::Strings(vec![b"solo".to_vec()]));
+        rt(Values::fixed(
+            NcType::Double,
+            [0.1f64, 3.5].iter().flat_map(|x| x.to_ne_bytes()).collect(),
+        ));
+        rt(Values::fixed(
+            NcType::Float,
+            1.2345678f32.to_ne_bytes().to_vec(),
+        ));
+        rt(Values::fixed(
+            NcType::UInt64,
+            u64::MAX.to_ne_bytes().to_vec(),
+        ));
+        rt(Values::fixed(NcType::Byte, vec![0x80, 0x7f]));
+    }
+
+    #[test]
+    fn inference_loses_nothing() {
+        let v: Value = serde_json::from_str("[1, 2.5]").unwrap();
+        assert_eq!(infer(&v).ty(), NcType::Double);
+        let v: Value = serde_json::from_str("[1, 3000000000]").unwrap();
+        assert_eq!(infer(&v).ty(), NcType::Int64);
+        let v: Value = serde_json::from_str("18446744073709551615").unwrap();
+        assert_eq!(infer(&v).ty(), NcType::UInt64);
+        let v: Value = serde_json::from_str(r#"{"a": [1, 2]}"#).unwrap();
+        assert_eq!(infer(&v), Values::text(r#"{"a":[1,2]}"#));
+        let v: Value = serde_json::from_str(r#"["x", "yz"]"#).unwrap();
+        assert_eq!(infer(&v).ty(), NcType::String);
+        let v: Value = serde_json::from_str("[[1, 2], [3, 4]]").unwrap();
+        assert_eq!(infer(&v).ty(), NcType::Char);
+    }
+
+    #[test]
+    fn wrong_recorded_type_is_an_error() {
+        let v: Value = serde_json::from_str("300").unwrap();
+        assert!(from_json("a", &v, Some("|i1"), "k").is_err());
+    }
+}

@@ -1,0 +1,125 @@
+//! Zarr v2 `dtype` strings <-> netCDF types.
+
+use crate::error::{Error, Result};
+use crate::model::{Endian, NcType};
+
+/// What a Zarr v2 dtype string means for netCDF.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dtype {
+    pub ty: NcType,
+    /// Byte order of stored values (one-byte types: the native order).
+    pub endian: Endian,
+    /// Width of one stored element in bytes (`|S<n>`: n).
+    pub width: usize,
+}
+
+/// Parses a dtype. `char_is_s1` says how `S1` is read: NC_CHAR (NCZarr `>S1`, and pure Zarr
+/// one-byte strings) or NC_STRING.
+pub fn parse(dtype: &str, nczarr: bool) -> Result<Dtype> {
+    let bad = |why: &str| Error::Unsupported {
+        var: String::new(),
+        why: format!("dtype {dtype:?}: {why}"),
+    };
+    let (order, body) = match dtype.chars().next() {
+        Some(c @ ('<' | '>' | '|' | '=')) => (c, &dtype[1..]),
+        Some(_) => ('|', dtype),
+        None => return Err(bad("empty")),
+    };
+    let endian = match order {
+        '>' => Endian::Big,
+        '<' => Endian::Little,
+        _ => Endian::native(),
+    };
+    let kind = body.chars().next().ok_or_else(|| bad("no kind"))?;
+    let width: usize = body[kind.len_utf8()..]
+        .parse()
+        .map_err(|_| bad("bad width"))?;
+    let ty = match (kind, width) {
+        ('i', 1) => NcType::Byte,
+        ('i', 2) => NcType::Short,
+        ('i', 4) => NcType::Int,
+        ('i', 8) => NcType::Int64,
+        ('u', 1) => NcType::UByte,
+        ('u', 2) => NcType::UShort,
+        ('u', 4) => NcType::UInt,
+        ('u', 8) => NcType::UInt64,
+        ('f', 4) => NcType::Float,
+        ('f', 8) => NcType::Double,
+        ('b', 1) => NcType::UByte,
+        ('S', 1) if !nczarr || order == '>' => NcType::Char,
+        ('S', n) if n >= 1 => NcType::String,
+        ('U', 1) if nczarr => NcType::Char,
+        ('f', 2) => return Err(bad("half-precision floats have no netCDF type")),
+        ('c', _) => return Err(bad("complex numbers have no netCDF type")),
+        ('m' | 'M', _) => return Err(bad("datetime types have no netCDF type")),
+        ('U', _) => return Err(bad("fixed-width unicode strings are not supported")),
+        _ => return Err(bad("unknown type")),
+    };
+    let width = if ty == NcType::String {
+        width
+    } else {
+        ty.size()
+    };
+    Ok(Dtype { ty, endian, width })
+}
+
+/// The dtype we write for a variable or attribute of type `ty`.
+///
+/// One-byte numbers are `|i1`/`|u1` (zarr-python 3 rejects `<u1`); NC_CHAR is `>S1` in NCZarr
+/// mode (the marker netcdf-c reads as char) and `|S1` in pure Zarr; strings are `|S<width>`.
+pub fn format(ty: NcType, endian: Endian, string_width: usize, nczarr: bool) -> String {
+    let order = match endian {
+        Endian::Little => '<',
+        Endian::Big => '>',
+    };
+    match ty {
+        NcType::Byte => "|i1".into(),
+        NcType::UByte => "|u1".into(),
+        NcType::Char if nczarr => ">S1".into(),
+        NcType::Char => "|S1".into(),
+        NcType::String => format!("|S{}", string_width.max(1)),
+        NcType::Short => format!("{order}i2"),
+        NcType::UShort => format!("{order}u2"),
+        NcType::Int => format!("{order}i4"),
+        NcType::UInt => format!("{order}u4"),
+        NcType::Int64 => format!("{order}i8"),
+        NcType::UInt64 => format!("{order}u8"),
+        NcType::Float => format!("{order}f4"),
+        NcType::Double => format!("{order}f8"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_every_type() {
+        for ty in NcType::ALL {
+            for endian in [Endian::Little, Endian::Big] {
+                let s = format(ty, endian, 7, true);
+                let d = parse(&s, true).unwrap();
+                assert_eq!(d.ty, ty, "{s}");
+                if ty.size() > 1 && ty.is_numeric() {
+                    assert_eq!(d.endian, endian, "{s}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn reads_foreign_spellings() {
+        assert_eq!(parse("<u1", true).unwrap().ty, NcType::UByte);
+        assert_eq!(parse("i2", false).unwrap().ty, NcType::Short);
+        assert_eq!(parse("|b1", false).unwrap().ty, NcType::UByte);
+        assert_eq!(parse("|S1", true).unwrap().ty, NcType::String);
+        assert_eq!(parse("|S1", false).unwrap().ty, NcType::Char);
+        assert_eq!(parse(">S1", true).unwrap().ty, NcType::Char);
+        assert_eq!(parse("<U1", true).unwrap().ty, NcType::Char);
+        let s = parse("|S12", false).unwrap();
+        assert_eq!((s.ty, s.width), (NcType::String, 12));
+        for bad in ["<f2", "<c8", "<M8[ns]", "<U5", "", "x", "<i3", "|O"] {
+            assert!(parse(bad, false).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,254 @@
+//! The model -> the metadata objects we write (the current NCZarr layout, or pure Zarr v2).
+//!
+//! Produces every metadata object of the dataset as `(key, JSON bytes)`; the caller decides
+//! which ones changed and writes those. Never touches chunks.
+
+use super::{Layout, attrs, dtype, number};
+use crate::model::{GroupId, NcType, Tree, Var};
+use serde_json::{Map, Value, json};
+
+/// Reserved attribute marking the root of an NCZarr dataset.
+pub const SUPERBLOCK: &str = "_nczarr_superblock";
+/// Per-group NCZarr information.
+pub const GROUP: &str = "_nczarr_group";
+/// Per-array NCZarr information.
+pub const ARRAY: &str = "_nczarr_array";
+/// Per-object attribute types.
+pub const ATTR: &str = "_nczarr_attr";
+/// xarray's dimension names.
+pub const ARRAY_DIMENSIONS: &str = "_ARRAY_DIMENSIONS";
+/// Provenance attribute of the root group.
+pub const NCPROPERTIES: &str = "_NCProperties";
+/// Version string in the superblock.
+pub const NCZARR_VERSION: &str = "2.0.0";
+
+/// `_NCProperties` text we write.
+pub fn ncproperties() -> String {
+    format!(
+        "version=2,nczarr-rs={},nczarr={NCZARR_VERSION}",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+fn to_bytes(v: &Value) -> Vec<u8> {
+    serde_json::to_vec_pretty(v).unwrap_or_default()
+}
+
+fn prefixed(path: &str, name: &str) -> String {
+    if path.is_empty() {
+        name.to_string()
+    } else {
+        format!("{path}/{name}")
+    }
+}
+
+/// Store path of variable `varid` of group `g`.
+pub fn var_path(tree: &Tree, g: GroupId, var: &Var) -> String {
+    prefixed(&tree.group_path(g), &var.name)
+}
+
+/// Writes the user attributes into `map` and returns the `types` record.
+fn user_atts(
+    atts: &[crate::model::Att],
+    map: &mut Map<String, Value>,
+    layout: Layout,
+) -> Map<String, Value> {
+    let mut types = Map::new();
+    for a in atts {
+        let (v, dt) = attrs::to_json(&a.values, layout.nczarr);
+        map.insert(a.name.clone(), v);
+        types.insert(a.name.clone(), Value::from(dt));
+    }
+    types
+}
+
+fn close_attrs(
+    mut map: Map<String, Value>,
+    mut types: Map<String, Value>,
+    layout: Layout,
+) -> Value {
+    if layout.nczarr {
+        for k in map.keys() {
+            if k.starts_with("_nczarr_") {
+                types.insert(k.clone(), Value::from("|J0"));
+            }
+        }
+        types.insert(ATTR.into(), Value::from("|J0"));
+        map.insert(ATTR.into(), json!({ "types": types }));
+    }
+    Value::Object(map)
+}
+
+fn group_objects(tree: &Tree, g: GroupId, layout: Layout, out: &mut Vec<(String, Value)>) {
+    let grp = tree.group(g);
+    let path = tree.group_path(g);
+    out.push((prefixed(&path, ".zgroup"), json!({ "zarr_format": 2 })));
+    let mut map = Map::new();
+    let mut types = user_atts(&grp.atts, &mut map, layout);
+    if g == Tree::ROOT && layout.nczarr {
+        map.insert(NCPROPERTIES.into(), Value::from(ncproperties()));
+        types.insert(NCPROPERTIES.into(), Value::from(">S1"));
+    }
+    if layout.nczarr {
+        let mut dims = Map::new();
+        for d in &grp.dims {
+            let dim = tree.dim(*d);
+            let v = if dim.unlimited {
+                json!({ "size": dim.len, "unlimited": 1 })
+            } else {
+                Value::from(dim.len)
+            };
+            dims.insert(dim.name.clone(), v);
+        }
+        let arrays: Vec<&str> = grp.vars.iter().map(|v| v.name.as_str()).collect();
+        let groups: Vec<&str> = grp
+            .children
+            .iter()
+            .map(|c| tree.group(*c).name.as_str())
+            .collect();
+        map.insert(
+            GROUP.into(),
+            json!({ "dimensions": dims, "arrays": arrays, "groups": groups }),
+        );
+        if g == Tree::ROOT {
+            map.insert(SUPERBLOCK.into(), json!({ "version": NCZARR_VERSION }));
+        }
+    }
+    out.push((prefixed(&path, ".zattrs"), close_attrs(map, types, layout)));
+}
+
+/// The `fill_value` JSON of a variable.
+pub fn fill_json(var: &Var) -> Value {
+    if var.no_fill {
+        return Value::Null;
+    }
+    let att = var.att("_FillValue").map(|a| &a.values);
+    match var.ty {
+        NcType::String => match att {
+            Some(crate::model::Values::Strings(s)) if !s.is_empty() => {
+                Value::String(String::from_utf8_lossy(&s[0]).into_owned())
+            }
+            _ => Value::String(String::new()),
+        },
+        NcType::Char => match att {
+            Some(crate::model::Values::Fixed { bytes, .. })
+                if bytes.first().is_some_and(|b| *b != 0) =>
+            {
+                Value::String(String::from_utf8_lossy(&bytes[..1]).into_owned())
+            }
+            _ => Value::String(String::new()),
+        },
+        ty => {
+            let bytes = match att {
+                Some(crate::model::Values::Fixed { ty: aty, bytes })
+                    if *aty == ty && bytes.len() >= ty.size() =>
+                {
+                    bytes[..ty.size()].to_vec()
+                }
+                _ => ty.default_fill(),
+            };
+            number::to_json(ty, &bytes)
+        }
+    }
+}
+
+fn var_objects(tree: &Tree, g: GroupId, var: &Var, layout: Layout, out: &mut Vec<(String, Value)>) {
+    let path = var_path(tree, g, var);
+    let scalar = var.is_scalar();
+    let (shape, chunks): (Vec<u64>, Vec<u64>) = if scalar {
+        if layout.nczarr {
+            (vec![1], vec![1])
+        } else {
+            (vec![], vec![])
+        }
+    } else {
+        (tree.var_shape(var), var.chunks.clone())
+    };
+    let mut zarray = Map::new();
+    zarray.insert("zarr_format".into(), Value::from(2));
+    zarray.insert("shape".into(), Value::from(shape));
+    zarray.insert(
+        "dtype".into(),
+        Value::from(dtype::format(
+            var.ty,
+            var.endian,
+            var.maxstrlen,
+            layout.nczarr,
+        )),
+    );
+    zarray.insert("chunks".into(), Value::from(chunks));
+    zarray.insert("fill_value".into(), fill_json(var));
+    zarray.insert("order".into(), Value::from("C"));
+    let codecs: Vec<Value> = var
+        .filters
+        .iter()
+        .map(|f| Value::Object(f.codec.clone()))
+        .collect();
+    let (compressor, filters) = match codecs.split_last() {
+        None => (Value::Null, Value::Null),
+        Some((last, [])) => (last.clone(), Value::Null),
+        Some((last, rest)) => (last.clone(), Value::Array(rest.to_vec())),
+    };
+    zarray.insert("compressor".into(), compressor);
+    zarray.insert("filters".into(), filters);
+    if var.dimension_separator != '.' {
+        zarray.insert(
+            "dimension_separator".into(),
+            Value::from(var.dimension_separator.to_string()),
+        );
+    }
+    out.push((prefixed(&path, ".zarray"), Value::Object(zarray)));
+
+    let mut map = Map::new();
+    let types = user_atts(&var.atts, &mut map, layout);
+    if layout.xarray {
+        let names: Vec<String> = if scalar {
+            if layout.nczarr {
+                vec!["_scalar_".into()]
+            } else {
+                vec![]
+            }
+        } else {
+            var.dims.iter().map(|d| tree.dim(*d).name.clone()).collect()
+        };
+        map.insert(ARRAY_DIMENSIONS.into(), Value::from(names));
+    }
+    if layout.nczarr {
+        let refs: Vec<String> = var.dims.iter().map(|d| tree.dim_fqn(*d)).collect();
+        let storage = match var.storage {
+            crate::model::Storage::Chunked => "chunked",
+            crate::model::Storage::Contiguous => "contiguous",
+            crate::model::Storage::Compact => "compact",
+        };
+        let mut info = json!({ "dimension_references": refs, "storage": storage });
+        if scalar {
+            info["scalar"] = Value::from(1);
+        }
+        map.insert(ARRAY.into(), info);
+    }
+    out.push((prefixed(&path, ".zattrs"), close_attrs(map, types, layout)));
+}
+
+/// Every metadata object of the dataset, in a stable order: groups before their contents.
+pub fn metadata_objects(tree: &Tree, layout: Layout) -> Vec<(String, Vec<u8>)> {
+    let mut objects = Vec::new();
+    for g in tree.groups_preorder() {
+        group_objects(tree, g, layout, &mut objects);
+        for var in &tree.group(g).vars {
+            var_objects(tree, g, var, layout, &mut objects);
+        }
+    }
+    let mut out: Vec<(String, Vec<u8>)> = objects
+        .iter()
+        .map(|(k, v)| (k.clone(), to_bytes(v)))
+        .collect();
+    if layout.consolidated {
+        let mut meta = Map::new();
+        for (k, v) in objects {
+            meta.insert(k, v);
+        }
+        let z = json!({ "metadata": meta, "zarr_consolidated_format": 1 });
+        out.push((".zmetadata".into(), to_bytes(&z)));
+    }
+    out
+}
