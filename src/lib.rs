@@ -8,6 +8,7 @@
 
 #![deny(unsafe_code)]
 
+pub mod chunk;
 pub mod error;
 pub mod format;
 pub mod model;
