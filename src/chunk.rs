@@ -5,5 +5,6 @@
 //! Owns the arithmetic of chunked access and nothing else: it must not know about stores, keys,
 //! JSON, codecs or C. Callers hand it shapes and byte buffers and get back pieces and copies.
 
+pub mod cache;
 pub mod copy;
 pub mod projection;

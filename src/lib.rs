@@ -9,6 +9,7 @@
 #![deny(unsafe_code)]
 
 pub mod chunk;
+pub mod codec;
 pub mod error;
 pub mod format;
 pub mod model;

@@ -1,0 +1,141 @@
+//! A byte-bounded least-recently-used cache of decoded chunks of one variable.
+//!
+//! Holds chunks in native byte order. Dirty chunks are handed back to the caller when they
+//! are evicted or flushed, so the caller encodes and stores them; the cache never touches a
+//! store.
+
+use std::collections::HashMap;
+
+/// Chunk grid index.
+pub type ChunkIndex = Vec<u64>;
+
+#[derive(Debug)]
+struct Entry {
+    data: Vec<u8>,
+    dirty: bool,
+    last_use: u64,
+}
+
+/// The cache of one variable.
+#[derive(Debug, Default)]
+pub struct ChunkCache {
+    entries: HashMap<ChunkIndex, Entry>,
+    bytes: usize,
+    limit_bytes: usize,
+    limit_entries: usize,
+    clock: u64,
+}
+
+impl ChunkCache {
+    /// An empty cache bounded by `limit_bytes` and `limit_entries`.
+    pub fn new(limit_bytes: usize, limit_entries: usize) -> ChunkCache {
+        ChunkCache {
+            limit_bytes,
+            limit_entries: limit_entries.max(1),
+            ..ChunkCache::default()
+        }
+    }
+
+    /// Changes the bounds; returns dirty chunks evicted to meet them.
+    pub fn set_limits(&mut self, limit_bytes: usize, limit_entries: usize) -> Vec<(ChunkIndex, Vec<u8>)> {
+        self.limit_bytes = limit_bytes;
+        self.limit_entries = limit_entries.max(1);
+        self.evict(None)
+    }
+
+    /// The cached chunk, marking it recently used.
+    pub fn get(&mut self, idx: &[u64]) -> Option<&[u8]> {
+        self.clock += 1;
+        let clock = self.clock;
+        self.entries.get_mut(idx).map(|e| {
+            e.last_use = clock;
+            e.data.as_slice()
+        })
+    }
+
+    /// True when the chunk is cached and modified.
+    pub fn is_dirty(&self, idx: &[u64]) -> bool {
+        self.entries.get(idx).is_some_and(|e| e.dirty)
+    }
+
+    /// Removes and returns a chunk (to modify it and put it back).
+    pub fn take(&mut self, idx: &[u64]) -> Option<(Vec<u8>, bool)> {
+        let e = self.entries.remove(idx)?;
+        self.bytes -= e.data.len();
+        Some((e.data, e.dirty))
+    }
+
+    /// Inserts a chunk; returns dirty chunks evicted to make room (possibly this one, when
+    /// it alone exceeds the bound).
+    pub fn insert(&mut self, idx: ChunkIndex, data: Vec<u8>, dirty: bool) -> Vec<(ChunkIndex, Vec<u8>)> {
+        self.clock += 1;
+        if let Some(old) = self.entries.remove(&idx) {
+            self.bytes -= old.data.len();
+        }
+        self.bytes += data.len();
+        self.entries.insert(idx.clone(), Entry { data, dirty, last_use: self.clock });
+        self.evict(Some(&idx))
+    }
+
+    fn evict(&mut self, keep: Option<&ChunkIndex>) -> Vec<(ChunkIndex, Vec<u8>)> {
+        let mut out = Vec::new();
+        while self.bytes > self.limit_bytes || self.entries.len() > self.limit_entries {
+            let victim = self
+                .entries
+                .iter()
+                .filter(|(k, _)| Some(*k) != keep || self.entries.len() == 1)
+                .min_by_key(|(_, e)| e.last_use)
+                .map(|(k, _)| k.clone());
+            let Some(v) = victim else { break };
+            if let Some(e) = self.entries.remove(&v) {
+                self.bytes -= e.data.len();
+                if e.dirty {
+                    out.push((v, e.data));
+                }
+            }
+        }
+        out
+    }
+
+    /// Every dirty chunk, copied out and marked clean.
+    pub fn take_dirty(&mut self) -> Vec<(ChunkIndex, Vec<u8>)> {
+        let mut out = Vec::new();
+        for (k, e) in self.entries.iter_mut().filter(|(_, e)| e.dirty) {
+            e.dirty = false;
+            out.push((k.clone(), e.data.clone()));
+        }
+        out
+    }
+
+    /// Drops everything (dirty chunks included).
+    pub fn clear(&mut self) {
+        self.entries.clear();
+        self.bytes = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn evicts_least_recent_and_returns_dirty() {
+        let mut c = ChunkCache::new(10, 100);
+        assert!(c.insert(vec![0], vec![0; 4], true).is_empty());
+        assert!(c.insert(vec![1], vec![1; 4], false).is_empty());
+        c.get(&[0]);
+        let ev = c.insert(vec![2], vec![2; 4], false);
+        assert!(ev.is_empty(), "clean chunk 1 evicted silently");
+        assert!(c.get(&[1]).is_none());
+        let ev = c.insert(vec![3], vec![3; 8], false);
+        assert_eq!(ev, vec![(vec![0], vec![0; 4])]);
+        assert!(c.take_dirty().is_empty());
+    }
+
+    #[test]
+    fn an_oversized_dirty_chunk_comes_back() {
+        let mut c = ChunkCache::new(4, 100);
+        let ev = c.insert(vec![0], vec![9; 16], true);
+        assert_eq!(ev, vec![(vec![0], vec![9; 16])]);
+    }
+}
