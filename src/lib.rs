@@ -8,6 +8,7 @@
 
 #![deny(unsafe_code)]
 
+pub mod api;
 pub mod error;
 pub mod model;
 pub mod zmap;
