@@ -8,6 +8,7 @@
 
 #![deny(unsafe_code)]
 
+pub mod api;
 pub mod chunk;
 pub mod codec;
 pub mod error;
