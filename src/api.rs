@@ -1,9 +1,18 @@
-//! netCDF semantics on an open dataset.
+//! netCDF semantics on an open dataset: define mode, ids, name rules, inquiry, type
+//! conversion with NC_ERANGE, fill rules, renames, and the data path.
 //!
-//! Owns what the netCDF API means, independent of how it is called or stored: define mode,
-//! ids, name rules, inquiry, fill rules, renames and type conversion with its `NC_ERANGE`
-//! rules. Everything here is safe Rust working on the `model` tree and on plain byte slices;
-//! it must not touch C pointers (that is `ffi`) nor read or write store bytes (that is
-//! `format`, `chunk` and `zmap`).
+//! Safe Rust, unit-testable without C. Must not see C pointers (that is `ffi`) nor raw JSON
+//! (that is `format`).
 
+pub mod attribute;
+pub mod chunking;
 pub mod convert;
+pub mod data;
+pub mod dataset;
+pub mod define;
+pub mod inquire;
+pub mod names;
+
+pub use attribute::Owner;
+pub use data::Slab;
+pub use dataset::{CreateOptions, Dataset};

@@ -12,6 +12,8 @@ pub mod api;
 pub mod chunk;
 pub mod codec;
 pub mod error;
+#[allow(unsafe_code)]
+pub mod ffi;
 pub mod format;
 pub mod model;
 pub mod url;

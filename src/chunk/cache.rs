@@ -37,7 +37,11 @@ impl ChunkCache {
     }
 
     /// Changes the bounds; returns dirty chunks evicted to meet them.
-    pub fn set_limits(&mut self, limit_bytes: usize, limit_entries: usize) -> Vec<(ChunkIndex, Vec<u8>)> {
+    pub fn set_limits(
+        &mut self,
+        limit_bytes: usize,
+        limit_entries: usize,
+    ) -> Vec<(ChunkIndex, Vec<u8>)> {
         self.limit_bytes = limit_bytes;
         self.limit_entries = limit_entries.max(1);
         self.evict(None)
@@ -67,13 +71,25 @@ impl ChunkCache {
 
     /// Inserts a chunk; returns dirty chunks evicted to make room (possibly this one, when
     /// it alone exceeds the bound).
-    pub fn insert(&mut self, idx: ChunkIndex, data: Vec<u8>, dirty: bool) -> Vec<(ChunkIndex, Vec<u8>)> {
+    pub fn insert(
+        &mut self,
+        idx: ChunkIndex,
+        data: Vec<u8>,
+        dirty: bool,
+    ) -> Vec<(ChunkIndex, Vec<u8>)> {
         self.clock += 1;
         if let Some(old) = self.entries.remove(&idx) {
             self.bytes -= old.data.len();
         }
         self.bytes += data.len();
-        self.entries.insert(idx.clone(), Entry { data, dirty, last_use: self.clock });
+        self.entries.insert(
+            idx.clone(),
+            Entry {
+                data,
+                dirty,
+                last_use: self.clock,
+            },
+        );
         self.evict(Some(&idx))
     }
 

@@ -1,0 +1,224 @@
+//! Attributes: put/get with type conversion, inquiry, rename, delete, and the virtual
+//! attributes netCDF answers by name only (`_NCProperties`, `_SuperblockVersion`,
+//! `_IsNetcdf4`, `_Codecs`).
+
+use super::convert;
+use super::dataset::Dataset;
+use super::names;
+use crate::error::{Error, Result};
+use crate::model::{Att, GroupId, NcType, Values};
+
+/// Which object an attribute belongs to: a group (`NC_GLOBAL`) or a variable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Owner {
+    Group(GroupId),
+    Var(GroupId, usize),
+}
+
+/// Names answered by name only: never listed, never counted.
+pub const VIRTUAL: [&str; 4] = [
+    "_NCProperties",
+    "_SuperblockVersion",
+    "_IsNetcdf4",
+    "_Codecs",
+];
+
+/// Converts values to `to`; the flag says some value was out of range.
+pub fn convert_values(values: &Values, to: NcType) -> Result<(Values, bool)> {
+    match values {
+        Values::Strings(_) if to == NcType::String => Ok((values.clone(), false)),
+        Values::Strings(_) => Err(Error::Char),
+        Values::Fixed { .. } if to == NcType::String => Err(Error::Char),
+        Values::Fixed { ty, bytes } => {
+            if *ty == to {
+                return Ok((values.clone(), false));
+            }
+            if (*ty == NcType::Char) != (to == NcType::Char) {
+                return Err(Error::Char);
+            }
+            let mut out = vec![0u8; values.len() * to.size()];
+            match convert::convert(*ty, bytes, to, &mut out) {
+                Ok(()) => Ok((Values::fixed(to, out), false)),
+                Err(Error::Range) => Ok((Values::fixed(to, out), true)),
+                Err(e) => Err(e),
+            }
+        }
+    }
+}
+
+impl Dataset {
+    fn atts(&self, owner: Owner) -> &Vec<Att> {
+        match owner {
+            Owner::Group(g) => &self.tree.group(g).atts,
+            Owner::Var(g, v) => &self.tree.group(g).vars[v].atts,
+        }
+    }
+
+    fn atts_mut(&mut self, owner: Owner) -> &mut Vec<Att> {
+        match owner {
+            Owner::Group(g) => &mut self.tree.group_mut(g).atts,
+            Owner::Var(g, v) => &mut self.tree.group_mut(g).vars[v].atts,
+        }
+    }
+
+    fn virtual_att(&self, owner: Owner, name: &str) -> Option<Values> {
+        match (owner, name) {
+            (Owner::Group(g), "_NCProperties") if g.0 == 0 && self.layout.nczarr => {
+                Some(Values::text(&self.ncproperties))
+            }
+            (Owner::Group(g), "_SuperblockVersion") if g.0 == 0 => {
+                let v: i32 = if self.layout.nczarr { 2 } else { 0 };
+                Some(Values::fixed(NcType::Int, v.to_ne_bytes().to_vec()))
+            }
+            (Owner::Group(g), "_IsNetcdf4") if g.0 == 0 => {
+                Some(Values::fixed(NcType::Int, 1i32.to_ne_bytes().to_vec()))
+            }
+            (Owner::Var(g, v), "_Codecs") => {
+                let var = &self.tree.group(g).vars[v];
+                if var.filters.is_empty() {
+                    return None;
+                }
+                let list: Vec<serde_json::Value> = var
+                    .filters
+                    .iter()
+                    .map(|f| serde_json::Value::Object(f.codec.clone()))
+                    .collect();
+                Some(Values::text(&serde_json::Value::Array(list).to_string()))
+            }
+            _ => None,
+        }
+    }
+
+    /// The attribute's values (stored or virtual).
+    pub fn att_values(&self, owner: Owner, name: &str) -> Result<Values> {
+        if let Some(a) = self.atts(owner).iter().find(|a| a.name == name) {
+            return Ok(a.values.clone());
+        }
+        self.virtual_att(owner, name)
+            .ok_or_else(|| Error::NotAtt(name.to_string()))
+    }
+
+    /// `nc_inq_att`: type and length.
+    pub fn inq_att(&self, owner: Owner, name: &str) -> Result<(NcType, usize)> {
+        let v = self.att_values(owner, name)?;
+        Ok((v.ty(), v.len()))
+    }
+
+    /// `nc_inq_attid`: virtual attributes have no number.
+    pub fn inq_attid(&self, owner: Owner, name: &str) -> Result<usize> {
+        if let Some(i) = self.atts(owner).iter().position(|a| a.name == name) {
+            return Ok(i);
+        }
+        if self.virtual_att(owner, name).is_some() {
+            return Err(Error::AttMeta(name.to_string()));
+        }
+        Err(Error::NotAtt(name.to_string()))
+    }
+
+    /// `nc_inq_attname`.
+    pub fn inq_attname(&self, owner: Owner, num: i32) -> Result<&str> {
+        usize::try_from(num)
+            .ok()
+            .and_then(|n| self.atts(owner).get(n))
+            .map(|a| a.name.as_str())
+            .ok_or_else(|| Error::NotAtt(format!("attribute number {num}")))
+    }
+
+    /// Number of (listed) attributes.
+    pub fn natts(&self, owner: Owner) -> usize {
+        self.atts(owner).len()
+    }
+
+    /// `nc_get_att` in `memtype` (`None`: the attribute's own type). The flag reports that
+    /// some value was out of range for `memtype` (the data are still converted).
+    pub fn get_att(
+        &self,
+        owner: Owner,
+        name: &str,
+        memtype: Option<NcType>,
+    ) -> Result<(Values, bool)> {
+        let v = self.att_values(owner, name)?;
+        match memtype {
+            None => Ok((v, false)),
+            Some(t) => convert_values(&v, t),
+        }
+    }
+
+    /// `nc_put_att`: `values` are in the caller's memory type, stored as `file_type`.
+    /// Returns true when some value was out of range (it is stored converted all the same).
+    pub fn put_att(
+        &mut self,
+        owner: Owner,
+        name: &str,
+        file_type: NcType,
+        values: Values,
+    ) -> Result<bool> {
+        self.check_writable()?;
+        names::check(name)?;
+        if VIRTUAL.contains(&name) || name.starts_with("_nczarr_") || name == "_ARRAY_DIMENSIONS" {
+            return Err(Error::AttMeta(name.to_string()));
+        }
+        let (stored, range) = convert_values(&values, file_type)?;
+        if name == "_FillValue" {
+            if let Owner::Var(g, v) = owner {
+                let var = &self.tree.group(g).vars[v];
+                if file_type != var.ty {
+                    return Err(Error::BadType(file_type.id()));
+                }
+                if stored.len() != 1 {
+                    return Err(Error::Invalid(
+                        "_FillValue must have exactly one value".into(),
+                    ));
+                }
+                if var.data_written || var.stored_path.is_some() {
+                    return Err(Error::LateFill(var.name.clone()));
+                }
+            }
+        }
+        self.ensure_define_mode()?;
+        let atts = self.atts_mut(owner);
+        match atts.iter_mut().find(|a| a.name == name) {
+            Some(a) => a.values = stored,
+            None => atts.push(Att {
+                name: name.to_string(),
+                values: stored,
+            }),
+        }
+        Ok(range)
+    }
+
+    /// `nc_rename_att`.
+    pub fn rename_att(&mut self, owner: Owner, name: &str, new_name: &str) -> Result<()> {
+        self.check_writable()?;
+        names::check(new_name)?;
+        if VIRTUAL.contains(&new_name) {
+            return Err(Error::AttMeta(new_name.to_string()));
+        }
+        let atts = self.atts(owner);
+        if atts.iter().any(|a| a.name == new_name) {
+            return Err(Error::NameInUse(new_name.to_string()));
+        }
+        let i = atts
+            .iter()
+            .position(|a| a.name == name)
+            .ok_or_else(|| Error::NotAtt(name.to_string()))?;
+        self.atts_mut(owner)[i].name = new_name.to_string();
+        if !self.define_mode {
+            self.write_metadata()?;
+        }
+        Ok(())
+    }
+
+    /// `nc_del_att`.
+    pub fn del_att(&mut self, owner: Owner, name: &str) -> Result<()> {
+        self.check_writable()?;
+        let i = self
+            .atts(owner)
+            .iter()
+            .position(|a| a.name == name)
+            .ok_or_else(|| Error::NotAtt(name.to_string()))?;
+        self.ensure_define_mode()?;
+        self.atts_mut(owner).remove(i);
+        Ok(())
+    }
+}

@@ -1,0 +1,692 @@
+//! Reading and writing variable data: hyperslab checks, chunk fetch/decode/encode, type
+//! conversion, fill values and unlimited growth.
+//!
+//! A request is projected onto the chunks it touches; missing chunks are fetched in one
+//! batch and decoded in parallel; each piece is copied with contiguous runs. When the
+//! caller's type equals the variable's, pieces land straight in the caller's buffer
+//! (whole chunks are decoded into it); otherwise they go through one conversion pass.
+
+use super::convert;
+use super::dataset::Dataset;
+use crate::chunk::cache::ChunkCache;
+use crate::chunk::copy::{
+    c_order_strides, fill_pattern, read_piece, whole_chunk_range, write_piece,
+};
+use crate::chunk::projection::{ChunkPiece, Projection};
+use crate::codec;
+use crate::error::{Error, Result};
+use crate::model::{Endian, GroupId, NcType, Var};
+use crate::zmap::StoreKey;
+use rayon::prelude::*;
+
+/// A hyperslab request in the variable's index space.
+#[derive(Debug, Clone)]
+pub struct Slab {
+    pub start: Vec<u64>,
+    pub count: Vec<u64>,
+    pub stride: Vec<u64>,
+}
+
+/// Facts about a variable's stored chunks, computed once per call.
+struct Geometry {
+    shape: Vec<u64>,
+    chunks: Vec<u64>,
+    esize: usize,
+    chunk_bytes: usize,
+    path: String,
+    sep: char,
+    swap: bool,
+}
+
+fn product(v: &[u64]) -> Result<usize> {
+    v.iter()
+        .try_fold(1usize, |n, &c| {
+            usize::try_from(c).ok().and_then(|c| n.checked_mul(c))
+        })
+        .ok_or_else(|| Error::TooLarge(format!("{v:?}")))
+}
+
+impl Geometry {
+    fn key(&self, idx: &[u64]) -> Result<StoreKey> {
+        let name = if idx.is_empty() {
+            "0".to_string()
+        } else {
+            idx.iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(&self.sep.to_string())
+        };
+        StoreKey::new(&format!("{}/{}", self.path, name))
+    }
+}
+
+/// Element size of a variable's stored values.
+pub fn stored_esize(var: &Var) -> usize {
+    if var.ty == NcType::String {
+        var.maxstrlen.max(1)
+    } else {
+        var.ty.size()
+    }
+}
+
+impl Dataset {
+    fn geometry(&self, g: GroupId, v: usize) -> Result<Geometry> {
+        let var = &self.tree.group(g).vars[v];
+        let (shape, chunks) = if var.is_scalar() {
+            (vec![1], vec![1])
+        } else {
+            (self.tree.var_shape(var), var.chunks.clone())
+        };
+        let esize = stored_esize(var);
+        let chunk_bytes = product(&chunks)?
+            .checked_mul(esize)
+            .ok_or_else(|| Error::TooLarge("chunk".into()))?;
+        Ok(Geometry {
+            shape,
+            chunks,
+            esize,
+            chunk_bytes,
+            path: crate::format::write::var_path(&self.tree, g, var),
+            sep: var.dimension_separator,
+            swap: var.endian != Endian::native() && var.ty.is_numeric() && esize > 1,
+        })
+    }
+
+    /// The fill element of a variable in native order (`stored_esize` bytes).
+    fn fill_element(&self, var: &Var) -> Vec<u8> {
+        let esize = stored_esize(var);
+        let mut e = match var.att("_FillValue").map(|a| &a.values) {
+            Some(crate::model::Values::Fixed { ty, bytes })
+                if *ty == var.ty && bytes.len() >= esize =>
+            {
+                bytes[..esize].to_vec()
+            }
+            Some(crate::model::Values::Strings(s)) if var.ty == NcType::String && !s.is_empty() => {
+                s[0].clone()
+            }
+            _ if var.no_fill => vec![0; esize],
+            _ => match &var.stored_fill {
+                Some(b) => b.clone(),
+                None => var.ty.default_fill(),
+            },
+        };
+        e.resize(esize, 0);
+        e
+    }
+
+    /// Checks a request against the variable's shape. `grow` allows writes past the end of
+    /// unlimited dimensions.
+    fn check_slab(&self, g: GroupId, v: usize, slab: &Slab, grow: bool) -> Result<()> {
+        let var = &self.tree.group(g).vars[v];
+        let rank = var.dims.len().max(usize::from(var.is_scalar()));
+        let n = if var.is_scalar() { 1 } else { rank };
+        if slab.start.len() != n || slab.count.len() != n || slab.stride.len() != n {
+            return Err(Error::Invalid(format!(
+                "request rank does not match {}",
+                var.name
+            )));
+        }
+        if var.is_scalar() {
+            if slab.start[0] != 0 {
+                return Err(Error::InvalidCoords {
+                    var: var.name.clone(),
+                    start: slab.start[0],
+                    len: 1,
+                });
+            }
+            if slab.count[0] > 1 {
+                return Err(Error::Edge {
+                    var: var.name.clone(),
+                });
+            }
+            return Ok(());
+        }
+        for (i, d) in var.dims.iter().enumerate() {
+            let dim = self.tree.dim(*d);
+            let (s, c, st) = (slab.start[i], slab.count[i], slab.stride[i]);
+            if st == 0 || st > i64::MAX as u64 {
+                return Err(Error::Stride(st as i64));
+            }
+            let unlimited_grow = grow && dim.unlimited;
+            if !unlimited_grow && s > dim.len {
+                return Err(Error::InvalidCoords {
+                    var: var.name.clone(),
+                    start: s,
+                    len: dim.len,
+                });
+            }
+            if !unlimited_grow && s == dim.len && c > 0 {
+                return Err(Error::InvalidCoords {
+                    var: var.name.clone(),
+                    start: s,
+                    len: dim.len,
+                });
+            }
+            if c > 0 {
+                let last = (c - 1)
+                    .checked_mul(st)
+                    .and_then(|x| x.checked_add(s))
+                    .ok_or_else(|| Error::Edge {
+                        var: var.name.clone(),
+                    })?;
+                if !unlimited_grow && last >= dim.len {
+                    return Err(Error::Edge {
+                        var: var.name.clone(),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn cache_for(&mut self, g: GroupId, v: usize) -> &mut ChunkCache {
+        let settings = self.tree.group(g).vars[v].cache;
+        self.caches
+            .entry((g.0, v))
+            .or_insert_with(|| ChunkCache::new(settings.size, settings.nelems))
+    }
+
+    /// Decodes one stored chunk to native order, checking its size.
+    fn decode_chunk(var: &Var, geo: &Geometry, key: &StoreKey, stored: Vec<u8>) -> Result<Vec<u8>> {
+        let mut raw = codec::decode(&var.name, &var.filters, stored)?;
+        if raw.len() != geo.chunk_bytes {
+            return Err(Error::ChunkSize {
+                key: key.to_string(),
+                got: raw.len(),
+                expected: geo.chunk_bytes,
+            });
+        }
+        if geo.swap {
+            convert::swap_bytes_in_place(&mut raw, geo.esize);
+        }
+        Ok(raw)
+    }
+
+    /// Reads a hyperslab of a fixed-size type into `out`, laid out with element strides
+    /// `mem_strides` (C order over `count` when `None`), converted to `memtype`.
+    /// Returns true when some value was out of range for `memtype`.
+    pub fn get_fixed(
+        &mut self,
+        g: GroupId,
+        v: usize,
+        slab: &Slab,
+        mem_strides: Option<&[i64]>,
+        memtype: NcType,
+        out: &mut [u8],
+    ) -> Result<bool> {
+        self.ensure_data_mode()?;
+        self.check_slab(g, v, slab, false)?;
+        let var = self.tree.group(g).vars[v].clone();
+        if let Some(why) = &var.unreadable {
+            return Err(self.unreadable_error(&var, why));
+        }
+        if memtype == NcType::String || var.ty == NcType::String {
+            return Err(Error::Char);
+        }
+        if (memtype == NcType::Char) != (var.ty == NcType::Char) {
+            return Err(Error::Char);
+        }
+        let geo = self.geometry(g, v)?;
+        let slab = self.scalar_slab(&var, slab);
+        let n = product(&slab.count)?;
+        if n == 0 {
+            return Ok(false);
+        }
+        let c_strides = c_order_strides(&slab.count)?;
+        if memtype == var.ty {
+            let strides = mem_strides.map_or(c_strides, <[i64]>::to_vec);
+            self.read_into(g, v, &var, &geo, &slab, out, &strides)?;
+            return Ok(false);
+        }
+        let mut tmp = vec![0u8; n * geo.esize];
+        self.read_into(g, v, &var, &geo, &slab, &mut tmp, &c_strides)?;
+        let mut converted = vec![0u8; n * memtype.size()];
+        let range = match convert::convert(var.ty, &tmp, memtype, &mut converted) {
+            Ok(()) => false,
+            Err(Error::Range) => true,
+            Err(e) => return Err(e),
+        };
+        match mem_strides {
+            None => {
+                let dst = out
+                    .get_mut(..converted.len())
+                    .ok_or_else(|| Error::Invalid("output buffer too small".into()))?;
+                dst.copy_from_slice(&converted);
+            }
+            Some(strides) => scatter(&converted, &slab.count, out, strides, memtype.size())?,
+        }
+        Ok(range)
+    }
+
+    /// Reads an NC_STRING hyperslab, in C order over `count`.
+    pub fn get_strings(&mut self, g: GroupId, v: usize, slab: &Slab) -> Result<Vec<Vec<u8>>> {
+        self.ensure_data_mode()?;
+        self.check_slab(g, v, slab, false)?;
+        let var = self.tree.group(g).vars[v].clone();
+        if let Some(why) = &var.unreadable {
+            return Err(self.unreadable_error(&var, why));
+        }
+        if var.ty != NcType::String {
+            return Err(Error::Char);
+        }
+        let geo = self.geometry(g, v)?;
+        let slab = self.scalar_slab(&var, slab);
+        let n = product(&slab.count)?;
+        let mut tmp = vec![0u8; n * geo.esize];
+        if n > 0 {
+            self.read_into(
+                g,
+                v,
+                &var,
+                &geo,
+                &slab,
+                &mut tmp,
+                &c_order_strides(&slab.count)?,
+            )?;
+        }
+        Ok(tmp
+            .chunks_exact(geo.esize)
+            .map(|s| {
+                let end = s.iter().position(|b| *b == 0).unwrap_or(s.len());
+                s[..end].to_vec()
+            })
+            .collect())
+    }
+
+    fn unreadable_error(&self, var: &Var, why: &str) -> Error {
+        match var.filters.first() {
+            Some(f) if why.starts_with("codec") => Error::NoFilter {
+                var: var.name.clone(),
+                codec: f
+                    .codec
+                    .get("id")
+                    .and_then(|x| x.as_str())
+                    .unwrap_or("?")
+                    .to_string(),
+            },
+            _ => Error::Unsupported {
+                var: var.name.clone(),
+                why: why.to_string(),
+            },
+        }
+    }
+
+    fn scalar_slab(&self, var: &Var, slab: &Slab) -> Slab {
+        if var.is_scalar() {
+            Slab {
+                start: vec![0],
+                count: vec![slab.count.first().copied().unwrap_or(1).min(1)],
+                stride: vec![1],
+            }
+        } else {
+            slab.clone()
+        }
+    }
+
+    /// Core read: every piece of the request copied into `out` (variable type, native order).
+    #[allow(clippy::too_many_arguments)]
+    fn read_into(
+        &mut self,
+        g: GroupId,
+        v: usize,
+        var: &Var,
+        geo: &Geometry,
+        slab: &Slab,
+        out: &mut [u8],
+        strides: &[i64],
+    ) -> Result<()> {
+        let proj = Projection::new(
+            &geo.shape,
+            &geo.chunks,
+            &slab.start,
+            &slab.count,
+            &slab.stride,
+        )?;
+        let pieces: Vec<ChunkPiece> = proj.pieces().collect();
+        // Cached chunks first; collect the rest for one batched fetch.
+        let mut missing = Vec::new();
+        {
+            let cache = self.cache_for(g, v);
+            for (i, p) in pieces.iter().enumerate() {
+                match cache.get(&p.chunk) {
+                    Some(buf) => read_piece(buf, &geo.chunks, out, strides, p, geo.esize)?,
+                    None => missing.push(i),
+                }
+            }
+        }
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let keys: Vec<StoreKey> = missing
+            .iter()
+            .map(|i| geo.key(&pieces[*i].chunk))
+            .collect::<Result<_>>()?;
+        let fetched = self.store.get_many(&keys)?;
+        let decoded: Vec<Option<Vec<u8>>> = fetched
+            .into_par_iter()
+            .zip(keys.par_iter())
+            .map(|(bytes, key)| {
+                bytes
+                    .map(|b| Self::decode_chunk(var, geo, key, b))
+                    .transpose()
+            })
+            .collect::<Result<_>>()?;
+        let fill = self.fill_element(var);
+        let mut fill_chunk: Option<Vec<u8>> = None;
+        let keep = geo.chunk_bytes <= var.cache.size / 4;
+        for (i, chunk) in missing.into_iter().zip(decoded) {
+            let p = &pieces[i];
+            match chunk {
+                Some(buf) => {
+                    read_piece(&buf, &geo.chunks, out, strides, p, geo.esize)?;
+                    if keep {
+                        for (idx, data) in self.cache_for(g, v).insert(p.chunk.clone(), buf, false)
+                        {
+                            self.store_chunk(g, v, geo, &idx, data)?;
+                        }
+                    }
+                }
+                None => {
+                    let f = fill_chunk.get_or_insert_with(|| {
+                        let mut b = vec![0u8; geo.chunk_bytes];
+                        fill_pattern(&mut b, &fill);
+                        b
+                    });
+                    read_piece(f, &geo.chunks, out, strides, p, geo.esize)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Encodes and stores one chunk (native order in).
+    fn store_chunk(
+        &self,
+        g: GroupId,
+        v: usize,
+        geo: &Geometry,
+        idx: &[u64],
+        mut data: Vec<u8>,
+    ) -> Result<()> {
+        let var = &self.tree.group(g).vars[v];
+        if geo.swap {
+            convert::swap_bytes_in_place(&mut data, geo.esize);
+        }
+        let encoded = codec::encode(&var.name, &var.filters, data)?;
+        self.store.put(&geo.key(idx)?, &encoded)
+    }
+
+    /// Writes a hyperslab of a fixed-size type from `data` (memtype values laid out with
+    /// `mem_strides`, C order over `count` when `None`). Returns true when some value was out
+    /// of range for the variable's type (it is written converted all the same).
+    pub fn put_fixed(
+        &mut self,
+        g: GroupId,
+        v: usize,
+        slab: &Slab,
+        mem_strides: Option<&[i64]>,
+        memtype: NcType,
+        data: &[u8],
+    ) -> Result<bool> {
+        self.check_writable()?;
+        self.ensure_data_mode()?;
+        self.check_slab(g, v, slab, true)?;
+        let var = self.tree.group(g).vars[v].clone();
+        if let Some(why) = &var.unreadable {
+            return Err(self.unreadable_error(&var, why));
+        }
+        if memtype == NcType::String
+            || var.ty == NcType::String
+            || (memtype == NcType::Char) != (var.ty == NcType::Char)
+        {
+            return Err(Error::Char);
+        }
+        let slab = self.scalar_slab(&var, slab);
+        let n = product(&slab.count)?;
+        if n == 0 {
+            return Ok(false);
+        }
+        let c_strides = c_order_strides(&slab.count)?;
+        let msize = memtype.size();
+        // Gather the caller's values into C order of the request, converted to the variable type.
+        let gathered;
+        let src: &[u8] = match mem_strides {
+            Some(strides) => {
+                let mut tmp = vec![0u8; n * msize];
+                gather(data, strides, &slab.count, &mut tmp, msize)?;
+                gathered = tmp;
+                &gathered
+            }
+            None => data
+                .get(..n * msize)
+                .ok_or_else(|| Error::Invalid("input buffer too small".into()))?,
+        };
+        let mut range = false;
+        let converted;
+        let values: &[u8] = if memtype == var.ty {
+            src
+        } else {
+            let mut out = vec![0u8; n * var.ty.size()];
+            match convert::convert(memtype, src, var.ty, &mut out) {
+                Ok(()) => {}
+                Err(Error::Range) => range = true,
+                Err(e) => return Err(e),
+            }
+            converted = out;
+            &converted
+        };
+        self.grow_unlimited(g, v, &slab);
+        self.write_from(g, v, &slab, values, &c_strides)?;
+        Ok(range)
+    }
+
+    /// Writes NC_STRING values (C order over `count`); longer strings than the stored width
+    /// widen it while the variable has no data yet, and are cut at the width afterwards.
+    pub fn put_strings(
+        &mut self,
+        g: GroupId,
+        v: usize,
+        slab: &Slab,
+        data: &[Vec<u8>],
+    ) -> Result<()> {
+        self.check_writable()?;
+        self.ensure_data_mode()?;
+        self.check_slab(g, v, slab, true)?;
+        let var = self.tree.group(g).vars[v].clone();
+        if var.ty != NcType::String {
+            return Err(Error::Char);
+        }
+        let slab = self.scalar_slab(&var, slab);
+        let n = product(&slab.count)?;
+        if n == 0 {
+            return Ok(());
+        }
+        let data = data
+            .get(..n)
+            .ok_or_else(|| Error::Invalid("too few strings".into()))?;
+        let longest = data.iter().map(Vec::len).max().unwrap_or(0);
+        if longest > var.maxstrlen && !var.data_written {
+            self.tree.group_mut(g).vars[v].maxstrlen = longest;
+            self.caches.remove(&(g.0, v));
+        }
+        let width = self.tree.group(g).vars[v].maxstrlen.max(1);
+        let mut fixed = vec![0u8; n * width];
+        for (dst, s) in fixed.chunks_exact_mut(width).zip(data) {
+            let mut len = s.len().min(width);
+            while len > 0 && len < s.len() && (s[len] & 0xC0) == 0x80 {
+                len -= 1;
+            }
+            dst[..len].copy_from_slice(&s[..len]);
+        }
+        self.grow_unlimited(g, v, &slab);
+        self.write_from(g, v, &slab, &fixed, &c_order_strides(&slab.count)?)
+    }
+
+    fn grow_unlimited(&mut self, g: GroupId, v: usize, slab: &Slab) {
+        let dims = self.tree.group(g).vars[v].dims.clone();
+        for (i, d) in dims.iter().enumerate() {
+            if self.tree.dim(*d).unlimited && slab.count[i] > 0 {
+                let end = slab.start[i] + (slab.count[i] - 1) * slab.stride[i] + 1;
+                let dim = &mut self.tree.dims[d.0];
+                dim.len = dim.len.max(end);
+            }
+        }
+    }
+
+    /// Core write: `values` (variable type, native order, laid out with `strides`) into chunks.
+    fn write_from(
+        &mut self,
+        g: GroupId,
+        v: usize,
+        slab: &Slab,
+        values: &[u8],
+        strides: &[i64],
+    ) -> Result<()> {
+        let geo = self.geometry(g, v)?;
+        let var = self.tree.group(g).vars[v].clone();
+        let proj = Projection::new(
+            &geo.shape,
+            &geo.chunks,
+            &slab.start,
+            &slab.count,
+            &slab.stride,
+        )?;
+        let fill = self.fill_element(&var);
+        let pieces: Vec<ChunkPiece> = proj.pieces().collect();
+        // Partial chunks not in the cache must be read first: one batch.
+        let need: Vec<usize> = {
+            let cache = self.cache_for(g, v);
+            (0..pieces.len())
+                .filter(|i| {
+                    let p = &pieces[*i];
+                    whole_chunk_range(&geo.chunks, values.len(), strides, p, geo.esize)
+                        .ok()
+                        .flatten()
+                        .is_none()
+                        && !crate::chunk::projection::is_whole_chunk(p, &geo.chunks)
+                        && cache.get(&p.chunk).is_none()
+                })
+                .collect()
+        };
+        let keys: Vec<StoreKey> = need
+            .iter()
+            .map(|i| geo.key(&pieces[*i].chunk))
+            .collect::<Result<_>>()?;
+        let fetched = self.store.get_many(&keys)?;
+        let mut existing: std::collections::HashMap<usize, Vec<u8>> =
+            std::collections::HashMap::new();
+        for ((i, bytes), key) in need.iter().zip(fetched).zip(&keys) {
+            if let Some(b) = bytes {
+                existing.insert(*i, Self::decode_chunk(&var, &geo, key, b)?);
+            }
+        }
+        for (i, p) in pieces.iter().enumerate() {
+            let mut buf = match self.cache_for(g, v).take(&p.chunk) {
+                Some((b, _)) => b,
+                None => match existing.remove(&i) {
+                    Some(b) => b,
+                    None => {
+                        let mut b = vec![0u8; geo.chunk_bytes];
+                        if !crate::chunk::projection::is_whole_chunk(p, &geo.chunks) {
+                            fill_pattern(&mut b, &fill);
+                        }
+                        b
+                    }
+                },
+            };
+            write_piece(&mut buf, &geo.chunks, values, strides, p, geo.esize)?;
+            let evicted = self.cache_for(g, v).insert(p.chunk.clone(), buf, true);
+            for (idx, data) in evicted {
+                self.store_chunk(g, v, &geo, &idx, data)?;
+            }
+        }
+        self.tree.group_mut(g).vars[v].data_written = true;
+        Ok(())
+    }
+
+    /// Writes every dirty chunk of one variable.
+    pub(crate) fn flush_var_chunks(&mut self, g: GroupId, v: usize) -> Result<()> {
+        let Some(cache) = self.caches.get_mut(&(g.0, v)) else {
+            return Ok(());
+        };
+        let dirty = cache.take_dirty();
+        if dirty.is_empty() {
+            return Ok(());
+        }
+        let geo = self.geometry(g, v)?;
+        let var = &self.tree.group(g).vars[v];
+        let items: Vec<(StoreKey, Vec<u8>)> = dirty
+            .into_par_iter()
+            .map(|(idx, mut data)| {
+                if geo.swap {
+                    convert::swap_bytes_in_place(&mut data, geo.esize);
+                }
+                Ok((
+                    geo.key(&idx)?,
+                    codec::encode(&var.name, &var.filters, data)?,
+                ))
+            })
+            .collect::<Result<_>>()?;
+        self.store.put_many(&items)
+    }
+
+    /// Writes every dirty chunk of the dataset.
+    pub(crate) fn flush_chunks(&mut self) -> Result<()> {
+        let keys: Vec<(usize, usize)> = self.caches.keys().copied().collect();
+        for (g, v) in keys {
+            self.flush_var_chunks(GroupId(g), v)?;
+        }
+        Ok(())
+    }
+
+    /// `nc_set_var_chunk_cache`.
+    pub fn set_var_chunk_cache(
+        &mut self,
+        g: GroupId,
+        v: usize,
+        size: usize,
+        nelems: usize,
+        preemption: f32,
+    ) -> Result<()> {
+        if !(0.0..=1.0).contains(&preemption) {
+            return Err(Error::Invalid(format!("preemption {preemption}")));
+        }
+        let geo = self.geometry(g, v)?;
+        self.tree.group_mut(g).vars[v].cache = crate::model::CacheSettings {
+            size,
+            nelems,
+            preemption,
+        };
+        let evicted = self.cache_for(g, v).set_limits(size, nelems);
+        for (idx, data) in evicted {
+            self.store_chunk(g, v, &geo, &idx, data)?;
+        }
+        Ok(())
+    }
+}
+
+/// Copies C-ordered `src` (shape `count`) into `dst` laid out with element strides.
+fn scatter(src: &[u8], count: &[u64], dst: &mut [u8], strides: &[i64], esize: usize) -> Result<()> {
+    let piece = whole_piece(count);
+    read_piece(src, count, dst, strides, &piece, esize)
+}
+
+/// Copies `src` laid out with element strides into C-ordered `dst` (shape `count`).
+fn gather(src: &[u8], strides: &[i64], count: &[u64], dst: &mut [u8], esize: usize) -> Result<()> {
+    let piece = whole_piece(count);
+    write_piece(dst, count, src, strides, &piece, esize)
+}
+
+/// A piece covering a whole C-ordered buffer of shape `count`.
+fn whole_piece(count: &[u64]) -> ChunkPiece {
+    let zeros = vec![0u64; count.len()];
+    let ones = vec![1u64; count.len()];
+    Projection::new(count, count, &zeros, count, &ones)
+        .ok()
+        .and_then(|p| p.piece(0))
+        .unwrap_or_else(|| ChunkPiece {
+            chunk: Vec::new(),
+            chunk_region: Default::default(),
+            request_region: Default::default(),
+        })
+}

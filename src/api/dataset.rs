@@ -1,0 +1,322 @@
+//! An open dataset: its tree, its store, its modes, and the life cycle calls (create, open,
+//! redef, enddef, sync, abort, close).
+//!
+//! Metadata is written whole-object at `enddef`, `sync` and `close`, and only the objects
+//! whose bytes changed; arrays before the groups that list them, `.zmetadata` last, so a
+//! reader never finds a group naming an array that has no `.zarray`.
+
+use crate::chunk::cache::ChunkCache;
+use crate::error::{Error, Result};
+use crate::format::{self, Layout};
+use crate::model::{GroupId, Tree};
+use crate::url::{DatasetUrl, Flavor};
+use crate::zmap::{self, OpenHow, Store, StoreKey, StorePrefix};
+use std::collections::HashMap;
+
+/// How to create a dataset (decoded from netCDF's cmode bits by the caller).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CreateOptions {
+    pub clobber: bool,
+    pub classic_model: bool,
+}
+
+/// An open dataset.
+#[derive(Debug)]
+pub struct Dataset {
+    pub tree: Tree,
+    pub(crate) store: Box<dyn Store>,
+    pub layout: Layout,
+    pub writable: bool,
+    pub(crate) read_only_reason: Option<String>,
+    pub define_mode: bool,
+    pub creating: bool,
+    /// `nc_set_fill(NC_NOFILL)` is in force for new variables.
+    pub nofill_default: bool,
+    pub classic_model: bool,
+    /// `_NCProperties` as stored or as we write it.
+    pub ncproperties: String,
+    /// Bytes of every metadata object as last written or read (to write only changes).
+    written: HashMap<String, Vec<u8>>,
+    /// Per-variable chunk caches, keyed by (group, varid).
+    pub(crate) caches: HashMap<(usize, usize), ChunkCache>,
+    /// Store paths of groups as they are on disk (for renames).
+    group_paths: HashMap<usize, String>,
+}
+
+impl Dataset {
+    fn new(store: Box<dyn Store>, tree: Tree, layout: Layout, writable: bool) -> Dataset {
+        Dataset {
+            tree,
+            store,
+            layout,
+            writable,
+            read_only_reason: None,
+            define_mode: false,
+            creating: false,
+            nofill_default: false,
+            classic_model: false,
+            ncproperties: format::write::ncproperties(),
+            written: HashMap::new(),
+            caches: HashMap::new(),
+            group_paths: HashMap::new(),
+        }
+    }
+
+    fn layout_for(url: &DatasetUrl) -> Layout {
+        Layout {
+            nczarr: url.flavor() == Flavor::NcZarr,
+            xarray: url.xarray_dims(),
+            consolidated: url.consolidated(),
+        }
+    }
+
+    /// Creates a new dataset at `url` and enters define mode.
+    pub fn create(url: &DatasetUrl, opts: CreateOptions) -> Result<Dataset> {
+        let store = zmap::open_store(
+            url,
+            OpenHow::Create {
+                clobber: opts.clobber,
+            },
+        )?;
+        let mut ds = Dataset::new(store, Tree::new(), Self::layout_for(url), true);
+        ds.define_mode = true;
+        ds.creating = true;
+        ds.classic_model = opts.classic_model;
+        ds.write_metadata()?;
+        Ok(ds)
+    }
+
+    /// Opens an existing dataset.
+    pub fn open(url: &DatasetUrl, writable: bool) -> Result<Dataset> {
+        let store = zmap::open_store(url, OpenHow::Open { writable })?;
+        let wanted = Self::layout_for(url);
+        let opened = format::read::read_dataset(store.as_ref(), !wanted.nczarr, wanted.xarray)?;
+        let layout = Layout {
+            nczarr: opened.layout.nczarr,
+            xarray: wanted.xarray,
+            consolidated: wanted.consolidated
+                || store.get(&StoreKey::new(".zmetadata")?)?.is_some(),
+        };
+        let mut ds = Dataset::new(store, opened.tree, layout, writable);
+        ds.read_only_reason = opened.read_only_reason;
+        if let Some(p) = opened.ncproperties {
+            ds.ncproperties = p;
+        }
+        ds.remember_paths();
+        if ds.writable && ds.read_only_reason.is_none() {
+            // Seed the change detector with what we would write, so unchanged objects are
+            // not rewritten (and foreign formatting is kept) until something changes.
+            for (k, v) in format::write::metadata_objects(&ds.tree, ds.layout) {
+                if ds.store.get(&StoreKey::new(&k)?)?.as_deref() == Some(v.as_slice()) {
+                    ds.written.insert(k, v);
+                }
+            }
+        }
+        Ok(ds)
+    }
+
+    fn remember_paths(&mut self) {
+        for g in self.tree.groups_preorder() {
+            self.group_paths.insert(g.0, self.tree.group_path(g));
+        }
+    }
+
+    /// Fails with `ReadOnly` unless the dataset may be modified.
+    pub fn check_writable(&self) -> Result<()> {
+        if !self.writable {
+            return Err(Error::ReadOnly);
+        }
+        if let Some(why) = &self.read_only_reason {
+            return Err(Error::Access(format!(
+                "{}: {why}; copy it to write",
+                self.store.describe()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Enters define mode (`nc_redef`).
+    pub fn redef(&mut self) -> Result<()> {
+        self.check_writable()?;
+        if self.define_mode {
+            return Err(Error::InDefine);
+        }
+        self.define_mode = true;
+        Ok(())
+    }
+
+    /// Leaves define mode (`nc_enddef`): writes metadata.
+    pub fn enddef(&mut self) -> Result<()> {
+        if !self.define_mode {
+            return Err(Error::NotInDefine);
+        }
+        self.define_mode = false;
+        self.sync_all()
+    }
+
+    /// Enters data mode automatically, as netCDF-4 does for data calls in define mode.
+    pub fn ensure_data_mode(&mut self) -> Result<()> {
+        if self.define_mode {
+            if self.classic_model {
+                return Err(Error::InDefine);
+            }
+            self.define_mode = false;
+            self.sync_all()?;
+        }
+        Ok(())
+    }
+
+    /// Enters define mode automatically, as netCDF-4 does for definitions in data mode.
+    pub fn ensure_define_mode(&mut self) -> Result<()> {
+        self.check_writable()?;
+        if !self.define_mode {
+            if self.classic_model {
+                return Err(Error::NotInDefine);
+            }
+            self.define_mode = true;
+        }
+        Ok(())
+    }
+
+    /// `nc_sync`: flushes chunks and metadata.
+    pub fn sync(&mut self) -> Result<()> {
+        if !self.writable {
+            return Ok(());
+        }
+        if self.define_mode {
+            return self.enddef();
+        }
+        self.sync_all()
+    }
+
+    fn sync_all(&mut self) -> Result<()> {
+        if !self.writable || self.read_only_reason.is_some() {
+            return Ok(());
+        }
+        self.flush_chunks()?;
+        self.write_metadata()?;
+        self.store.flush()
+    }
+
+    /// `nc_close`.
+    pub fn close(mut self) -> Result<()> {
+        if self.writable && self.read_only_reason.is_none() {
+            self.define_mode = false;
+            self.sync_all()?;
+        }
+        Ok(())
+    }
+
+    /// `nc_abort`: a dataset being created is removed; otherwise unsaved changes are dropped.
+    pub fn abort(self) -> Result<()> {
+        if self.creating && self.writable {
+            self.store.delete_prefix(&StorePrefix::root())?;
+        }
+        Ok(())
+    }
+
+    /// Writes every metadata object whose bytes changed; moves renamed groups first.
+    pub fn write_metadata(&mut self) -> Result<()> {
+        self.move_renamed_groups()?;
+        let mut objects = format::write::metadata_objects(&self.tree, self.layout);
+        // Deepest first: arrays before the groups listing them; .zmetadata last.
+        objects
+            .sort_by_key(|(k, _)| (k == ".zmetadata", std::cmp::Reverse(k.matches('/').count())));
+        let changed: Vec<(StoreKey, Vec<u8>)> = objects
+            .iter()
+            .filter(|(k, v)| self.written.get(k) != Some(v))
+            .map(|(k, v)| Ok((StoreKey::new(k)?, v.clone())))
+            .collect::<Result<_>>()?;
+        self.store.put_many(&changed)?;
+        for (k, v) in objects {
+            self.written.insert(k, v);
+        }
+        for g in self.tree.groups_preorder() {
+            let path = self.tree.group_path(g);
+            for v in &mut self.tree.group_mut(g).vars {
+                let p = if path.is_empty() {
+                    v.name.clone()
+                } else {
+                    format!("{path}/{}", v.name)
+                };
+                v.stored_path = Some(p);
+            }
+        }
+        self.remember_paths();
+        Ok(())
+    }
+
+    /// Moves every object below `from` to `to` (chunks included): copy, then delete.
+    pub(crate) fn move_prefix(&mut self, from: &str, to: &str) -> Result<()> {
+        if from == to {
+            return Ok(());
+        }
+        let src = StorePrefix::new(from)?;
+        let keys = self.store.list_keys(&src)?;
+        let mut moved = Vec::with_capacity(keys.len());
+        for k in &keys {
+            let rest = &k.as_str()[from.len()..];
+            let nk = StoreKey::new(&format!("{to}{rest}"))?;
+            if let Some(bytes) = self.store.get(k)? {
+                moved.push((nk, bytes));
+            }
+        }
+        self.store.put_many(&moved)?;
+        self.store.delete_prefix(&src)?;
+        let old_prefix = format!("{from}/");
+        self.written.retain(|k, _| !k.starts_with(&old_prefix));
+        Ok(())
+    }
+
+    fn move_renamed_groups(&mut self) -> Result<()> {
+        for g in self.tree.groups_preorder() {
+            let Some(old) = self.group_paths.get(&g.0).cloned() else {
+                continue;
+            };
+            let new = self.tree.group_path(g);
+            if old != new && !old.is_empty() {
+                self.move_prefix(&old, &new)?;
+                // Descendants moved with the group.
+                let pre = format!("{old}/");
+                for p in self.group_paths.values_mut() {
+                    if let Some(rest) = p.strip_prefix(&pre) {
+                        *p = format!("{new}/{rest}");
+                    }
+                }
+                for gid in self.tree.groups_preorder() {
+                    for v in &mut self.tree.group_mut(gid).vars {
+                        if let Some(sp) = &v.stored_path {
+                            if let Some(rest) = sp.strip_prefix(&pre) {
+                                v.stored_path = Some(format!("{new}/{rest}"));
+                            }
+                        }
+                    }
+                }
+                self.group_paths.insert(g.0, new);
+            }
+        }
+        Ok(())
+    }
+
+    /// The store (for the data path).
+    pub fn store(&self) -> &dyn Store {
+        self.store.as_ref()
+    }
+
+    /// Validates a group id.
+    pub fn group_id(&self, g: usize) -> Result<GroupId> {
+        if g < self.tree.groups.len() {
+            Ok(GroupId(g))
+        } else {
+            Err(Error::BadGroupId(g as i32))
+        }
+    }
+
+    /// Validates a variable id of a group.
+    pub fn var_index(&self, g: GroupId, varid: i32) -> Result<usize> {
+        usize::try_from(varid)
+            .ok()
+            .filter(|v| *v < self.tree.group(g).vars.len())
+            .ok_or_else(|| Error::NotVar(format!("varid {varid}")))
+    }
+}

@@ -1,0 +1,284 @@
+//! Definitions: dimensions, variables, groups, renames, and per-variable properties.
+
+use super::chunking::default_chunks;
+use super::dataset::Dataset;
+use super::names;
+use crate::error::{Error, Result};
+use crate::model::{DimId, Endian, GroupId, NcType, Storage, Values, Var};
+
+impl Dataset {
+    fn name_free(&self, g: GroupId, name: &str) -> Result<()> {
+        let grp = self.tree.group(g);
+        let used = grp.var_index(name).is_some()
+            || grp
+                .children
+                .iter()
+                .any(|c| self.tree.group(*c).name == name)
+            || grp.dims.iter().any(|d| self.tree.dim(*d).name == name);
+        if used {
+            Err(Error::NameInUse(name.to_string()))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// `nc_def_dim`.
+    pub fn def_dim(&mut self, g: GroupId, name: &str, len: u64, unlimited: bool) -> Result<DimId> {
+        self.ensure_define_mode()?;
+        names::check(name)?;
+        let grp = self.tree.group(g);
+        if grp.dims.iter().any(|d| self.tree.dim(*d).name == name) {
+            return Err(Error::NameInUse(name.to_string()));
+        }
+        if self.classic_model && unlimited && self.tree.dims.iter().any(|d| d.unlimited) {
+            return Err(Error::StrictNc3("only one unlimited dimension".into()));
+        }
+        if !unlimited && (len == 0 || len > i64::MAX as u64) {
+            return Err(Error::DimSize(len));
+        }
+        Ok(self
+            .tree
+            .add_dim(g, name, if unlimited { 0 } else { len }, unlimited))
+    }
+
+    /// `nc_def_grp`.
+    pub fn def_grp(&mut self, parent: GroupId, name: &str) -> Result<GroupId> {
+        self.ensure_define_mode()?;
+        if self.classic_model {
+            return Err(Error::StrictNc3("groups".into()));
+        }
+        names::check(name)?;
+        self.name_free(parent, name)?;
+        if self.tree.groups.len() >= 0xFFFF {
+            return Err(Error::Invalid("too many groups".into()));
+        }
+        Ok(self.tree.add_group(parent, name))
+    }
+
+    /// `nc_def_var`.
+    pub fn def_var(&mut self, g: GroupId, name: &str, ty: NcType, dims: &[i32]) -> Result<usize> {
+        self.ensure_define_mode()?;
+        names::check(name)?;
+        if self.tree.group(g).var_index(name).is_some() {
+            return Err(Error::NameInUse(name.to_string()));
+        }
+        if self.classic_model
+            && !matches!(
+                ty,
+                NcType::Byte
+                    | NcType::Char
+                    | NcType::Short
+                    | NcType::Int
+                    | NcType::Float
+                    | NcType::Double
+            )
+        {
+            return Err(Error::StrictNc3(format!("type {}", ty.name())));
+        }
+        let mut dimids = Vec::with_capacity(dims.len());
+        for d in dims {
+            let id = usize::try_from(*d)
+                .ok()
+                .filter(|i| *i < self.tree.dims.len())
+                .ok_or_else(|| Error::BadDim(format!("dimid {d}")))?;
+            dimids.push(DimId(id));
+        }
+        let mut var = Var::new(name, ty, dimids);
+        var.no_fill = self.nofill_default;
+        let esize = if ty == NcType::String {
+            var.maxstrlen
+        } else {
+            ty.size()
+        };
+        let dims: Vec<(u64, bool)> = var
+            .dims
+            .iter()
+            .map(|d| (self.tree.dim(*d).len, self.tree.dim(*d).unlimited))
+            .collect();
+        var.chunks = default_chunks(&dims, esize);
+        let grp = self.tree.group_mut(g);
+        grp.vars.push(var);
+        Ok(grp.vars.len() - 1)
+    }
+
+    fn var_mut_for_definition(&mut self, g: GroupId, v: usize) -> Result<&mut Var> {
+        self.check_writable()?;
+        let var = &mut self.tree.group_mut(g).vars[v];
+        if var.data_written || var.stored_path.is_some() {
+            return Err(Error::LateDef(var.name.clone()));
+        }
+        Ok(var)
+    }
+
+    /// `nc_def_var_chunking`.
+    pub fn def_var_chunking(
+        &mut self,
+        g: GroupId,
+        v: usize,
+        storage: Storage,
+        sizes: Option<&[u64]>,
+    ) -> Result<()> {
+        let shape: Vec<(u64, bool)> = {
+            let var = &self.tree.group(g).vars[v];
+            var.dims
+                .iter()
+                .map(|d| (self.tree.dim(*d).len, self.tree.dim(*d).unlimited))
+                .collect()
+        };
+        let var = self.var_mut_for_definition(g, v)?;
+        if var.is_scalar() {
+            return if storage == Storage::Chunked {
+                Err(Error::Invalid("scalar variables cannot be chunked".into()))
+            } else {
+                Ok(())
+            };
+        }
+        match storage {
+            Storage::Chunked => {
+                if let Some(sizes) = sizes {
+                    if sizes.len() != shape.len() || sizes.contains(&0) {
+                        return Err(Error::BadChunk {
+                            var: var.name.clone(),
+                            why: format!("chunk sizes {sizes:?}"),
+                        });
+                    }
+                    for (c, (len, unlim)) in sizes.iter().zip(&shape) {
+                        if !unlim && *len > 0 && c > len {
+                            return Err(Error::BadChunk {
+                                var: var.name.clone(),
+                                why: format!("chunk {c} exceeds dimension length {len}"),
+                            });
+                        }
+                    }
+                    var.chunks = sizes.to_vec();
+                }
+            }
+            Storage::Contiguous | Storage::Compact => {
+                if shape.iter().any(|s| s.1) {
+                    return Err(Error::Storage(format!(
+                        "{} has an unlimited dimension and must be chunked",
+                        var.name
+                    )));
+                }
+                if !var.filters.is_empty() {
+                    return Err(Error::Storage(format!(
+                        "{} has filters and must be chunked",
+                        var.name
+                    )));
+                }
+                var.chunks = shape.iter().map(|s| s.0.max(1)).collect();
+            }
+        }
+        var.storage = storage;
+        Ok(())
+    }
+
+    /// `nc_def_var_endian`.
+    pub fn def_var_endian(&mut self, g: GroupId, v: usize, endian: Option<Endian>) -> Result<()> {
+        let var = self.var_mut_for_definition(g, v)?;
+        if !var.ty.is_numeric() && var.ty != NcType::Char {
+            return Err(Error::Invalid(format!(
+                "{} has no byte order",
+                var.ty.name()
+            )));
+        }
+        var.endian = endian.unwrap_or_else(Endian::native);
+        Ok(())
+    }
+
+    /// `nc_def_var_fill`: `value` is the fill in the variable's type.
+    pub fn def_var_fill(
+        &mut self,
+        g: GroupId,
+        v: usize,
+        no_fill: bool,
+        value: Option<Values>,
+    ) -> Result<()> {
+        self.ensure_define_mode()?;
+        let var = self.var_mut_for_definition(g, v)?;
+        var.no_fill = no_fill;
+        if let Some(val) = value {
+            if val.ty() != var.ty || val.len() != 1 {
+                return Err(Error::Invalid(
+                    "fill value must be one value of the variable's type".into(),
+                ));
+            }
+            var.atts.retain(|a| a.name != "_FillValue");
+            var.atts.push(crate::model::Att {
+                name: "_FillValue".into(),
+                values: val,
+            });
+        }
+        Ok(())
+    }
+
+    /// `nc_set_fill`: returns the previous mode (true = NC_NOFILL).
+    pub fn set_fill(&mut self, nofill: bool) -> Result<bool> {
+        self.check_writable()?;
+        Ok(std::mem::replace(&mut self.nofill_default, nofill))
+    }
+
+    /// `nc_rename_dim`.
+    pub fn rename_dim(&mut self, d: DimId, name: &str) -> Result<()> {
+        self.check_writable()?;
+        names::check(name)?;
+        let g = self.tree.dim(d).group;
+        if self
+            .tree
+            .group(g)
+            .dims
+            .iter()
+            .any(|x| *x != d && self.tree.dim(*x).name == name)
+        {
+            return Err(Error::NameInUse(name.to_string()));
+        }
+        self.tree.dims[d.0].name = name.to_string();
+        self.after_rename()
+    }
+
+    /// `nc_rename_var`: in an existing dataset the variable's chunks move with it.
+    pub fn rename_var(&mut self, g: GroupId, v: usize, name: &str) -> Result<()> {
+        self.check_writable()?;
+        names::check(name)?;
+        if self.tree.group(g).var_index(name).is_some() {
+            return Err(Error::NameInUse(name.to_string()));
+        }
+        if self.classic_model
+            && !self.define_mode
+            && name.len() > self.tree.group(g).vars[v].name.len()
+        {
+            return Err(Error::NotInDefine);
+        }
+        self.flush_var_chunks(g, v)?;
+        self.tree.group_mut(g).vars[v].name = name.to_string();
+        let new_path = crate::format::write::var_path(&self.tree, g, &self.tree.group(g).vars[v]);
+        if let Some(old) = self.tree.group(g).vars[v].stored_path.clone() {
+            self.move_prefix(&old, &new_path)?;
+            self.tree.group_mut(g).vars[v].stored_path = Some(new_path);
+        }
+        self.after_rename()
+    }
+
+    /// `nc_rename_grp`.
+    pub fn rename_grp(&mut self, g: GroupId, name: &str) -> Result<()> {
+        self.check_writable()?;
+        names::check(name)?;
+        let parent = self
+            .tree
+            .group(g)
+            .parent
+            .ok_or_else(|| Error::BadName("the root group cannot be renamed".into()))?;
+        self.name_free(parent, name)?;
+        self.flush_chunks()?;
+        self.tree.group_mut(g).name = name.to_string();
+        self.after_rename()
+    }
+
+    /// Renames take effect on disk at once when not in define mode.
+    fn after_rename(&mut self) -> Result<()> {
+        if !self.define_mode {
+            self.write_metadata()?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,149 @@
+//! Inquiries that involve netCDF rules: dimension visibility, unlimited dimensions, group
+//! lookup by full name, type ids.
+
+use super::dataset::Dataset;
+use crate::error::{Error, Result};
+use crate::model::{DimId, GroupId, NcType, Storage};
+
+/// What `nc_inq_var_all` reports about a variable.
+#[derive(Debug, Clone)]
+pub struct VarInfo {
+    pub name: String,
+    pub ty: NcType,
+    pub dims: Vec<DimId>,
+    pub natts: usize,
+    pub storage: Storage,
+    pub chunks: Vec<u64>,
+    pub no_fill: bool,
+    /// Fill value in the variable's type (native order; strings: the text).
+    pub fill: Vec<u8>,
+    pub big_endian: bool,
+    pub shuffle: bool,
+    pub deflate_level: Option<u32>,
+    pub fletcher32: bool,
+}
+
+impl Dataset {
+    /// Dimensions visible in group `g`: its own, then (if asked) its ancestors'.
+    pub fn dimids(&self, g: GroupId, include_parents: bool) -> Vec<DimId> {
+        let mut out = Vec::new();
+        let mut cur = Some(g);
+        while let Some(id) = cur {
+            out.extend(self.tree.group(id).dims.iter().copied());
+            cur = if include_parents {
+                self.tree.group(id).parent
+            } else {
+                None
+            };
+        }
+        out.sort();
+        out
+    }
+
+    /// Unlimited dimensions defined in group `g`.
+    pub fn unlimdims(&self, g: GroupId) -> Vec<DimId> {
+        self.tree
+            .group(g)
+            .dims
+            .iter()
+            .copied()
+            .filter(|d| self.tree.dim(*d).unlimited)
+            .collect()
+    }
+
+    /// `nc_inq_unlimdim`: the first unlimited dimension visible from `g`, if any.
+    pub fn first_unlimdim(&self, g: GroupId) -> Option<DimId> {
+        let mut cur = Some(g);
+        while let Some(id) = cur {
+            if let Some(d) = self.unlimdims(id).first() {
+                return Some(*d);
+            }
+            cur = self.tree.group(id).parent;
+        }
+        None
+    }
+
+    /// `nc_inq_dimid`: the dimension of this name visible from `g`.
+    pub fn dimid(&self, g: GroupId, name: &str) -> Result<DimId> {
+        self.tree
+            .find_dim_in_scope(g, name)
+            .ok_or_else(|| Error::BadDim(name.to_string()))
+    }
+
+    /// Validates a dimension id.
+    pub fn dim_id(&self, d: i32) -> Result<DimId> {
+        usize::try_from(d)
+            .ok()
+            .filter(|i| *i < self.tree.dims.len())
+            .map(DimId)
+            .ok_or_else(|| Error::BadDim(format!("dimid {d}")))
+    }
+
+    /// `nc_inq_grp_full_ncid`: the group with this full name ("/a/b"), or relative ("a/b").
+    pub fn group_by_path(&self, from: GroupId, path: &str) -> Result<GroupId> {
+        let (mut g, rest) = match path.strip_prefix('/') {
+            Some(r) => (crate::model::Tree::ROOT, r),
+            None => (from, path),
+        };
+        for part in rest.split('/').filter(|p| !p.is_empty()) {
+            g = self
+                .tree
+                .child_named(g, part)
+                .ok_or_else(|| Error::NoGroup(path.to_string()))?;
+        }
+        Ok(g)
+    }
+
+    /// `nc_inq_typeid`: atomic types by CDL name.
+    pub fn typeid(name: &str) -> Result<NcType> {
+        NcType::ALL
+            .iter()
+            .copied()
+            .find(|t| t.name() == name)
+            .ok_or_else(|| Error::BadType(0))
+    }
+
+    /// Everything `nc_inq_var_all` reports.
+    pub fn var_info(&self, g: GroupId, v: usize) -> VarInfo {
+        let var = &self.tree.group(g).vars[v];
+        let level = var
+            .filters
+            .iter()
+            .find(|f| f.id == 1)
+            .map(|f| f.params.first().copied().unwrap_or(0));
+        let storage = if var.is_scalar() {
+            Storage::Contiguous
+        } else {
+            var.storage
+        };
+        VarInfo {
+            name: var.name.clone(),
+            ty: var.ty,
+            dims: var.dims.clone(),
+            natts: var.atts.len(),
+            storage,
+            chunks: if var.is_scalar() {
+                Vec::new()
+            } else {
+                var.chunks.clone()
+            },
+            no_fill: var.no_fill,
+            fill: self.fill_value_of(var),
+            big_endian: var.endian == crate::model::Endian::Big,
+            shuffle: var.filters.iter().any(|f| f.id == 2),
+            deflate_level: level,
+            fletcher32: var.filters.iter().any(|f| f.id == 3),
+        }
+    }
+
+    fn fill_value_of(&self, var: &crate::model::Var) -> Vec<u8> {
+        match var.att("_FillValue").map(|a| &a.values) {
+            Some(crate::model::Values::Fixed { bytes, .. }) => bytes.clone(),
+            Some(crate::model::Values::Strings(s)) => s.first().cloned().unwrap_or_default(),
+            None => match &var.stored_fill {
+                Some(b) => b.clone(),
+                None => var.ty.default_fill(),
+            },
+        }
+    }
+}

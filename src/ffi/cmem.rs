@@ -1,0 +1,157 @@
+//! Moving names, strings and values across the C boundary.
+//!
+//! NULL out-pointers mean "not requested" and are skipped; NULL input names are NC_EINVAL.
+//! Strings handed to C are allocated with `malloc` so C can `free` them.
+
+use super::codes::NC_MAX_NAME;
+use crate::error::{Error, Result};
+use std::ffi::CStr;
+use std::os::raw::{c_char, c_void};
+
+/// A name from C (`NULL` -> invalid argument, non-UTF-8 -> bad name).
+pub fn name<'a>(p: *const c_char) -> Result<&'a str> {
+    if p.is_null() {
+        return Err(Error::Invalid("NULL name".into()));
+    }
+    // SAFETY: netCDF passes NUL-terminated strings; non-NULL checked above.
+    let bytes = unsafe { CStr::from_ptr(p) }.to_bytes();
+    if bytes.len() > NC_MAX_NAME {
+        return Err(Error::MaxName(String::from_utf8_lossy(bytes).into_owned()));
+    }
+    crate::api::names::from_bytes(bytes)
+}
+
+/// Bytes of a C string; `NULL` is the empty string.
+pub fn c_bytes(p: *const c_char) -> Vec<u8> {
+    if p.is_null() {
+        return Vec::new();
+    }
+    // SAFETY: non-NULL, NUL-terminated by the C contract.
+    unsafe { CStr::from_ptr(p) }.to_bytes().to_vec()
+}
+
+/// Writes `s` plus a NUL into a caller buffer of at least `NC_MAX_NAME + 1` bytes.
+pub fn put_name(dst: *mut c_char, s: &str) {
+    if dst.is_null() {
+        return;
+    }
+    let b = s.as_bytes();
+    let n = b.len().min(NC_MAX_NAME);
+    // SAFETY: netCDF callers provide NC_MAX_NAME + 1 bytes for names.
+    unsafe {
+        std::ptr::copy_nonoverlapping(b.as_ptr(), dst.cast::<u8>(), n);
+        *dst.add(n) = 0;
+    }
+}
+
+/// Writes `s` plus a NUL into a caller buffer with no length limit (full group names,
+/// whose length the caller asked for first).
+pub fn put_string_unbounded(dst: *mut c_char, s: &str) {
+    if dst.is_null() {
+        return;
+    }
+    // SAFETY: caller sized the buffer from the length we reported.
+    unsafe {
+        std::ptr::copy_nonoverlapping(s.as_ptr(), dst.cast::<u8>(), s.len());
+        *dst.add(s.len()) = 0;
+    }
+}
+
+/// Stores `v` through an optional out-pointer.
+pub fn put<T>(dst: *mut T, v: T) {
+    if !dst.is_null() {
+        // SAFETY: non-NULL out-pointer of the right type per the dispatch signature.
+        unsafe { dst.write(v) };
+    }
+}
+
+/// A `malloc`ed, NUL-terminated copy of `bytes` (C frees it).
+pub fn malloc_string(bytes: &[u8]) -> Result<*mut c_char> {
+    // SAFETY: malloc of len+1; checked for NULL; filled before use.
+    unsafe {
+        let p = libc::malloc(bytes.len() + 1).cast::<u8>();
+        if p.is_null() {
+            return Err(Error::NoMem);
+        }
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), p, bytes.len());
+        *p.add(bytes.len()) = 0;
+        Ok(p.cast())
+    }
+}
+
+/// Writes `malloc`ed strings into a caller array of `char*` at element offsets `offsets`.
+pub fn put_strings(
+    dst: *mut c_void,
+    items: &[Vec<u8>],
+    offsets: impl Iterator<Item = usize>,
+) -> Result<()> {
+    if dst.is_null() {
+        return Err(Error::Invalid("NULL data pointer".into()));
+    }
+    let arr = dst.cast::<*mut c_char>();
+    for (s, off) in items.iter().zip(offsets) {
+        let p = malloc_string(s)?;
+        // SAFETY: the caller's array holds one pointer per requested element.
+        unsafe { *arr.add(off) = p };
+    }
+    Ok(())
+}
+
+/// Reads `n` C strings from a `char**` at element offsets `offsets`.
+pub fn get_strings(
+    src: *const c_void,
+    n: usize,
+    offsets: impl Iterator<Item = usize>,
+) -> Result<Vec<Vec<u8>>> {
+    if src.is_null() {
+        return Err(Error::Invalid("NULL data pointer".into()));
+    }
+    let arr = src.cast::<*const c_char>();
+    // SAFETY: the caller's array holds one pointer per element.
+    Ok(offsets
+        .take(n)
+        .map(|off| c_bytes(unsafe { *arr.add(off) }))
+        .collect())
+}
+
+/// A read-only byte view of caller memory.
+pub fn bytes<'a>(p: *const c_void, len: usize) -> Result<&'a [u8]> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(Error::Invalid("NULL data pointer".into()));
+    }
+    // SAFETY: the caller passes a buffer of at least `len` bytes per the netCDF contract.
+    Ok(unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) })
+}
+
+/// A writable byte view of caller memory.
+pub fn bytes_mut<'a>(p: *mut c_void, len: usize) -> Result<&'a mut [u8]> {
+    if len == 0 {
+        return Ok(&mut []);
+    }
+    if p.is_null() {
+        return Err(Error::Invalid("NULL data pointer".into()));
+    }
+    // SAFETY: the caller passes a buffer of at least `len` bytes per the netCDF contract.
+    Ok(unsafe { std::slice::from_raw_parts_mut(p.cast::<u8>(), len) })
+}
+
+/// A slice of `n` values from C (`NULL` -> `None`).
+pub fn slice<'a, T>(p: *const T, n: usize) -> Option<&'a [T]> {
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: the caller passes arrays of one entry per dimension.
+    Some(unsafe { std::slice::from_raw_parts(p, n) })
+}
+
+/// A writable slice of `n` values (`NULL` -> `None`).
+pub fn slice_mut<'a, T>(p: *mut T, n: usize) -> Option<&'a mut [T]> {
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: the caller passes arrays large enough for the count we reported.
+    Some(unsafe { std::slice::from_raw_parts_mut(p, n) })
+}

@@ -1,0 +1,190 @@
+//! Entry points for the dataset life cycle and dataset-level inquiry.
+
+use super::cmem::{self, put};
+use super::codes::*;
+use super::registry::{self, Open, guard, with};
+use super::table::NcDispatch;
+use crate::api::{CreateOptions, Dataset, Owner};
+use crate::error::Error;
+use crate::model::NcType;
+use crate::url::DatasetUrl;
+use std::os::raw::{c_char, c_int, c_void};
+
+fn formatx_of(table: *const NcDispatch) -> c_int {
+    if table.is_null() {
+        return NC_FORMATX_NCZARR;
+    }
+    // SAFETY: libnetcdf passes the table it dispatched through (one of ours).
+    let model = unsafe { (*table).model };
+    match model {
+        NC_FORMATX_UDF0 | NC_FORMATX_UDF1 => model,
+        _ => NC_FORMATX_NCZARR,
+    }
+}
+
+fn register(ncid: c_int, ds: Dataset, formatx: c_int, mode: c_int) {
+    registry::lock().insert(registry::file_of(ncid), Open { ds, formatx, mode });
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) extern "C" fn create(
+    path: *const c_char,
+    cmode: c_int,
+    _initialsz: usize,
+    _basepe: c_int,
+    _chunksizehint: *mut usize,
+    _params: *mut c_void,
+    table: *const NcDispatch,
+    ncid: c_int,
+) -> c_int {
+    guard(|| {
+        if path.is_null() {
+            return Err(Error::Invalid("NULL path".into()));
+        }
+        if cmode & NC_INMEMORY != 0 {
+            return Err(Error::NotBuilt("in-memory NCZarr datasets".into()));
+        }
+        let text = String::from_utf8_lossy(&cmem::c_bytes(path)).into_owned();
+        let url = DatasetUrl::parse(&text)?;
+        let opts = CreateOptions {
+            clobber: cmode & NC_NOCLOBBER == 0,
+            classic_model: cmode & NC_CLASSIC_MODEL != 0,
+        };
+        let ds = Dataset::create(&url, opts)?;
+        register(ncid, ds, formatx_of(table), cmode | NC_WRITE);
+        Ok(NC_NOERR)
+    })
+}
+
+pub(crate) extern "C" fn open(
+    path: *const c_char,
+    mode: c_int,
+    _basepe: c_int,
+    _chunksizehint: *mut usize,
+    _params: *mut c_void,
+    table: *const NcDispatch,
+    ncid: c_int,
+) -> c_int {
+    guard(|| {
+        if path.is_null() {
+            return Err(Error::Invalid("NULL path".into()));
+        }
+        if mode & NC_INMEMORY != 0 {
+            return Err(Error::NotBuilt("in-memory NCZarr datasets".into()));
+        }
+        let text = String::from_utf8_lossy(&cmem::c_bytes(path)).into_owned();
+        let url = DatasetUrl::parse(&text)?;
+        let ds = Dataset::open(&url, mode & NC_WRITE != 0)?;
+        register(ncid, ds, formatx_of(table), mode);
+        Ok(NC_NOERR)
+    })
+}
+
+pub(crate) extern "C" fn redef(ncid: c_int) -> c_int {
+    guard(|| with(ncid, |o, _| o.ds.redef()).map(|_| NC_NOERR))
+}
+
+pub(crate) extern "C" fn enddef(ncid: c_int, _a: usize, _b: usize, _c: usize, _d: usize) -> c_int {
+    guard(|| with(ncid, |o, _| o.ds.enddef()).map(|_| NC_NOERR))
+}
+
+pub(crate) extern "C" fn sync(ncid: c_int) -> c_int {
+    guard(|| with(ncid, |o, _| o.ds.sync()).map(|_| NC_NOERR))
+}
+
+pub(crate) extern "C" fn abort(ncid: c_int) -> c_int {
+    guard(|| {
+        let open = registry::lock()
+            .remove(&registry::file_of(ncid))
+            .ok_or(Error::BadId(ncid))?;
+        open.ds.abort().map(|_| NC_NOERR)
+    })
+}
+
+pub(crate) extern "C" fn close(ncid: c_int, _memio: *mut c_void) -> c_int {
+    guard(|| {
+        if ncid & 0xFFFF != 0 {
+            return Err(Error::BadGroupId(ncid));
+        }
+        let open = registry::lock()
+            .remove(&registry::file_of(ncid))
+            .ok_or(Error::BadId(ncid))?;
+        open.ds.close().map(|_| NC_NOERR)
+    })
+}
+
+pub(crate) extern "C" fn set_fill(ncid: c_int, fillmode: c_int, old: *mut c_int) -> c_int {
+    guard(|| {
+        if fillmode != NC_FILL && fillmode != NC_NOFILL {
+            return Err(Error::Invalid(format!("fill mode {fillmode}")));
+        }
+        let was = with(ncid, |o, _| o.ds.set_fill(fillmode == NC_NOFILL))?;
+        put(old, if was { NC_NOFILL } else { NC_FILL });
+        Ok(NC_NOERR)
+    })
+}
+
+pub(crate) extern "C" fn inq_format(ncid: c_int, formatp: *mut c_int) -> c_int {
+    guard(|| {
+        let classic = with(ncid, |o, _| Ok(o.ds.classic_model))?;
+        put(
+            formatp,
+            if classic {
+                NC_FORMAT_NETCDF4_CLASSIC
+            } else {
+                NC_FORMAT_NETCDF4
+            },
+        );
+        Ok(NC_NOERR)
+    })
+}
+
+pub(crate) extern "C" fn inq_format_extended(
+    ncid: c_int,
+    formatp: *mut c_int,
+    modep: *mut c_int,
+) -> c_int {
+    guard(|| {
+        let (fx, mode) = with(ncid, |o, _| Ok((o.formatx, o.mode)))?;
+        put(formatp, fx);
+        put(modep, mode | NC_NETCDF4);
+        Ok(NC_NOERR)
+    })
+}
+
+pub(crate) extern "C" fn inq(
+    ncid: c_int,
+    ndimsp: *mut c_int,
+    nvarsp: *mut c_int,
+    nattsp: *mut c_int,
+    unlimp: *mut c_int,
+) -> c_int {
+    guard(|| {
+        with(ncid, |o, g| {
+            let grp = o.ds.tree.group(g);
+            put(ndimsp, grp.dims.len() as c_int);
+            put(nvarsp, grp.vars.len() as c_int);
+            put(nattsp, o.ds.natts(Owner::Group(g)) as c_int);
+            put(
+                unlimp,
+                o.ds.unlimdims(g).first().map_or(-1, |d| d.0 as c_int),
+            );
+            Ok(NC_NOERR)
+        })
+    })
+}
+
+pub(crate) extern "C" fn inq_type(
+    ncid: c_int,
+    xtype: c_int,
+    name: *mut c_char,
+    size: *mut usize,
+) -> c_int {
+    guard(|| {
+        with(ncid, |_, _| Ok(()))?;
+        let t = NcType::from_id(xtype)?;
+        cmem::put_name(name, t.name());
+        put(size, t.size());
+        Ok(NC_NOERR)
+    })
+}
