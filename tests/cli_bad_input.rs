@@ -1,0 +1,167 @@
+//! Bad input through stock `ncdump` with our library: every broken dataset must give a netCDF
+//! error (non-zero exit, a `NetCDF: ...` message) and must never kill the host with a signal.
+//! Broken datasets are made by writing a valid one with our library and then damaging files.
+
+mod common;
+
+use common::{Host, Report, Run, ncgen, repo_root, run, scratch, url};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+const MODE: &str = "nczarr,file";
+
+/// Writes tests/cdl/storage.cdl (several variables, explicit chunks) into a fresh store.
+fn valid_store(dir: &Path, name: &str) -> Result<PathBuf, String> {
+    let store = dir.join(format!("{name}.zarr"));
+    let cdl = repo_root().join("tests/cdl/storage.cdl");
+    ncgen(Host::Ours, &cdl, &url(&store, MODE))?;
+    Ok(store)
+}
+
+/// Data objects (chunks) of a variable: files in its directory tree whose names do not start with '.'.
+fn chunk_files(var_dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![var_dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if !e.file_name().to_string_lossy().starts_with('.') {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The run must be a clean netCDF error.
+fn expect_nc_error(r: &Run) -> Result<(), String> {
+    if r.crashed() {
+        return Err(format!("host crashed: {}", r.describe()));
+    }
+    if r.success() {
+        return Err(format!(
+            "expected a netCDF error, got success: {}",
+            r.cmdline
+        ));
+    }
+    if !r.stderr.contains("NetCDF: ") {
+        return Err(format!("no `NetCDF: ...` message: {}", r.describe()));
+    }
+    Ok(())
+}
+
+/// Damage applied to a valid store; returns the URL to open.
+type Damage = fn(&Path) -> Result<String, String>;
+
+fn remove(p: PathBuf) -> Result<(), String> {
+    fs::remove_file(&p).map_err(|e| format!("remove {}: {e}", p.display()))
+}
+
+fn overwrite(p: PathBuf, bytes: &[u8]) -> Result<(), String> {
+    if !p.is_file() {
+        return Err(format!("{} missing from a store we wrote", p.display()));
+    }
+    fs::write(&p, bytes).map_err(|e| format!("write {}: {e}", p.display()))
+}
+
+fn one_chunk(store: &Path, var: &str) -> Result<PathBuf, String> {
+    chunk_files(&store.join(var))
+        .into_iter()
+        .next()
+        .ok_or_else(|| format!("no chunk objects under {}/{var}", store.display()))
+}
+
+const DAMAGES: &[(&str, Damage)] = &[
+    ("missing root .zgroup", |s| {
+        remove(s.join(".zgroup")).map(|()| url(s, MODE))
+    }),
+    ("corrupt JSON in .zarray", |s| {
+        overwrite(
+            s.join("chunked/.zarray"),
+            b"{\"zarr_format\": 2, \"shape\": [5,",
+        )
+        .map(|()| url(s, MODE))
+    }),
+    ("corrupt JSON in variable .zattrs", |s| {
+        overwrite(s.join("be_int/.zattrs"), b"{\"_nczarr_array\": {").map(|()| url(s, MODE))
+    }),
+    ("corrupt JSON in root .zattrs", |s| {
+        overwrite(s.join(".zattrs"), b"{]").map(|()| url(s, MODE))
+    }),
+    (".zarray that is not an object", |s| {
+        overwrite(s.join("chunked/.zarray"), b"[1, 2, 3]").map(|()| url(s, MODE))
+    }),
+    ("missing .zarray of a listed variable", |s| {
+        remove(s.join("chunked/.zarray")).map(|()| url(s, MODE))
+    }),
+    ("truncated chunk", |s| {
+        let c = one_chunk(s, "chunked")?;
+        let len = fs::metadata(&c).map_err(|e| e.to_string())?.len() as usize;
+        let bytes = fs::read(&c).map_err(|e| e.to_string())?;
+        overwrite(c, &bytes[..len / 2]).map(|()| url(s, MODE))
+    }),
+    ("oversized chunk", |s| {
+        let c = one_chunk(s, "contiguous")?;
+        let mut bytes = fs::read(&c).map_err(|e| e.to_string())?;
+        bytes.extend_from_slice(&[0x55; 37]);
+        overwrite(c, &bytes).map(|()| url(s, MODE))
+    }),
+    ("empty chunk object", |s| {
+        let c = one_chunk(s, "be_double")?;
+        overwrite(c, b"").map(|()| url(s, MODE))
+    }),
+];
+
+#[test]
+fn damaged_stores_give_netcdf_errors() {
+    let mut report = Report::new("damaged_store");
+    let dir = scratch("bad");
+    for (i, (what, damage)) in DAMAGES.iter().enumerate() {
+        let outcome = valid_store(dir.path(), &format!("case{i}"))
+            .and_then(|s| damage(&s))
+            .and_then(|u| expect_nc_error(&run(Host::Ours, "ncdump", &[&u])));
+        report.case(what, outcome);
+    }
+    report.finish(DAMAGES.len());
+}
+
+/// A missing root `.zattrs` removes the NCZarr metadata; a reader may reject the dataset or fall back
+/// to reading it as pure Zarr, but must not crash, and an error must be a netCDF one.
+#[test]
+fn missing_root_zattrs_never_crashes() {
+    let dir = scratch("zattrs");
+    let store = valid_store(dir.path(), "nozattrs").unwrap();
+    let _ = fs::remove_file(store.join(".zattrs"));
+    let r = run(Host::Ours, "ncdump", &[&url(&store, MODE)]);
+    assert!(!r.crashed(), "{}", r.describe());
+    if !r.success() {
+        expect_nc_error(&r).unwrap();
+    }
+}
+
+/// Locations that are not datasets at all.
+#[test]
+fn bad_locations_give_netcdf_errors() {
+    let mut report = Report::new("bad_location");
+    let dir = scratch("where");
+    let plain = dir.path().join("plain.txt");
+    fs::write(&plain, "not a dataset\n").unwrap();
+    let empty = dir.path().join("empty.zarr");
+    fs::create_dir(&empty).unwrap();
+    let cases: Vec<(&str, String)> = vec![
+        ("URL without a path", format!("file://#mode={MODE}")),
+        ("path is a plain file", url(&plain, MODE)),
+        (
+            "non-existent path",
+            url(&dir.path().join("does/not/exist.zarr"), MODE),
+        ),
+        ("empty directory", url(&empty, MODE)),
+    ];
+    for (what, u) in cases {
+        report.case(what, expect_nc_error(&run(Host::Ours, "ncdump", &[&u])));
+    }
+    report.finish(4);
+}

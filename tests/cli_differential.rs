@@ -1,0 +1,422 @@
+//! Differential tests with Debian's stock `ncgen`/`ncdump`/`nccopy`: every CDL file in tests/cdl
+//! goes through our store and must come back exactly as the oracles say.
+//!
+//! Oracles (DESIGN.md §9): the CDL written by stock `ncgen -4` to netCDF-4/HDF5 and dumped by stock
+//! `ncdump` is the ground truth; netcdf-c's own NCZarr (4.9.0 built in, 4.10.1 via
+//! `with-netcdf-4.10`) is a second oracle where it can write the CDL, with its documented bugs
+//! waived line by line (`REFERENCE_BUGS`), never wholesale.
+//!
+//! Every test runs all CDL files and reports every failing case with a diff before failing.
+
+mod common;
+
+use common::diff::{self, Rule, Waiver, compare_with_waivers};
+use common::dump::{self, VarDecl};
+use common::{Host, Report, case_name, cdl_files, hdf5_truth, ncdump, ncgen, run, scratch, url};
+use std::fs;
+use std::path::Path;
+
+const NCZARR: &str = "nczarr,file";
+
+/// Writes `cdl` with our library into `<dir>/<case>.zarr` in the given mode; returns the URL.
+fn write_ours(dir: &Path, cdl: &Path, mode: &str) -> Result<String, String> {
+    let store = dir.join(format!(
+        "{}.{}.zarr",
+        case_name(cdl),
+        mode.replace(',', "_")
+    ));
+    let u = url(&store, mode);
+    ncgen(Host::Ours, cdl, &u).map_err(|e| format!("writing with ours failed: {e}"))?;
+    Ok(u)
+}
+
+fn compare(expected: &str, actual: &str, what: &str) -> Result<(), String> {
+    match diff::diff(expected, actual) {
+        None => Ok(()),
+        Some(d) => Err(format!("{what} (- expected, + actual)\n{d}")),
+    }
+}
+
+/// (a)+(b): ours write + ours read equals the HDF5 ground truth, in default and full precision.
+#[test]
+fn ncdump_matches_hdf5_ground_truth() {
+    let mut report = Report::new("ncdump_matches_hdf5");
+    let dir = scratch("truth");
+    for cdl in cdl_files() {
+        let name = case_name(&cdl);
+        let store = write_ours(dir.path(), &cdl, NCZARR);
+        // `-p 9,17` prints floats and doubles with round-trip precision, so lost digits show.
+        for (variant, opts) in [("default", &[][..]), ("p9,17", &["-p", "9,17"][..])] {
+            let outcome = store.clone().and_then(|u| {
+                let truth = dump::normalise_name(&hdf5_truth(dir.path(), &cdl, opts));
+                let ours = dump::normalise_name(&ncdump(Host::Ours, opts, &u)?);
+                compare(&truth, &ours, "ncdump of our store vs HDF5")
+            });
+            report.case(&format!("{name} [{variant}]"), outcome);
+        }
+    }
+    report.finish(20);
+}
+
+/// Checks one variable's special attributes against the HDF5 file's. The expectations encode the
+/// deliberate, documented differences between NCZarr storage and HDF5:
+/// - NCZarr has no contiguous or compact storage: such variables are stored as one chunk and
+///   reported as `_Storage = "chunked"` with `_ChunkSizes` equal to the variable's shape (the
+///   reference does the same). The corpus variables are far below any default chunk size, so HDF5's
+///   default contiguous layout maps to one chunk as well.
+/// - Scalars are reported as contiguous, like HDF5. (The reference reports chunked with zero chunk
+///   sizes, which makes stock ncdump print a broken `_ChunkSizes = ` line: reference notes §1.9.)
+/// - Explicit `_ChunkSizes` from the CDL must be kept exactly. Where HDF5 chose a default chunk
+///   shape (variables with unlimited dimensions), we may choose another one: it must have one entry
+///   per dimension, each at least 1 and no larger than a fixed dimension's length.
+/// - `_Endianness`, `_NoFill` and any filter attributes must be exactly HDF5's.
+fn check_specials(ours: &VarDecl, truth: &VarDecl, explicit_chunks: bool) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut expect = truth.specials.clone();
+    let shape = |v: &VarDecl| {
+        v.dims
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let storage = truth.specials.get("_Storage").map(String::as_str);
+    if truth.dims.is_empty() {
+        expect.insert("_Storage".into(), "\"contiguous\"".into());
+        expect.remove("_ChunkSizes");
+    } else if matches!(storage, Some("\"contiguous\"") | Some("\"compact\"")) {
+        expect.insert("_Storage".into(), "\"chunked\"".into());
+        expect.insert("_ChunkSizes".into(), shape(truth));
+    } else if storage == Some("\"chunked\"") && !explicit_chunks {
+        let got = ours
+            .specials
+            .get("_ChunkSizes")
+            .cloned()
+            .unwrap_or_default();
+        let sizes: Vec<Option<u64>> = got.split(", ").map(|s| s.parse().ok()).collect();
+        let fixed = fixed_dims(truth);
+        let valid = sizes.len() == truth.dims.len()
+            && sizes.iter().zip(&fixed).all(|(s, f)| match (s, f) {
+                (Some(s), Some(f)) => *s >= 1 && s <= f,
+                (Some(s), None) => *s >= 1,
+                _ => false,
+            });
+        if !valid {
+            problems.push(format!(
+                "{}: default _ChunkSizes = {got} is not a valid chunk shape for dimensions ({})",
+                ours.name,
+                shape(truth)
+            ));
+        }
+        expect.remove("_ChunkSizes");
+        let mut ours_rest = ours.specials.clone();
+        ours_rest.remove("_ChunkSizes");
+        return compare_special_maps(&ours.name, &ours_rest, &expect, problems);
+    }
+    compare_special_maps(&ours.name, &ours.specials, &expect, problems)
+}
+
+/// Lengths of the fixed dimensions (None for unlimited ones, whose chunk size is unbounded).
+fn fixed_dims(v: &VarDecl) -> Vec<Option<u64>> {
+    v.dims
+        .iter()
+        .zip(&v.unlimited)
+        .map(|(&d, &u)| if u { None } else { Some(d) })
+        .collect()
+}
+
+fn compare_special_maps(
+    name: &str,
+    ours: &std::collections::BTreeMap<String, String>,
+    expect: &std::collections::BTreeMap<String, String>,
+    mut problems: Vec<String>,
+) -> Vec<String> {
+    for k in expect.keys().chain(ours.keys()) {
+        let (e, o) = (expect.get(k), ours.get(k));
+        if e != o
+            && !problems
+                .iter()
+                .any(|p| p.starts_with(&format!("{name}:{k} ")))
+        {
+            problems.push(format!(
+                "{name}:{k} expected {}, got {}",
+                e.map_or("(absent)", String::as_str),
+                o.map_or("(absent)", String::as_str)
+            ));
+        }
+    }
+    problems
+}
+
+/// `ncdump -s`: everything but the per-variable special attributes must equal the HDF5 dump (with the
+/// library-describing globals removed; `_Format` stays); the special attributes follow `check_specials`.
+#[test]
+fn ncdump_s_special_attributes() {
+    let mut report = Report::new("ncdump_s");
+    let dir = scratch("special");
+    for cdl in cdl_files() {
+        let name = case_name(&cdl);
+        let cdl_text = fs::read_to_string(&cdl).unwrap();
+        let outcome = write_ours(dir.path(), &cdl, NCZARR).and_then(|u| {
+            let truth = dump::normalise_s(&hdf5_truth(dir.path(), &cdl, &["-s"]));
+            let ours = dump::normalise_s(&ncdump(Host::Ours, &["-s"], &u)?);
+            let (truth_rest, truth_vars) = dump::split_specials(&truth);
+            let (ours_rest, ours_vars) = dump::split_specials(&ours);
+            let mut problems = Vec::new();
+            if let Some(d) = diff::diff(&truth_rest, &ours_rest) {
+                problems.push(format!(
+                    "text apart from special attributes (- HDF5, + ours)\n{d}"
+                ));
+            }
+            for t in &truth_vars {
+                let Some(o) = ours_vars
+                    .iter()
+                    .find(|o| o.name == t.name && o.group == t.group)
+                else {
+                    problems.push(format!("variable {}/{} missing", t.group, t.name));
+                    continue;
+                };
+                let explicit = cdl_text.contains(&format!("{}:_ChunkSizes", t.name));
+                problems.extend(check_specials(o, t, explicit));
+            }
+            if problems.is_empty() {
+                Ok(())
+            } else {
+                Err(problems.join("\n"))
+            }
+        });
+        report.case(&name, outcome);
+    }
+    report.finish(10);
+}
+
+/// Known bugs of the reference implementations, with where they are documented
+/// (../shared/reference/netcdf-c-nczarr.md). Used only when the reference's own reading or
+/// writing is part of the comparison; our output must be the correct text in every case.
+fn reference_bugs() -> Vec<Waiver> {
+    vec![
+        Waiver {
+            name: "six-digit doubles",
+            bug: "§5.3: attribute values and fill_value printed with %lg (6 significant digits)",
+            rule: Rule::Token(diff::six_digits),
+        },
+        Waiver {
+            name: "fill not recognised",
+            bug: "§1.6: a rounded fill_value no longer equals _FillValue, so fill cells print as numbers",
+            rule: Rule::Token(diff::fill_not_recognised),
+        },
+        Waiver {
+            name: "negative zero",
+            bug: "reference reads the JSON number -0 as the integer 0 and drops the sign",
+            rule: Rule::Token(diff::lost_zero_sign),
+        },
+        Waiver {
+            name: "JSON-looking text",
+            bug: "§5.5: 4.10.1 writes JSON-looking text attributes as JSON and reads them back lossily",
+            rule: Rule::Line {
+                case: "json_text",
+                contains: " = \"",
+            },
+        },
+        Waiver {
+            name: "non-ASCII short text",
+            bug: "4.10.1 writes the attribute \"°C\" as \"C\" (verified on disk)",
+            rule: Rule::Line {
+                case: "names",
+                contains: "température:units = \"°C\"",
+            },
+        },
+        Waiver {
+            name: "empty string as NIL",
+            bug: "4.10.1 returns a NULL pointer for an empty NC_STRING element",
+            rule: Rule::Token(|ours, reference| ours == "_" && reference == "NIL"),
+        },
+    ]
+}
+
+/// Reference writes + reference reads vs ours writes + ours reads, for each CDL the reference can
+/// write and read back without crashing.
+fn reference_oracle(check: &str, reference: Host, min_available: usize) {
+    let mut report = Report::new(check);
+    let dir = scratch(check);
+    let waivers = reference_bugs();
+    let mut available = 0;
+    for cdl in cdl_files() {
+        let name = case_name(&cdl);
+        let ref_url = url(&dir.path().join(format!("{name}.ref.zarr")), NCZARR);
+        let expected = match ncgen(reference, &cdl, &ref_url)
+            .and_then(|()| ncdump(reference, &["-p", "9,17"], &ref_url))
+        {
+            Ok(t) => dump::normalise_name(&t),
+            Err(e) => {
+                report.note(format!("{name}: reference cannot serve as oracle: {e}"));
+                continue;
+            }
+        };
+        available += 1;
+        let outcome = write_ours(dir.path(), &cdl, NCZARR).and_then(|u| {
+            let ours = dump::normalise_name(&ncdump(Host::Ours, &["-p", "9,17"], &u)?);
+            let used = compare_with_waivers(&name, &ours, &expected, &waivers)?;
+            if !used.is_empty() {
+                eprintln!("      {name}: reference bugs waived: {}", used.join(", "));
+            }
+            Ok(())
+        });
+        report.case(&name, outcome);
+    }
+    assert!(
+        available >= min_available,
+        "{check}: the reference could serve only {available} CDL files (expected {min_available})"
+    );
+    report.finish(min_available);
+}
+
+/// (c) netcdf-c 4.9.0's built-in NCZarr (it writes neither unlimited dimensions nor strings, and
+/// its ncdump crashes on its own scalars: those files are reported as unavailable).
+#[test]
+fn builtin_nczarr_490_oracle() {
+    reference_oracle("oracle_4.9.0", Host::Stock, 8);
+}
+
+/// (c) netcdf-c 4.10.1's NCZarr, which writes today's layout and supports the whole corpus.
+#[test]
+fn nczarr_4101_oracle() {
+    reference_oracle("oracle_4.10.1", Host::Ref410, 12);
+}
+
+/// (d) `nccopy x.nc URL` then `nccopy URL y.nc` (both through us): `ncdump y.nc` == `ncdump x.nc`.
+#[test]
+fn nccopy_round_trip_is_lossless() {
+    let mut report = Report::new("nccopy_round_trip");
+    let dir = scratch("nccopy");
+    for cdl in cdl_files() {
+        let name = case_name(&cdl);
+        let outcome = (|| {
+            let truth = dump::normalise_name(&hdf5_truth(dir.path(), &cdl, &["-p", "9,17"]));
+            let x = dir.path().join(format!("{name}.nc"));
+            let u = url(&dir.path().join(format!("{name}.zarr")), NCZARR);
+            let y = dir.path().join(format!("{name}.back.nc"));
+            run(Host::Ours, "nccopy", &[x.to_str().unwrap(), &u]).output()?;
+            run(Host::Ours, "nccopy", &[&u, y.to_str().unwrap()]).output()?;
+            let back =
+                dump::normalise_name(&ncdump(Host::Stock, &["-p", "9,17"], y.to_str().unwrap())?);
+            compare(&truth, &back, "HDF5 -> our store -> HDF5")
+        })();
+        report.case(&name, outcome);
+    }
+    report.finish(10);
+}
+
+/// Stores a reference writes that we are not expected to read as the ground truth says, and why.
+const UNREADABLE_REFERENCE_STORES: [(&str, &str, &str); 2] = [
+    (
+        "4.10.1",
+        "json_text",
+        "§5.5: 4.10.1 writes \"0x10\" as the invalid JSON 0x10 into .zattrs",
+    ),
+    (
+        "4.9.0",
+        "storage",
+        "§1.7: 4.9.0 declares >i2 etc. but writes the data little-endian",
+    ),
+];
+
+/// (d) Stores written by netcdf-c's NCZarr, read through us with `nccopy URL y.nc`: `ncdump y.nc`
+/// must equal the ground truth, except for what the writer itself got wrong (waived as above).
+fn read_reference_store(check: &str, writer: Host, label: &str, min_cases: usize) {
+    let mut report = Report::new(check);
+    let dir = scratch(check);
+    let waivers = reference_bugs();
+    for cdl in cdl_files() {
+        let name = case_name(&cdl);
+        if let Some((_, _, why)) = UNREADABLE_REFERENCE_STORES
+            .iter()
+            .find(|(l, c, _)| *l == label && *c == name)
+        {
+            report.note(format!("{name}: skipped: {why}"));
+            continue;
+        }
+        let ref_url = url(&dir.path().join(format!("{name}.ref.zarr")), NCZARR);
+        if let Err(e) = ncgen(writer, &cdl, &ref_url) {
+            report.note(format!("{name}: {label} cannot write it: {e}"));
+            continue;
+        }
+        let outcome = (|| {
+            let truth = dump::normalise_name(&hdf5_truth(dir.path(), &cdl, &["-p", "9,17"]));
+            let y = dir.path().join(format!("{name}.copy.nc"));
+            run(Host::Ours, "nccopy", &[&ref_url, y.to_str().unwrap()]).output()?;
+            let copy =
+                dump::normalise_name(&ncdump(Host::Stock, &["-p", "9,17"], y.to_str().unwrap())?);
+            compare_with_waivers(&name, &copy, &truth, &waivers).map(|_| ())
+        })();
+        report.case(&name, outcome);
+    }
+    report.finish(min_cases);
+}
+
+#[test]
+fn reads_stores_written_by_4101() {
+    read_reference_store("read_4.10.1_store", Host::Ref410, "4.10.1", 12);
+}
+
+#[test]
+fn reads_stores_written_by_490() {
+    read_reference_store("read_4.9.0_store", Host::Stock, "4.9.0", 8);
+}
+
+/// (e) Pure Zarr (`mode=zarr`) and `mode=nczarr,noxarray` (which netcdf-c also treats as pure Zarr,
+/// without `_ARRAY_DIMENSIONS`): what we write and read back must equal what netcdf-c 4.10.1 writes
+/// and reads back for the same CDL. Pure Zarr stores no creation order, so both sides are compared
+/// in an order-insensitive form (dump::canonical_order); everything else must match, with the
+/// reference's bugs waived.
+#[test]
+fn pure_zarr_modes_match_4101() {
+    let mut report = Report::new("pure_zarr");
+    let dir = scratch("pure");
+    let waivers = reference_bugs();
+    for mode in ["zarr,file", "nczarr,noxarray,file"] {
+        for cdl in cdl_files() {
+            let name = case_name(&cdl);
+            let tag = mode.replace(',', "_");
+            let ref_url = url(&dir.path().join(format!("{name}.{tag}.ref.zarr")), mode);
+            let expected = match ncgen(Host::Ref410, &cdl, &ref_url)
+                .and_then(|()| ncdump(Host::Ref410, &["-p", "9,17"], &ref_url))
+            {
+                Ok(t) => dump::canonical_order(&dump::normalise_name(&t)),
+                Err(e) => {
+                    report.note(format!(
+                        "{name} [{mode}]: 4.10.1 cannot serve as oracle: {e}"
+                    ));
+                    continue;
+                }
+            };
+            let outcome = write_ours(dir.path(), &cdl, mode).and_then(|u| {
+                let ours = ncdump(Host::Ours, &["-p", "9,17"], &u)?;
+                let ours = dump::canonical_order(&dump::normalise_name(&ours));
+                compare_with_waivers(&name, &ours, &expected, &waivers).map(|_| ())
+            });
+            report.case(&format!("{name} [{mode}]"), outcome);
+        }
+    }
+    report.finish(20);
+}
+
+/// One build serves every netcdf-c with dispatch table version 5 (DESIGN.md §1): the same
+/// write/read as the first test, with stock tools running on netcdf-c 4.10.1 plus our library.
+#[test]
+fn ours_on_netcdf_4101_host() {
+    let mut report = Report::new("ours_on_4.10.1");
+    let dir = scratch("host410");
+    for cdl in cdl_files() {
+        let name = case_name(&cdl);
+        let outcome = (|| {
+            let truth = dump::normalise_name(&hdf5_truth(dir.path(), &cdl, &["-p", "9,17"]));
+            let u = url(&dir.path().join(format!("{name}.zarr")), NCZARR);
+            ncgen(Host::OursOn410, &cdl, &u)?;
+            let ours = dump::normalise_name(&ncdump(Host::OursOn410, &["-p", "9,17"], &u)?);
+            compare(&truth, &ours, "ncdump on 4.10.1 host vs HDF5")
+        })();
+        report.case(&name, outcome);
+    }
+    report.finish(10);
+}
