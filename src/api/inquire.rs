@@ -17,7 +17,8 @@ pub struct VarInfo {
     pub no_fill: bool,
     /// Fill value in the variable's type (native order; strings: the text).
     pub fill: Vec<u8>,
-    pub big_endian: bool,
+    /// Byte order of numeric data; `None` for char and string (no byte order).
+    pub endian: Option<crate::model::Endian>,
     pub shuffle: bool,
     pub deflate_level: Option<u32>,
     pub fletcher32: bool,
@@ -129,7 +130,7 @@ impl Dataset {
             },
             no_fill: var.no_fill,
             fill: self.fill_value_of(var),
-            big_endian: var.endian == crate::model::Endian::Big,
+            endian: var.ty.is_numeric().then_some(var.endian),
             shuffle: var.filters.iter().any(|f| f.id == 2),
             deflate_level: level,
             fletcher32: var.filters.iter().any(|f| f.id == 3),

@@ -121,10 +121,10 @@ pub(crate) extern "C" fn inq_var_all(
         }
         put(
             endiannessp,
-            if info.big_endian {
-                NC_ENDIAN_BIG
-            } else {
-                NC_ENDIAN_LITTLE
+            match info.endian {
+                Some(Endian::Big) => NC_ENDIAN_BIG,
+                Some(Endian::Little) => NC_ENDIAN_LITTLE,
+                None => NC_ENDIAN_NATIVE,
             },
         );
         put(idp, 0);

@@ -487,7 +487,7 @@ impl Reader<'_> {
     fn read_fill(&self, zarray: &Obj, var: &mut Var, key: &str) -> Result<()> {
         let fv = zarray.get("fill_value").unwrap_or(&Value::Null);
         if fv.is_null() {
-            var.no_fill = var.att("_FillValue").is_none();
+            var.no_fill = true;
             return Ok(());
         }
         var.stored_fill = match var.ty {
