@@ -442,7 +442,9 @@ impl Reader<'_> {
                         });
                         self.anonymous(*len)
                     }
-                    _ => self.tree.add_dim(g, &n, *len, false),
+                    // netCDF has no fixed dimension of length 0: such a dimension can
+                    // only have been unlimited.
+                    _ => self.tree.add_dim(g, &n, *len, *len == 0),
                 },
                 None => self.anonymous(*len),
             };
@@ -503,14 +505,28 @@ impl Reader<'_> {
                 }
             },
         };
-        // A `_FillValue` attribute must have the variable's type.
+        // A `_FillValue` attribute must have the variable's type (pure Zarr records no types).
         let ty = var.ty;
+        let stored = var.stored_fill.clone();
         if let Some(att) = var.atts.iter_mut().find(|a| a.name == "_FillValue") {
-            if att.values.ty() != ty && ty.is_numeric() {
-                if let Some(b) = var.stored_fill.clone() {
-                    att.values = Values::fixed(ty, b);
+            att.values = match (&att.values, ty) {
+                (v, t) if v.ty() == t => return Ok(()),
+                (
+                    Values::Fixed {
+                        ty: NcType::Char,
+                        bytes,
+                    },
+                    NcType::String,
+                ) => Values::Strings(vec![bytes.clone()]),
+                (Values::Strings(s), NcType::Char) => {
+                    Values::text(&String::from_utf8_lossy(s.first().map_or(&[][..], |x| x)))
                 }
-            }
+                (_, t) if t.is_numeric() => match stored {
+                    Some(b) => Values::fixed(t, b),
+                    None => return Ok(()),
+                },
+                _ => return Ok(()),
+            };
         }
         Ok(())
     }
