@@ -7,6 +7,7 @@
 
 pub mod attrs;
 pub mod dtype;
+pub mod lenient;
 pub mod number;
 pub mod read;
 pub mod write;

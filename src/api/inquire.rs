@@ -101,7 +101,7 @@ impl Dataset {
             .iter()
             .copied()
             .find(|t| t.name() == name)
-            .ok_or_else(|| Error::BadType(0))
+            .ok_or(Error::BadType(0))
     }
 
     /// Everything `nc_inq_var_all` reports.

@@ -9,7 +9,7 @@ use std::ffi::CStr;
 use std::os::raw::{c_char, c_void};
 
 /// A name from C (`NULL` -> invalid argument, non-UTF-8 -> bad name).
-pub fn name<'a>(p: *const c_char) -> Result<&'a str> {
+pub(crate) fn name<'a>(p: *const c_char) -> Result<&'a str> {
     if p.is_null() {
         return Err(Error::Invalid("NULL name".into()));
     }
@@ -22,7 +22,7 @@ pub fn name<'a>(p: *const c_char) -> Result<&'a str> {
 }
 
 /// Bytes of a C string; `NULL` is the empty string.
-pub fn c_bytes(p: *const c_char) -> Vec<u8> {
+pub(crate) fn c_bytes(p: *const c_char) -> Vec<u8> {
     if p.is_null() {
         return Vec::new();
     }
@@ -31,7 +31,7 @@ pub fn c_bytes(p: *const c_char) -> Vec<u8> {
 }
 
 /// Writes `s` plus a NUL into a caller buffer of at least `NC_MAX_NAME + 1` bytes.
-pub fn put_name(dst: *mut c_char, s: &str) {
+pub(crate) fn put_name(dst: *mut c_char, s: &str) {
     if dst.is_null() {
         return;
     }
@@ -46,7 +46,7 @@ pub fn put_name(dst: *mut c_char, s: &str) {
 
 /// Writes `s` plus a NUL into a caller buffer with no length limit (full group names,
 /// whose length the caller asked for first).
-pub fn put_string_unbounded(dst: *mut c_char, s: &str) {
+pub(crate) fn put_string_unbounded(dst: *mut c_char, s: &str) {
     if dst.is_null() {
         return;
     }
@@ -58,7 +58,7 @@ pub fn put_string_unbounded(dst: *mut c_char, s: &str) {
 }
 
 /// Stores `v` through an optional out-pointer.
-pub fn put<T>(dst: *mut T, v: T) {
+pub(crate) fn put<T>(dst: *mut T, v: T) {
     if !dst.is_null() {
         // SAFETY: non-NULL out-pointer of the right type per the dispatch signature.
         unsafe { dst.write(v) };
@@ -66,7 +66,7 @@ pub fn put<T>(dst: *mut T, v: T) {
 }
 
 /// A `malloc`ed, NUL-terminated copy of `bytes` (C frees it).
-pub fn malloc_string(bytes: &[u8]) -> Result<*mut c_char> {
+pub(crate) fn malloc_string(bytes: &[u8]) -> Result<*mut c_char> {
     // SAFETY: malloc of len+1; checked for NULL; filled before use.
     unsafe {
         let p = libc::malloc(bytes.len() + 1).cast::<u8>();
@@ -80,7 +80,7 @@ pub fn malloc_string(bytes: &[u8]) -> Result<*mut c_char> {
 }
 
 /// Writes `malloc`ed strings into a caller array of `char*` at element offsets `offsets`.
-pub fn put_strings(
+pub(crate) fn put_strings(
     dst: *mut c_void,
     items: &[Vec<u8>],
     offsets: impl Iterator<Item = usize>,
@@ -98,7 +98,7 @@ pub fn put_strings(
 }
 
 /// Reads `n` C strings from a `char**` at element offsets `offsets`.
-pub fn get_strings(
+pub(crate) fn get_strings(
     src: *const c_void,
     n: usize,
     offsets: impl Iterator<Item = usize>,
@@ -115,7 +115,7 @@ pub fn get_strings(
 }
 
 /// A read-only byte view of caller memory.
-pub fn bytes<'a>(p: *const c_void, len: usize) -> Result<&'a [u8]> {
+pub(crate) fn bytes<'a>(p: *const c_void, len: usize) -> Result<&'a [u8]> {
     if len == 0 {
         return Ok(&[]);
     }
@@ -127,7 +127,7 @@ pub fn bytes<'a>(p: *const c_void, len: usize) -> Result<&'a [u8]> {
 }
 
 /// A writable byte view of caller memory.
-pub fn bytes_mut<'a>(p: *mut c_void, len: usize) -> Result<&'a mut [u8]> {
+pub(crate) fn bytes_mut<'a>(p: *mut c_void, len: usize) -> Result<&'a mut [u8]> {
     if len == 0 {
         return Ok(&mut []);
     }
@@ -139,7 +139,7 @@ pub fn bytes_mut<'a>(p: *mut c_void, len: usize) -> Result<&'a mut [u8]> {
 }
 
 /// A slice of `n` values from C (`NULL` -> `None`).
-pub fn slice<'a, T>(p: *const T, n: usize) -> Option<&'a [T]> {
+pub(crate) fn slice<'a, T>(p: *const T, n: usize) -> Option<&'a [T]> {
     if p.is_null() {
         return None;
     }
@@ -148,7 +148,7 @@ pub fn slice<'a, T>(p: *const T, n: usize) -> Option<&'a [T]> {
 }
 
 /// A writable slice of `n` values (`NULL` -> `None`).
-pub fn slice_mut<'a, T>(p: *mut T, n: usize) -> Option<&'a mut [T]> {
+pub(crate) fn slice_mut<'a, T>(p: *mut T, n: usize) -> Option<&'a mut [T]> {
     if p.is_null() {
         return None;
     }

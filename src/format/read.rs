@@ -34,8 +34,7 @@ struct Meta<'a> {
 }
 
 fn parse_obj(key: &str, bytes: &[u8]) -> Result<Obj> {
-    let v: Value =
-        serde_json::from_slice(bytes).map_err(|e| Error::metadata(key, e.to_string()))?;
+    let v: Value = super::lenient::parse(bytes).map_err(|e| Error::metadata(key, e.to_string()))?;
     match v {
         Value::Object(m) => Ok(m),
         _ => Err(Error::metadata(key, "not a JSON object")),
@@ -236,9 +235,9 @@ impl Reader<'_> {
             let kids = self.meta.children(&p)?;
             if kids.iter().any(|k| k == ".zarray") {
                 arrays.push(name);
-            } else if kids.iter().any(|k| k == ".zgroup" || k == ".zattrs") {
-                groups.push(name);
-            } else if !kids.is_empty() && self.has_zarr_below(&p, 4)? {
+            } else if kids.iter().any(|k| k == ".zgroup" || k == ".zattrs")
+                || (!kids.is_empty() && self.has_zarr_below(&p, 4)?)
+            {
                 groups.push(name);
             }
         }

@@ -162,7 +162,7 @@ pub fn compare_with_waivers(
 fn waive_line(case: &str, o: &str, r: &str, waivers: &[Waiver]) -> Option<Vec<&'static str>> {
     for w in waivers {
         if let Rule::Line { case: c, contains } = w.rule {
-            if c == case && o.contains(contains) {
+            if c == case && (o.contains(contains) || r.contains(contains)) {
                 return Some(vec![w.name]);
             }
         }

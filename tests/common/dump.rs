@@ -289,6 +289,25 @@ pub fn canonical_order(dump: &str) -> String {
     s
 }
 
+/// The data lines of a dump, without record braces: data lines start with spaces, while
+/// declarations (also indented with spaces inside groups) continue with a tab, and section
+/// keywords, comments and group brackets are not data.
+pub fn data_lines(dump: &str) -> String {
+    dump.lines()
+        .filter(|l| l.starts_with(' '))
+        .map(|l| l.trim_start_matches(' '))
+        .filter(|l| {
+            !l.is_empty()
+                && !l.starts_with('\t')
+                && !l.starts_with("//")
+                && !l.starts_with("group:")
+                && !l.starts_with('}')
+                && !matches!(*l, "dimensions:" | "variables:" | "data:" | "types:")
+        })
+        .map(|l| format!("{}\n", l.replace(['{', '}'], "")))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -314,23 +333,4 @@ mod tests {
         let c = b.replace("y:z = 1 ;\n\t\ty:a = 2", "y:a = 2 ;\n\t\ty:z = 1");
         assert_ne!(canonical_order(a), canonical_order(&c));
     }
-}
-
-/// The data lines of a dump, without record braces: data lines start with spaces, while
-/// declarations (also indented with spaces inside groups) continue with a tab, and section
-/// keywords, comments and group brackets are not data.
-pub fn data_lines(dump: &str) -> String {
-    dump.lines()
-        .filter(|l| l.starts_with(' '))
-        .map(|l| l.trim_start_matches(' '))
-        .filter(|l| {
-            !l.is_empty()
-                && !l.starts_with('\t')
-                && !l.starts_with("//")
-                && !l.starts_with("group:")
-                && !l.starts_with('}')
-                && !matches!(*l, "dimensions:" | "variables:" | "data:" | "types:")
-        })
-        .map(|l| format!("{}\n", l.replace(['{', '}'], "")))
-        .collect()
 }

@@ -1,0 +1,77 @@
+//! JSON as Python writes it: `NaN`, `Infinity` and `-Infinity` appear as bare literals in
+//! metadata written by zarr-python and by netcdf-c 4.9.0. serde_json rejects them, so they are
+//! turned into the strings Zarr uses (`"NaN"`, ...) before parsing. Text inside strings is
+//! never touched.
+
+use serde_json::Value;
+
+const LITERALS: [&str; 3] = ["-Infinity", "Infinity", "NaN"];
+
+/// Quotes bare non-finite literals outside JSON strings.
+pub fn quote_nonfinite(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut i = 0;
+    let mut last = 0;
+    let mut in_string = false;
+    while i < b.len() {
+        let c = b[i];
+        if in_string {
+            match c {
+                b'\\' => i += 1,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            i += 1;
+            continue;
+        }
+        if c == b'"' {
+            in_string = true;
+            i += 1;
+            continue;
+        }
+        if let Some(lit) = LITERALS.iter().find(|l| b[i..].starts_with(l.as_bytes())) {
+            out.push_str(&text[last..i]);
+            out.push('"');
+            out.push_str(lit);
+            out.push('"');
+            i += lit.len();
+            last = i;
+            continue;
+        }
+        i += 1;
+    }
+    out.push_str(&text[last..]);
+    out
+}
+
+/// Parses JSON, accepting Python's non-finite literals.
+pub fn parse(bytes: &[u8]) -> Result<Value, serde_json::Error> {
+    match serde_json::from_slice(bytes) {
+        Ok(v) => Ok(v),
+        Err(e) => match std::str::from_utf8(bytes) {
+            Ok(text) if LITERALS.iter().any(|l| text.contains(l)) => {
+                serde_json::from_str(&quote_nonfinite(text))
+            }
+            _ => Err(e),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quotes_only_bare_literals() {
+        let v =
+            parse(br#"{"a": NaN, "b": [-Infinity, Infinity], "c": "NaN in text", "d": "x\"NaN"}"#)
+                .unwrap();
+        assert_eq!(v["a"], "NaN");
+        assert_eq!(v["b"][0], "-Infinity");
+        assert_eq!(v["b"][1], "Infinity");
+        assert_eq!(v["c"], "NaN in text");
+        assert_eq!(v["d"], "x\"NaN");
+        assert!(parse(b"{\"a\": Nope}").is_err());
+    }
+}
