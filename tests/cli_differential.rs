@@ -426,3 +426,24 @@ fn ours_on_netcdf_4101_host() {
     }
     report.finish(10);
 }
+
+/// The preload really replaces the built-in NCZarr: a store we write has the current layout
+/// (DESIGN.md §4: `_nczarr_superblock` in the root `.zattrs`), not Debian 4.9.0's (`_NCZARR_*` keys
+/// inside `.zgroup`). Without this, every other test could silently be testing the built-in code.
+#[test]
+fn preload_takes_over_nczarr() {
+    if common::reference_only() {
+        eprintln!("reference-only mode: nothing to take over");
+        return;
+    }
+    let dir = scratch("takeover");
+    let cdl = common::repo_root().join("tests/cdl/atomic_vars.cdl");
+    let u = write_ours(dir.path(), &cdl, NCZARR).unwrap();
+    let store = dir.path().join("atomic_vars.nczarr_file.zarr");
+    let zattrs = fs::read_to_string(store.join(".zattrs")).unwrap_or_default();
+    let zgroup = fs::read_to_string(store.join(".zgroup")).unwrap_or_default();
+    assert!(
+        zattrs.contains("_nczarr_superblock") && !zgroup.contains("_NCZARR_"),
+        "{u} was not written by the library under test\n.zgroup: {zgroup}\n.zattrs: {zattrs}"
+    );
+}
