@@ -77,10 +77,10 @@ fn worth_reporting(e: &Error) -> bool {
     )
 }
 
-/// Reports an error (unless `NCZARR_RS_QUIET` is set; every error with `NCZARR_RS_TRACE`)
+/// Reports an error (unless `NCZARR_RS_QUIET` is set; every error with `NCZARR_RS_DEBUG`)
 /// and returns its code.
 pub fn report(e: &Error) -> c_int {
-    let trace = std::env::var_os("NCZARR_RS_TRACE").is_some();
+    let trace = std::env::var_os("NCZARR_RS_DEBUG").is_some();
     if trace || (worth_reporting(e) && std::env::var_os("NCZARR_RS_QUIET").is_none()) {
         eprintln!("nczarr-rs: {e}");
     }
