@@ -22,10 +22,15 @@ pub fn to_json(values: &Values, nczarr: bool) -> (Value, String) {
         Values::Fixed {
             ty: NcType::Char,
             bytes,
-        } => (
-            Value::String(String::from_utf8_lossy(bytes).into_owned()),
-            dtype::format(NcType::Char, Endian::Big, 1, true),
-        ),
+        } => {
+            // C text ends at its NUL: trailing NULs (ncgen stores "" as one NUL) are not
+            // written, since other readers (netcdf-c 4.10.1) do not decode `\u0000`.
+            let end = bytes.iter().rposition(|b| *b != 0).map_or(0, |i| i + 1);
+            (
+                Value::String(String::from_utf8_lossy(&bytes[..end]).into_owned()),
+                dtype::format(NcType::Char, Endian::Big, 1, true),
+            )
+        }
         Values::Fixed { ty, bytes } => {
             let mut items: Vec<Value> = bytes
                 .chunks_exact(ty.size())
