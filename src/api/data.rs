@@ -406,14 +406,23 @@ impl Dataset {
         v: usize,
         geo: &Geometry,
         idx: &[u64],
-        mut data: Vec<u8>,
+        data: Vec<u8>,
     ) -> Result<()> {
-        let var = &self.tree.group(g).vars[v];
+        let (key, encoded) = Self::encode_chunk(&self.tree.group(g).vars[v], geo, idx, data)?;
+        self.store.put(&key, &encoded)
+    }
+
+    /// A chunk (native order) as stored: byte order of the variable, then its codecs.
+    fn encode_chunk(
+        var: &Var,
+        geo: &Geometry,
+        idx: &[u64],
+        mut data: Vec<u8>,
+    ) -> Result<(StoreKey, Vec<u8>)> {
         if geo.swap {
             convert::swap_bytes_in_place(&mut data, geo.esize);
         }
-        let encoded = codec::encode(&var.name, &var.filters, data)?;
-        self.store.put(&geo.key(idx)?, &encoded)
+        Ok((geo.key(idx)?, codec::encode(&var.name, &var.filters, data)?))
     }
 
     /// Writes a hyperslab of a fixed-size type from `data` (memtype values laid out with
@@ -617,15 +626,7 @@ impl Dataset {
         let var = &self.tree.group(g).vars[v];
         let items: Vec<(StoreKey, Vec<u8>)> = dirty
             .into_par_iter()
-            .map(|(idx, mut data)| {
-                if geo.swap {
-                    convert::swap_bytes_in_place(&mut data, geo.esize);
-                }
-                Ok((
-                    geo.key(&idx)?,
-                    codec::encode(&var.name, &var.filters, data)?,
-                ))
-            })
+            .map(|(idx, data)| Self::encode_chunk(var, &geo, &idx, data))
             .collect::<Result<_>>()?;
         self.store.put_many(&items)
     }

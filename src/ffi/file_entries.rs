@@ -22,6 +22,17 @@ fn formatx_of(table: *const NcDispatch) -> c_int {
     }
 }
 
+/// The dataset URL libnetcdf passed, refusing what we cannot serve.
+fn dataset_url(path: *const c_char, mode: c_int) -> crate::error::Result<DatasetUrl> {
+    if path.is_null() {
+        return Err(Error::Invalid("NULL path".into()));
+    }
+    if mode & NC_INMEMORY != 0 {
+        return Err(Error::NotBuilt("in-memory NCZarr datasets".into()));
+    }
+    DatasetUrl::parse(&String::from_utf8_lossy(&cmem::c_bytes(path)))
+}
+
 fn register(ncid: c_int, ds: Dataset, formatx: c_int, mode: c_int) {
     registry::lock().insert(registry::file_of(ncid), Open { ds, formatx, mode });
 }
@@ -38,14 +49,7 @@ pub(crate) extern "C" fn create(
     ncid: c_int,
 ) -> c_int {
     guard(|| {
-        if path.is_null() {
-            return Err(Error::Invalid("NULL path".into()));
-        }
-        if cmode & NC_INMEMORY != 0 {
-            return Err(Error::NotBuilt("in-memory NCZarr datasets".into()));
-        }
-        let text = String::from_utf8_lossy(&cmem::c_bytes(path)).into_owned();
-        let url = DatasetUrl::parse(&text)?;
+        let url = dataset_url(path, cmode)?;
         let opts = CreateOptions {
             clobber: cmode & NC_NOCLOBBER == 0,
             classic_model: cmode & NC_CLASSIC_MODEL != 0,
@@ -66,14 +70,7 @@ pub(crate) extern "C" fn open(
     ncid: c_int,
 ) -> c_int {
     guard(|| {
-        if path.is_null() {
-            return Err(Error::Invalid("NULL path".into()));
-        }
-        if mode & NC_INMEMORY != 0 {
-            return Err(Error::NotBuilt("in-memory NCZarr datasets".into()));
-        }
-        let text = String::from_utf8_lossy(&cmem::c_bytes(path)).into_owned();
-        let url = DatasetUrl::parse(&text)?;
+        let url = dataset_url(path, mode)?;
         let ds = Dataset::open(&url, mode & NC_WRITE != 0)?;
         register(ncid, ds, formatx_of(table), mode);
         Ok(NC_NOERR)
