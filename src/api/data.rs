@@ -9,13 +9,11 @@
 use super::convert;
 use super::dataset::Dataset;
 use crate::chunk::cache::ChunkCache;
-use crate::chunk::copy::{
-    c_order_strides, fill_pattern, read_piece, whole_chunk_range, write_piece,
-};
+use crate::chunk::copy::{c_order_strides, fill_pattern, read_piece, write_piece};
 use crate::chunk::projection::{ChunkPiece, Projection};
 use crate::codec;
 use crate::error::{Error, Result};
-use crate::model::{Endian, GroupId, NcType, Var};
+use crate::model::{Endian, Filter, GroupId, NcType, Var};
 use crate::zmap::StoreKey;
 use rayon::prelude::*;
 
@@ -27,8 +25,17 @@ pub struct Slab {
     pub stride: Vec<u64>,
 }
 
-/// Facts about a variable's stored chunks, computed once per call.
+/// Everything the data path needs to know about a variable, computed once per call (so no
+/// call clones the variable and its attributes).
 struct Geometry {
+    name: String,
+    ty: NcType,
+    scalar: bool,
+    filters: Vec<Filter>,
+    /// The fill element in native order (`esize` bytes).
+    fill: Vec<u8>,
+    /// Decoded chunks this small are worth keeping in the cache.
+    cacheable: bool,
     shape: Vec<u64>,
     chunks: Vec<u64>,
     esize: usize,
@@ -82,6 +89,12 @@ impl Dataset {
             .checked_mul(esize)
             .ok_or_else(|| Error::TooLarge("chunk".into()))?;
         Ok(Geometry {
+            name: var.name.clone(),
+            ty: var.ty,
+            scalar: var.is_scalar(),
+            filters: var.filters.clone(),
+            fill: fill_element(var),
+            cacheable: chunk_bytes <= var.cache.size / 4,
             shape,
             chunks,
             esize,
@@ -92,28 +105,52 @@ impl Dataset {
         })
     }
 
-    /// The fill element of a variable in native order (`stored_esize` bytes).
-    fn fill_element(&self, var: &Var) -> Vec<u8> {
-        let esize = stored_esize(var);
-        let mut e = match var.att("_FillValue").map(|a| &a.values) {
-            Some(crate::model::Values::Fixed { ty, bytes })
-                if *ty == var.ty && bytes.len() >= esize =>
-            {
-                bytes[..esize].to_vec()
-            }
-            Some(crate::model::Values::Strings(s)) if var.ty == NcType::String && !s.is_empty() => {
-                s[0].clone()
-            }
-            _ if var.no_fill => vec![0; esize],
-            _ => match &var.stored_fill {
-                Some(b) => b.clone(),
-                None => var.ty.default_fill(),
-            },
-        };
-        e.resize(esize, 0);
-        e
+    /// Fails with the reason the variable's data cannot be served, if any.
+    fn check_readable(&self, g: GroupId, v: usize) -> Result<()> {
+        let var = &self.tree.group(g).vars[v];
+        match &var.unreadable {
+            Some(why) => Err(self.unreadable_error(var, why)),
+            None => Ok(()),
+        }
     }
+}
 
+/// A scalar's request in the one-element index space its chunk is stored in.
+fn scalar_slab(scalar: bool, slab: &Slab) -> Slab {
+    if scalar {
+        Slab {
+            start: vec![0],
+            count: vec![slab.count.first().copied().unwrap_or(1).min(1)],
+            stride: vec![1],
+        }
+    } else {
+        slab.clone()
+    }
+}
+
+/// The fill element of a variable in native order (`stored_esize` bytes).
+fn fill_element(var: &Var) -> Vec<u8> {
+    let esize = stored_esize(var);
+    let mut e = match var.att("_FillValue").map(|a| &a.values) {
+        Some(crate::model::Values::Fixed { ty, bytes })
+            if *ty == var.ty && bytes.len() >= esize =>
+        {
+            bytes[..esize].to_vec()
+        }
+        Some(crate::model::Values::Strings(s)) if var.ty == NcType::String && !s.is_empty() => {
+            s[0].clone()
+        }
+        _ if var.no_fill => vec![0; esize],
+        _ => match &var.stored_fill {
+            Some(b) => b.clone(),
+            None => var.ty.default_fill(),
+        },
+    };
+    e.resize(esize, 0);
+    e
+}
+
+impl Dataset {
     /// Checks a request against the variable's shape. `grow` allows writes past the end of
     /// unlimited dimensions.
     fn check_slab(&self, g: GroupId, v: usize, slab: &Slab, grow: bool) -> Result<()> {
@@ -187,8 +224,8 @@ impl Dataset {
     }
 
     /// Decodes one stored chunk to native order, checking its size.
-    fn decode_chunk(var: &Var, geo: &Geometry, key: &StoreKey, stored: Vec<u8>) -> Result<Vec<u8>> {
-        let mut raw = codec::decode(&var.name, &var.filters, stored)?;
+    fn decode_chunk(geo: &Geometry, key: &StoreKey, stored: Vec<u8>) -> Result<Vec<u8>> {
+        let mut raw = codec::decode(&geo.name, &geo.filters, stored)?;
         if raw.len() != geo.chunk_bytes {
             return Err(Error::ChunkSize {
                 key: key.to_string(),
@@ -216,32 +253,29 @@ impl Dataset {
     ) -> Result<bool> {
         self.ensure_data_mode()?;
         self.check_slab(g, v, slab, false)?;
-        let var = self.tree.group(g).vars[v].clone();
-        if let Some(why) = &var.unreadable {
-            return Err(self.unreadable_error(&var, why));
-        }
-        if memtype == NcType::String || var.ty == NcType::String {
-            return Err(Error::Char);
-        }
-        if (memtype == NcType::Char) != (var.ty == NcType::Char) {
-            return Err(Error::Char);
-        }
+        self.check_readable(g, v)?;
         let geo = self.geometry(g, v)?;
-        let slab = self.scalar_slab(&var, slab);
+        if memtype == NcType::String || geo.ty == NcType::String {
+            return Err(Error::Char);
+        }
+        if (memtype == NcType::Char) != (geo.ty == NcType::Char) {
+            return Err(Error::Char);
+        }
+        let slab = scalar_slab(geo.scalar, slab);
         let n = product(&slab.count)?;
         if n == 0 {
             return Ok(false);
         }
         let c_strides = c_order_strides(&slab.count)?;
-        if memtype == var.ty {
+        if memtype == geo.ty {
             let strides = mem_strides.map_or(c_strides, <[i64]>::to_vec);
-            self.read_into(g, v, &var, &geo, &slab, out, &strides)?;
+            self.read_into(g, v, &geo, &slab, out, &strides)?;
             return Ok(false);
         }
         let mut tmp = vec![0u8; n * geo.esize];
-        self.read_into(g, v, &var, &geo, &slab, &mut tmp, &c_strides)?;
+        self.read_into(g, v, &geo, &slab, &mut tmp, &c_strides)?;
         let mut converted = vec![0u8; n * memtype.size()];
-        let range = match convert::convert(var.ty, &tmp, memtype, &mut converted) {
+        let range = match convert::convert(geo.ty, &tmp, memtype, &mut converted) {
             Ok(()) => false,
             Err(Error::Range) => true,
             Err(e) => return Err(e),
@@ -262,27 +296,16 @@ impl Dataset {
     pub fn get_strings(&mut self, g: GroupId, v: usize, slab: &Slab) -> Result<Vec<Vec<u8>>> {
         self.ensure_data_mode()?;
         self.check_slab(g, v, slab, false)?;
-        let var = self.tree.group(g).vars[v].clone();
-        if let Some(why) = &var.unreadable {
-            return Err(self.unreadable_error(&var, why));
-        }
-        if var.ty != NcType::String {
+        self.check_readable(g, v)?;
+        let geo = self.geometry(g, v)?;
+        if geo.ty != NcType::String {
             return Err(Error::Char);
         }
-        let geo = self.geometry(g, v)?;
-        let slab = self.scalar_slab(&var, slab);
+        let slab = scalar_slab(geo.scalar, slab);
         let n = product(&slab.count)?;
         let mut tmp = vec![0u8; n * geo.esize];
         if n > 0 {
-            self.read_into(
-                g,
-                v,
-                &var,
-                &geo,
-                &slab,
-                &mut tmp,
-                &c_order_strides(&slab.count)?,
-            )?;
+            self.read_into(g, v, &geo, &slab, &mut tmp, &c_order_strides(&slab.count)?)?;
         }
         Ok(tmp
             .chunks_exact(geo.esize)
@@ -311,25 +334,12 @@ impl Dataset {
         }
     }
 
-    fn scalar_slab(&self, var: &Var, slab: &Slab) -> Slab {
-        if var.is_scalar() {
-            Slab {
-                start: vec![0],
-                count: vec![slab.count.first().copied().unwrap_or(1).min(1)],
-                stride: vec![1],
-            }
-        } else {
-            slab.clone()
-        }
-    }
-
     /// Core read: every piece of the request copied into `out` (variable type, native order).
     #[allow(clippy::too_many_arguments)]
     fn read_into(
         &mut self,
         g: GroupId,
         v: usize,
-        var: &Var,
         geo: &Geometry,
         slab: &Slab,
         out: &mut [u8],
@@ -365,31 +375,25 @@ impl Dataset {
         let decoded: Vec<Option<Vec<u8>>> = fetched
             .into_par_iter()
             .zip(keys.par_iter())
-            .map(|(bytes, key)| {
-                bytes
-                    .map(|b| Self::decode_chunk(var, geo, key, b))
-                    .transpose()
-            })
+            .map(|(bytes, key)| bytes.map(|b| Self::decode_chunk(geo, key, b)).transpose())
             .collect::<Result<_>>()?;
-        let fill = self.fill_element(var);
         let mut fill_chunk: Option<Vec<u8>> = None;
-        let keep = geo.chunk_bytes <= var.cache.size / 4;
         for (i, chunk) in missing.into_iter().zip(decoded) {
             let p = &pieces[i];
             match chunk {
                 Some(buf) => {
                     read_piece(&buf, &geo.chunks, out, strides, p, geo.esize)?;
-                    if keep {
+                    if geo.cacheable {
                         for (idx, data) in self.cache_for(g, v).insert(p.chunk.clone(), buf, false)
                         {
-                            self.store_chunk(g, v, geo, &idx, data)?;
+                            self.store_chunk(geo, &idx, data)?;
                         }
                     }
                 }
                 None => {
                     let f = fill_chunk.get_or_insert_with(|| {
                         let mut b = vec![0u8; geo.chunk_bytes];
-                        fill_pattern(&mut b, &fill);
+                        fill_pattern(&mut b, &geo.fill);
                         b
                     });
                     read_piece(f, &geo.chunks, out, strides, p, geo.esize)?;
@@ -400,29 +404,17 @@ impl Dataset {
     }
 
     /// Encodes and stores one chunk (native order in).
-    fn store_chunk(
-        &self,
-        g: GroupId,
-        v: usize,
-        geo: &Geometry,
-        idx: &[u64],
-        data: Vec<u8>,
-    ) -> Result<()> {
-        let (key, encoded) = Self::encode_chunk(&self.tree.group(g).vars[v], geo, idx, data)?;
+    fn store_chunk(&self, geo: &Geometry, idx: &[u64], data: Vec<u8>) -> Result<()> {
+        let (key, encoded) = Self::encode_chunk(geo, idx, data)?;
         self.store.put(&key, &encoded)
     }
 
     /// A chunk (native order) as stored: byte order of the variable, then its codecs.
-    fn encode_chunk(
-        var: &Var,
-        geo: &Geometry,
-        idx: &[u64],
-        mut data: Vec<u8>,
-    ) -> Result<(StoreKey, Vec<u8>)> {
+    fn encode_chunk(geo: &Geometry, idx: &[u64], mut data: Vec<u8>) -> Result<(StoreKey, Vec<u8>)> {
         if geo.swap {
             convert::swap_bytes_in_place(&mut data, geo.esize);
         }
-        Ok((geo.key(idx)?, codec::encode(&var.name, &var.filters, data)?))
+        Ok((geo.key(idx)?, codec::encode(&geo.name, &geo.filters, data)?))
     }
 
     /// Writes a hyperslab of a fixed-size type from `data` (memtype values laid out with
@@ -440,17 +432,15 @@ impl Dataset {
         self.check_writable()?;
         self.ensure_data_mode()?;
         self.check_slab(g, v, slab, true)?;
-        let var = self.tree.group(g).vars[v].clone();
-        if let Some(why) = &var.unreadable {
-            return Err(self.unreadable_error(&var, why));
-        }
+        self.check_readable(g, v)?;
+        let geo = self.geometry(g, v)?;
         if memtype == NcType::String
-            || var.ty == NcType::String
-            || (memtype == NcType::Char) != (var.ty == NcType::Char)
+            || geo.ty == NcType::String
+            || (memtype == NcType::Char) != (geo.ty == NcType::Char)
         {
             return Err(Error::Char);
         }
-        let slab = self.scalar_slab(&var, slab);
+        let slab = scalar_slab(geo.scalar, slab);
         let n = product(&slab.count)?;
         if n == 0 {
             return Ok(false);
@@ -472,11 +462,11 @@ impl Dataset {
         };
         let mut range = false;
         let converted;
-        let values: &[u8] = if memtype == var.ty {
+        let values: &[u8] = if memtype == geo.ty {
             src
         } else {
-            let mut out = vec![0u8; n * var.ty.size()];
-            match convert::convert(memtype, src, var.ty, &mut out) {
+            let mut out = vec![0u8; n * geo.ty.size()];
+            match convert::convert(memtype, src, geo.ty, &mut out) {
                 Ok(()) => {}
                 Err(Error::Range) => range = true,
                 Err(e) => return Err(e),
@@ -501,11 +491,12 @@ impl Dataset {
         self.check_writable()?;
         self.ensure_data_mode()?;
         self.check_slab(g, v, slab, true)?;
-        let var = self.tree.group(g).vars[v].clone();
+        let var = &self.tree.group(g).vars[v];
         if var.ty != NcType::String {
             return Err(Error::Char);
         }
-        let slab = self.scalar_slab(&var, slab);
+        let (maxstrlen, data_written) = (var.maxstrlen, var.data_written);
+        let slab = scalar_slab(var.is_scalar(), slab);
         let n = product(&slab.count)?;
         if n == 0 {
             return Ok(());
@@ -514,7 +505,7 @@ impl Dataset {
             .get(..n)
             .ok_or_else(|| Error::Invalid("too few strings".into()))?;
         let longest = data.iter().map(Vec::len).max().unwrap_or(0);
-        if longest > var.maxstrlen && !var.data_written {
+        if longest > maxstrlen && !data_written {
             self.tree.group_mut(g).vars[v].maxstrlen = longest;
             self.caches.remove(&(g.0, v));
         }
@@ -552,7 +543,6 @@ impl Dataset {
         strides: &[i64],
     ) -> Result<()> {
         let geo = self.geometry(g, v)?;
-        let var = self.tree.group(g).vars[v].clone();
         let proj = Projection::new(
             &geo.shape,
             &geo.chunks,
@@ -560,7 +550,6 @@ impl Dataset {
             &slab.count,
             &slab.stride,
         )?;
-        let fill = self.fill_element(&var);
         let pieces: Vec<ChunkPiece> = proj.pieces().collect();
         // Partial chunks not in the cache must be read first: one batch.
         let need: Vec<usize> = {
@@ -568,11 +557,7 @@ impl Dataset {
             (0..pieces.len())
                 .filter(|i| {
                     let p = &pieces[*i];
-                    whole_chunk_range(&geo.chunks, values.len(), strides, p, geo.esize)
-                        .ok()
-                        .flatten()
-                        .is_none()
-                        && !crate::chunk::projection::is_whole_chunk(p, &geo.chunks)
+                    !crate::chunk::projection::is_whole_chunk(p, &geo.chunks)
                         && cache.get(&p.chunk).is_none()
                 })
                 .collect()
@@ -586,7 +571,7 @@ impl Dataset {
             std::collections::HashMap::new();
         for ((i, bytes), key) in need.iter().zip(fetched).zip(&keys) {
             if let Some(b) = bytes {
-                existing.insert(*i, Self::decode_chunk(&var, &geo, key, b)?);
+                existing.insert(*i, Self::decode_chunk(&geo, key, b)?);
             }
         }
         for (i, p) in pieces.iter().enumerate() {
@@ -597,7 +582,7 @@ impl Dataset {
                     None => {
                         let mut b = vec![0u8; geo.chunk_bytes];
                         if !crate::chunk::projection::is_whole_chunk(p, &geo.chunks) {
-                            fill_pattern(&mut b, &fill);
+                            fill_pattern(&mut b, &geo.fill);
                         }
                         b
                     }
@@ -606,7 +591,7 @@ impl Dataset {
             write_piece(&mut buf, &geo.chunks, values, strides, p, geo.esize)?;
             let evicted = self.cache_for(g, v).insert(p.chunk.clone(), buf, true);
             for (idx, data) in evicted {
-                self.store_chunk(g, v, &geo, &idx, data)?;
+                self.store_chunk(&geo, &idx, data)?;
             }
         }
         self.tree.group_mut(g).vars[v].data_written = true;
@@ -623,10 +608,9 @@ impl Dataset {
             return Ok(());
         }
         let geo = self.geometry(g, v)?;
-        let var = &self.tree.group(g).vars[v];
         let items: Vec<(StoreKey, Vec<u8>)> = dirty
             .into_par_iter()
-            .map(|(idx, data)| Self::encode_chunk(var, &geo, &idx, data))
+            .map(|(idx, data)| Self::encode_chunk(&geo, &idx, data))
             .collect::<Result<_>>()?;
         self.store.put_many(&items)
     }
@@ -660,7 +644,7 @@ impl Dataset {
         };
         let evicted = self.cache_for(g, v).set_limits(size, nelems);
         for (idx, data) in evicted {
-            self.store_chunk(g, v, &geo, &idx, data)?;
+            self.store_chunk(&geo, &idx, data)?;
         }
         Ok(())
     }
