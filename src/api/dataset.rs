@@ -94,8 +94,7 @@ impl Dataset {
         let layout = Layout {
             nczarr: opened.layout.nczarr,
             xarray: wanted.xarray,
-            consolidated: wanted.consolidated
-                || store.get(&StoreKey::new(".zmetadata")?)?.is_some(),
+            consolidated: wanted.consolidated || opened.has_zmetadata,
         };
         let mut ds = Dataset::new(store, opened.tree, layout, writable);
         ds.read_only_reason = opened.read_only_reason;
@@ -104,10 +103,11 @@ impl Dataset {
         }
         ds.remember_paths();
         if ds.writable && ds.read_only_reason.is_none() {
-            // Seed the change detector with what we would write, so unchanged objects are
-            // not rewritten (and foreign formatting is kept) until something changes.
+            // The store holds the metadata of this tree already: only objects the model
+            // changes are written (foreign formatting survives otherwise). A `.zmetadata` the
+            // user asked for but the store lacks is written at the first sync.
             for (k, v) in format::write::metadata_objects(&ds.tree, ds.layout) {
-                if ds.store.get(&StoreKey::new(&k)?)?.as_deref() == Some(v.as_slice()) {
+                if k != ".zmetadata" || opened.has_zmetadata {
                     ds.written.insert(k, v);
                 }
             }

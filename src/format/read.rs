@@ -25,6 +25,8 @@ pub struct Opened {
     pub read_only_reason: Option<String>,
     /// `_NCProperties` as stored, if any.
     pub ncproperties: Option<String>,
+    /// The store has a consolidated `.zmetadata`.
+    pub has_zmetadata: bool,
 }
 
 /// Metadata objects, from `.zmetadata` or the store.
@@ -537,7 +539,9 @@ pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opene
         store,
         consolidated: None,
     };
-    let consolidated = match store.get(&StoreKey::new(".zmetadata")?)? {
+    let zmetadata = store.get(&StoreKey::new(".zmetadata")?)?;
+    let has_zmetadata = zmetadata.is_some();
+    let consolidated = match zmetadata {
         Some(b) => parse_obj(".zmetadata", &b)?
             .remove("metadata")
             .and_then(|m| {
@@ -615,5 +619,6 @@ pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opene
         read_only_reason: (nczarr && !in_attrs)
             .then(|| "the dataset uses an older NCZarr layout".to_string()),
         ncproperties,
+        has_zmetadata,
     })
 }
