@@ -78,7 +78,6 @@ impl Meta<'_> {
                 .filter_map(|k| k.strip_prefix(&pre))
                 .filter_map(|rest| rest.split_once('/').map(|(a, _)| a.to_string()))
                 .collect();
-            names.dedup();
             names.sort();
             names.dedup();
             return Ok(names);

@@ -107,7 +107,42 @@ fn locate_library() -> Subject {
          NCZARR_RS_REFERENCE_ONLY=1 to exercise the harness against the reference only)",
         lib.display()
     );
+    // `cargo test` rebuilds the rlib the test binary links, not the cdylib the tools preload:
+    // refuse to test a library older than its sources.
+    let built = fs::metadata(&lib)
+        .and_then(|m| m.modified())
+        .expect("library mtime");
+    if let Some(newer) = newest_source(&repo_root().join("src")).filter(|(t, _)| *t > built) {
+        panic!(
+            "{} is older than {}: run `cargo build` (same profile) before these tests",
+            lib.display(),
+            newer.1.display()
+        );
+    }
     Subject::Preload(lib)
+}
+
+/// The most recently modified file below `dir`.
+fn newest_source(dir: &Path) -> Option<(std::time::SystemTime, PathBuf)> {
+    let mut newest: Option<(std::time::SystemTime, PathBuf)> = None;
+    for entry in fs::read_dir(dir).ok()?.flatten() {
+        let p = entry.path();
+        let candidate = if p.is_dir() {
+            newest_source(&p)
+        } else {
+            entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .map(|t| (t, p))
+        };
+        if let Some(c) = candidate {
+            if newest.as_ref().is_none_or(|n| c.0 > n.0) {
+                newest = Some(c);
+            }
+        }
+    }
+    newest
 }
 
 /// True when "ours" is a reference implementation (harness validation), not the library.
