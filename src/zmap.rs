@@ -1,13 +1,14 @@
 //! Key/value storage ("zmap"): the store trait, validated keys, and the backends.
 //!
 //! Owns bytes under keys and nothing else: no Zarr, no JSON, no netCDF. Every backend
-//! (memory, directory tree, and later zip and S3) implements [`Store`] and passes the one
+//! (memory, directory tree, zip archive, and later S3) implements [`Store`] and passes the one
 //! conformance suite in `tests/zmap_conformance.rs`.
 
 pub mod file;
 pub mod key;
 pub mod memory;
 mod open;
+pub mod zip;
 
 pub use key::{StoreKey, StorePrefix};
 pub use open::{OpenHow, open_store};
@@ -56,6 +57,11 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Makes all writes durable/visible (the zip backend writes its archive here).
     fn flush(&self) -> Result<()> {
         Ok(())
+    }
+
+    /// Removes the dataset this store holds (`nc_abort` of a dataset being created).
+    fn discard(&self) -> Result<()> {
+        self.delete_prefix(&StorePrefix::root())
     }
 
     /// A short description for messages ("file:///data/x.zarr").

@@ -6,6 +6,7 @@ use nczarr_rs::Error;
 use nczarr_rs::url::DatasetUrl;
 use nczarr_rs::zmap::file::FileStore;
 use nczarr_rs::zmap::memory::MemoryStore;
+use nczarr_rs::zmap::zip::ZipStore;
 use nczarr_rs::zmap::{OpenHow, Store, StoreKey, StorePrefix, open_store};
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
@@ -50,6 +51,31 @@ fn memory() -> Fixture {
 fn directory() -> Fixture {
     let dir = TempDir::new().unwrap();
     let store = FileStore::create(&dir.path().join("x.zarr"), false).unwrap();
+    Fixture {
+        store: Box::new(store),
+        _dir: Some(dir),
+    }
+}
+
+fn zip_archive() -> Fixture {
+    let dir = TempDir::new().unwrap();
+    let store = ZipStore::create(&dir.path().join("x.zip"), false).unwrap();
+    Fixture {
+        store: Box::new(store),
+        _dir: Some(dir),
+    }
+}
+
+/// A zip store whose every check runs against an archive flushed and reopened first.
+fn reopened_zip_archive() -> Fixture {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("x.zip");
+    let store = ZipStore::create(&path, false).unwrap();
+    store.put(&key("seed"), b"seed").unwrap();
+    store.flush().unwrap();
+    drop(store);
+    let store = ZipStore::open(&path, true).unwrap();
+    store.delete(&key("seed")).unwrap();
     Fixture {
         store: Box::new(store),
         _dir: Some(dir),
@@ -214,6 +240,12 @@ fn file_store_conforms() {
     conformance(directory);
 }
 
+#[test]
+fn zip_store_conforms() {
+    conformance(zip_archive);
+    conformance(reopened_zip_archive);
+}
+
 // ---- model-based test ----------------------------------------------------------------------
 
 const DIRS: [&str; 3] = ["g1", "g10", "ü x"];
@@ -227,6 +259,7 @@ enum Op {
     DeletePrefix(String),
     List(String),
     ListKeys(String),
+    Flush,
 }
 
 /// Directory names and leaf names never overlap, so no key is both object and directory.
@@ -252,6 +285,7 @@ fn an_op() -> impl Strategy<Value = Op> {
         1 => a_prefix().prop_map(Op::DeletePrefix),
         2 => a_prefix().prop_map(Op::List),
         1 => a_prefix().prop_map(Op::ListKeys),
+        1 => Just(Op::Flush),
     ]
 }
 
@@ -282,7 +316,7 @@ fn model_keys(model: &BTreeMap<String, Vec<u8>>, p: &str) -> Vec<String> {
         .collect()
 }
 
-fn replay(store: &dyn Store, ops: &[Op]) -> Result<(), TestCaseError> {
+fn replay(store: &dyn Store, ops: &[Op]) -> Result<BTreeMap<String, Vec<u8>>, TestCaseError> {
     let mut model = BTreeMap::<String, Vec<u8>>::new();
     for op in ops {
         match op {
@@ -305,9 +339,22 @@ fn replay(store: &dyn Store, ops: &[Op]) -> Result<(), TestCaseError> {
                 model_children(&model, p)
             ),
             Op::ListKeys(p) => prop_assert_eq!(keys(store, p), model_keys(&model, p)),
+            Op::Flush => store.flush().unwrap(),
         }
     }
     prop_assert_eq!(keys(store, ""), model_keys(&model, ""));
+    Ok(model)
+}
+
+/// After a replay and a flush, a fresh reader of the store's location sees exactly the model.
+fn check_persisted(
+    reopened: &dyn Store,
+    model: &BTreeMap<String, Vec<u8>>,
+) -> Result<(), TestCaseError> {
+    prop_assert_eq!(keys(reopened, ""), model_keys(model, ""));
+    for (k, v) in model {
+        prop_assert_eq!(reopened.get(&key(k)).unwrap(), Some(v.clone()));
+    }
     Ok(())
 }
 
@@ -317,12 +364,23 @@ proptest! {
     #[test]
     fn file_store_matches_model(ops in prop::collection::vec(an_op(), 1..60)) {
         let fixture = directory();
-        replay(fixture.store.as_ref(), &ops)?;
+        let model = replay(fixture.store.as_ref(), &ops)?;
+        let root = fixture._dir.as_ref().unwrap().path().join("x.zarr");
+        check_persisted(&FileStore::open(&root).unwrap(), &model)?;
     }
 
     #[test]
     fn memory_store_matches_model(ops in prop::collection::vec(an_op(), 1..60)) {
         replay(&MemoryStore::new(), &ops)?;
+    }
+
+    #[test]
+    fn zip_store_matches_model(ops in prop::collection::vec(an_op(), 1..60)) {
+        let fixture = zip_archive();
+        let model = replay(fixture.store.as_ref(), &ops)?;
+        fixture.store.flush().unwrap();
+        let path = fixture._dir.as_ref().unwrap().path().join("x.zip");
+        check_persisted(&ZipStore::open(&path, false).unwrap(), &model)?;
     }
 }
 
@@ -496,14 +554,21 @@ fn open_store_follows_the_url() {
     created.put(&key(".zgroup"), b"{}").unwrap();
     let opened = open_store(&url, OpenHow::Open { writable: false }).unwrap();
     assert_eq!(opened.get(&key(".zgroup")).unwrap(), Some(b"{}".to_vec()));
-    for (text, what) in [
-        ("file:///d/x.zip#mode=nczarr,zip", "zip storage"),
-        ("https://h/bucket/key#mode=nczarr,s3", "s3 storage"),
-    ] {
-        let url = DatasetUrl::parse(text).unwrap();
-        match open_store(&url, OpenHow::Open { writable: false }) {
-            Err(Error::NotBuilt(w)) => assert_eq!(w, what),
-            other => panic!("{text}: {other:?}"),
-        }
+    let zipped = dir.path().join("x.zip");
+    let zip_url =
+        DatasetUrl::parse(&format!("file://{}#mode=nczarr,zip", zipped.display())).unwrap();
+    assert!(matches!(
+        open_store(&zip_url, OpenHow::Open { writable: false }),
+        Err(Error::NotFound(_))
+    ));
+    let created = open_store(&zip_url, OpenHow::Create { clobber: false }).unwrap();
+    created.put(&key(".zgroup"), b"{}").unwrap();
+    created.flush().unwrap();
+    let opened = open_store(&zip_url, OpenHow::Open { writable: false }).unwrap();
+    assert_eq!(opened.get(&key(".zgroup")).unwrap(), Some(b"{}".to_vec()));
+    let s3 = DatasetUrl::parse("https://h/bucket/key#mode=nczarr,s3").unwrap();
+    match open_store(&s3, OpenHow::Open { writable: false }) {
+        Err(Error::NotBuilt(w)) => assert_eq!(w, "s3 storage"),
+        other => panic!("s3: {other:?}"),
     }
 }

@@ -210,7 +210,7 @@ impl Dataset {
     /// `nc_abort`: a dataset being created is removed; otherwise unsaved changes are dropped.
     pub fn abort(self) -> Result<()> {
         if self.creating && self.writable {
-            self.store.delete_prefix(&StorePrefix::root())?;
+            self.store.discard()?;
         }
         Ok(())
     }

@@ -11,6 +11,8 @@ use super::{Layout, attrs, dtype, number};
 use crate::error::{Error, Result};
 use crate::model::{Att, DimId, GroupId, NcType, Storage, Tree, Values, Var};
 use crate::zmap::{Store, StoreKey, StorePrefix};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as BASE64;
 use serde_json::{Map, Value};
 
 type Obj = Map<String, Value>;
@@ -493,7 +495,7 @@ impl Reader<'_> {
             return Ok(());
         }
         var.stored_fill = match var.ty {
-            NcType::Char | NcType::String => Some(fv.as_str().unwrap_or("").as_bytes().to_vec()),
+            NcType::Char | NcType::String => Some(text_fill(zarray, fv, self.nczarr)),
             ty => match number::from_json(ty, fv) {
                 Some(b) => Some(b),
                 None if var.unreadable.is_some() => None,
@@ -620,4 +622,24 @@ pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opene
         ncproperties,
         has_zmetadata,
     })
+}
+
+/// A text fill value: base64 for the bytes dtypes (`|S<n>`) of pure Zarr, as the Zarr v2
+/// specification says; plain text in NCZarr datasets and for unicode dtypes. Text that is not
+/// valid base64 is taken as it is (older writers stored it plain).
+fn text_fill(zarray: &Obj, fv: &Value, nczarr: bool) -> Vec<u8> {
+    let text = fv.as_str().unwrap_or("");
+    let bytes_dtype = zarray
+        .get("dtype")
+        .and_then(Value::as_str)
+        .is_some_and(|d| d.get(1..2) == Some("S"));
+    if !nczarr && bytes_dtype {
+        if let Ok(mut bytes) = BASE64.decode(text) {
+            while bytes.last() == Some(&0) {
+                bytes.pop();
+            }
+            return bytes;
+        }
+    }
+    text.as_bytes().to_vec()
 }

@@ -5,6 +5,8 @@
 
 use super::{Layout, attrs, dtype, number};
 use crate::model::{GroupId, NcType, Tree, Var};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as BASE64;
 use serde_json::{Map, Value, json};
 
 /// Reserved attribute marking the root of an NCZarr dataset.
@@ -118,9 +120,18 @@ fn group_objects(tree: &Tree, g: GroupId, layout: Layout, out: &mut Vec<(String,
 }
 
 /// The `fill_value` JSON of a variable.
-pub fn fill_json(var: &Var) -> Value {
+///
+/// Text fill values are written as text in NCZarr datasets (what netcdf-c reads) and base64 in
+/// pure Zarr, as the Zarr v2 specification requires for the bytes dtypes (`|S<n>`).
+pub fn fill_json(var: &Var, nczarr: bool) -> Value {
     if var.no_fill {
         return Value::Null;
+    }
+    if !nczarr && matches!(var.ty, NcType::String | NcType::Char) {
+        return match fill_json(var, true) {
+            Value::String(text) => Value::String(BASE64.encode(text.as_bytes())),
+            other => other,
+        };
     }
     let att = var.att("_FillValue").map(|a| &a.values);
     match var.ty {
@@ -177,7 +188,7 @@ fn var_objects(tree: &Tree, g: GroupId, var: &Var, layout: Layout, out: &mut Vec
         )),
     );
     zarray.insert("chunks".into(), Value::from(chunks));
-    zarray.insert("fill_value".into(), fill_json(var));
+    zarray.insert("fill_value".into(), fill_json(var, layout.nczarr));
     zarray.insert("order".into(), Value::from("C"));
     let codecs: Vec<Value> = var
         .filters

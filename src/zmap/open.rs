@@ -5,6 +5,7 @@
 
 use super::Store;
 use super::file::FileStore;
+use super::zip::ZipStore;
 use crate::error::{Error, Result};
 use crate::url::{DatasetUrl, StorageKind};
 use std::path::Path;
@@ -26,8 +27,8 @@ pub enum OpenHow {
 
 /// Opens or creates the store that `url` names.
 ///
-/// Directory trees are served by [`FileStore`]; zip archives and S3 are not built yet and fail
-/// with [`Error::NotBuilt`].
+/// Directory trees are served by [`FileStore`], zip archives by [`ZipStore`]; S3 is not built
+/// yet and fails with [`Error::NotBuilt`].
 pub fn open_store(url: &DatasetUrl, how: OpenHow) -> Result<Box<dyn Store>> {
     match url.storage_kind() {
         StorageKind::File => {
@@ -38,7 +39,14 @@ pub fn open_store(url: &DatasetUrl, how: OpenHow) -> Result<Box<dyn Store>> {
             };
             Ok(Box::new(store))
         }
-        StorageKind::Zip => Err(Error::NotBuilt("zip storage".into())),
+        StorageKind::Zip => {
+            let path = Path::new(&url.path);
+            let store = match how {
+                OpenHow::Open { writable } => ZipStore::open(path, writable)?,
+                OpenHow::Create { clobber } => ZipStore::create(path, clobber)?,
+            };
+            Ok(Box::new(store))
+        }
         StorageKind::S3 => Err(Error::NotBuilt("s3 storage".into())),
     }
 }

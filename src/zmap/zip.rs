@@ -1,0 +1,531 @@
+//! Zip-archive store: a dataset kept in one `.zip` file.
+//!
+//! Owns reading objects out of an archive, staging writes, and replacing the archive atomically
+//! at [`Store::flush`]. It knows nothing of Zarr beyond the names of the top-level metadata
+//! objects used to recognise where the dataset starts inside an archive.
+//!
+//! Layouts read: netcdf-c puts every object under one top-level directory named after the
+//! archive (`x.zip` holds `x/.zgroup`, ...); zarr-python's `ZipStore` and `zip -r` run inside a
+//! dataset directory put the objects at the top level. A top-level Zarr marker object selects
+//! the second layout, otherwise the first segment of the first entry is the dataset directory
+//! (netcdf-c's rule). New archives use netcdf-c's layout, so the reference reads them.
+//!
+//! Reads are served from the archive's central directory, read once at open; entries are read
+//! with positioned I/O, so many readers run in parallel. Writes and deletes are staged (object
+//! bytes in a private staging directory next to the archive) and become visible to other
+//! processes only when `flush` writes a complete new archive beside the old one and renames it
+//! over; a failed flush leaves the previous archive untouched. Objects are stored uncompressed,
+//! as netcdf-c and zarr-python do (chunks are compressed by their codecs, not by the archive).
+//! Entries whose names cannot be keys (`..`, absolute paths, control characters) are invisible.
+
+use super::{Store, StoreKey, StorePrefix};
+use crate::error::{Error, Result};
+use rayon::prelude::*;
+use std::collections::BTreeMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, ErrorKind, Read, Seek, SeekFrom};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use zip::write::SimpleFileOptions;
+use zip::{CompressionMethod, ZipArchive, ZipWriter};
+
+/// Top-level objects that mark the archive root as the dataset root.
+const ZARR_MARKERS: [&str; 6] = [
+    ".zgroup",
+    ".zarray",
+    ".zattrs",
+    ".zmetadata",
+    ".nczarr",
+    "zarr.json",
+];
+
+/// Largest buffer reserved up front for one entry, whatever size the archive declares.
+const MAX_RESERVE: u64 = 64 << 20;
+
+static STAGE_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A cheaply clonable reader over a shared file, using positioned reads.
+#[derive(Debug, Clone)]
+struct SharedFile {
+    file: Arc<File>,
+    len: u64,
+    pos: u64,
+}
+
+impl Read for SharedFile {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.file.read_at(buf, self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl Seek for SharedFile {
+    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
+        let target = match to {
+            SeekFrom::Start(p) => Some(p),
+            SeekFrom::End(d) => self.len.checked_add_signed(d),
+            SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+        };
+        self.pos =
+            target.ok_or_else(|| io::Error::new(ErrorKind::InvalidInput, "seek before start"))?;
+        Ok(self.pos)
+    }
+}
+
+/// Where the current bytes of a key are.
+#[derive(Debug, Clone)]
+enum Source {
+    /// Entry number in the archive on disk.
+    Archive(usize),
+    /// A file in the staging directory.
+    Staged(PathBuf),
+}
+
+#[derive(Debug, Default)]
+struct State {
+    archive: Option<ZipArchive<SharedFile>>,
+    index: BTreeMap<String, Source>,
+    /// Whether `index` differs from the archive on disk.
+    dirty: bool,
+}
+
+/// A [`Store`] over one zip archive.
+#[derive(Debug)]
+pub struct ZipStore {
+    path: PathBuf,
+    /// Entry-name prefix of the dataset inside the archive (`"x/"` or `""`).
+    prefix: String,
+    writable: bool,
+    created: bool,
+    state: RwLock<State>,
+    staging: Mutex<Option<tempfile::TempDir>>,
+}
+
+fn show(path: &Path) -> String {
+    path.display().to_string()
+}
+
+fn zip_error(path: &Path, e: zip::result::ZipError) -> Error {
+    match e {
+        zip::result::ZipError::Io(e) => Error::io(show(path), e),
+        other => Error::NotZarr(format!(
+            "{} (not a readable zip archive: {other})",
+            show(path)
+        )),
+    }
+}
+
+fn open_archive(path: &Path) -> Result<ZipArchive<SharedFile>> {
+    let file = File::open(path).map_err(|e| match e.kind() {
+        ErrorKind::NotFound => Error::NotFound(show(path)),
+        ErrorKind::PermissionDenied => Error::Access(show(path)),
+        _ => Error::io(show(path), e),
+    })?;
+    let meta = file.metadata().map_err(|e| Error::io(show(path), e))?;
+    if !meta.is_file() {
+        return Err(Error::NotZarr(format!("{} (not a zip file)", show(path))));
+    }
+    let reader = SharedFile {
+        len: meta.len(),
+        file: Arc::new(file),
+        pos: 0,
+    };
+    ZipArchive::new(reader).map_err(|e| zip_error(path, e))
+}
+
+/// The dataset's entry-name prefix inside `archive` (see the module doc).
+fn detect_prefix(archive: &ZipArchive<SharedFile>) -> String {
+    let top_level_marker = archive
+        .file_names()
+        .filter_map(|n| n.ok())
+        .any(|n| ZARR_MARKERS.contains(&n.as_ref()));
+    if top_level_marker {
+        return String::new();
+    }
+    let first = (0..archive.len()).find_map(|i| archive.name_for_index(i)?.ok());
+    match first.as_deref().and_then(|n| n.split_once('/')) {
+        Some((dir, _)) if StoreKey::new(dir).is_ok() => format!("{dir}/"),
+        _ => String::new(),
+    }
+}
+
+/// The key of every file entry below `prefix`; entries that cannot be keys are skipped.
+fn archive_index(archive: &ZipArchive<SharedFile>, prefix: &str) -> BTreeMap<String, Source> {
+    let mut index = BTreeMap::new();
+    for i in 0..archive.len() {
+        let Some(Ok(name)) = archive.name_for_index(i) else {
+            continue;
+        };
+        if name.ends_with('/') {
+            continue;
+        }
+        let Some(rel) = name.strip_prefix(prefix) else {
+            continue;
+        };
+        if StoreKey::new(rel).is_ok() {
+            // A duplicated name: the later entry wins, as in most readers.
+            index.insert(rel.to_string(), Source::Archive(i));
+        }
+    }
+    index
+}
+
+/// The default dataset directory name inside a new archive: the file name minus `.zip`.
+fn default_prefix(path: &Path) -> String {
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+    if StoreKey::new(stem).is_ok() {
+        format!("{stem}/")
+    } else {
+        String::new()
+    }
+}
+
+impl ZipStore {
+    /// Opens the archive at `path` (read-only unless `writable`).
+    ///
+    /// Fails with [`Error::NotFound`] when there is no file and [`Error::NotZarr`] when the
+    /// file is not a zip archive.
+    pub fn open(path: &Path, writable: bool) -> Result<ZipStore> {
+        let archive = open_archive(path)?;
+        let prefix = detect_prefix(&archive);
+        let index = archive_index(&archive, &prefix);
+        Ok(ZipStore {
+            path: path.to_path_buf(),
+            prefix,
+            writable,
+            created: false,
+            state: RwLock::new(State {
+                archive: Some(archive),
+                index,
+                dirty: false,
+            }),
+            staging: Mutex::new(None),
+        })
+    }
+
+    /// Starts a new dataset archive at `path`; nothing is written before the first flush.
+    ///
+    /// An existing file is replaced at that flush only with `clobber`; otherwise, and whenever
+    /// `path` is a directory, the result is [`Error::Exists`].
+    pub fn create(path: &Path, clobber: bool) -> Result<ZipStore> {
+        match fs::metadata(path) {
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(show(path), e)),
+            Ok(m) if m.is_dir() => {
+                return Err(Error::Exists(format!("{} (a directory)", show(path))));
+            }
+            Ok(_) if !clobber => return Err(Error::Exists(show(path))),
+            Ok(_) => {}
+        }
+        let parent = parent_dir(path);
+        if !parent.is_dir() {
+            fs::create_dir_all(&parent).map_err(|e| Error::io(show(&parent), e))?;
+        }
+        Ok(ZipStore {
+            path: path.to_path_buf(),
+            prefix: default_prefix(path),
+            writable: true,
+            created: true,
+            state: RwLock::new(State {
+                archive: None,
+                index: BTreeMap::new(),
+                dirty: true,
+            }),
+            staging: Mutex::new(None),
+        })
+    }
+
+    /// The entry-name prefix of the dataset inside the archive (`"x/"` or `""`).
+    pub fn entry_prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    fn read_lock(&self) -> Result<std::sync::RwLockReadGuard<'_, State>> {
+        self.state
+            .read()
+            .map_err(|_| Error::Internal("zip store lock poisoned".into()))
+    }
+
+    fn write_lock(&self) -> Result<std::sync::RwLockWriteGuard<'_, State>> {
+        self.state
+            .write()
+            .map_err(|_| Error::Internal("zip store lock poisoned".into()))
+    }
+
+    fn check_writable(&self) -> Result<()> {
+        if self.writable {
+            Ok(())
+        } else {
+            Err(Error::ReadOnly)
+        }
+    }
+
+    /// Copies `value` into a fresh file of the staging directory.
+    fn stage(&self, value: &[u8]) -> Result<PathBuf> {
+        let mut guard = self
+            .staging
+            .lock()
+            .map_err(|_| Error::Internal("zip staging lock poisoned".into()))?;
+        if guard.is_none() {
+            let name = self.path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            let dir = tempfile::Builder::new()
+                .prefix(&format!(".{name}.nczarr-staging."))
+                .tempdir_in(parent_dir(&self.path))
+                .map_err(|e| Error::io(show(&self.path), e))?;
+            *guard = Some(dir);
+        }
+        let dir = guard.as_ref().map(|d| d.path().to_path_buf());
+        drop(guard);
+        let dir = dir.ok_or_else(|| Error::Internal("zip staging directory missing".into()))?;
+        let n = STAGE_COUNTER.fetch_add(1, Ordering::Relaxed);
+        let file = dir.join(format!("{n}"));
+        fs::write(&file, value).map_err(|e| Error::io(show(&file), e))?;
+        Ok(file)
+    }
+
+    fn read_source(
+        &self,
+        archive: Option<&ZipArchive<SharedFile>>,
+        key: &StoreKey,
+        src: &Source,
+    ) -> Result<Vec<u8>> {
+        match src {
+            Source::Staged(file) => fs::read(file).map_err(|e| Error::io(show(file), e)),
+            Source::Archive(i) => {
+                let mut archive = archive
+                    .cloned()
+                    .ok_or_else(|| Error::Internal("zip entry without archive".into()))?;
+                let mut entry = archive.by_index(*i).map_err(|e| zip_error(&self.path, e))?;
+                let declared = entry.size();
+                let mut out = Vec::with_capacity(declared.min(MAX_RESERVE) as usize);
+                let what = || format!("{}:{key}", show(&self.path));
+                (&mut entry)
+                    .take(declared.saturating_add(1))
+                    .read_to_end(&mut out)
+                    .map_err(|e| Error::io(what(), e))?;
+                if out.len() as u64 != declared {
+                    return Err(Error::io(
+                        what(),
+                        io::Error::new(
+                            ErrorKind::InvalidData,
+                            "entry size differs from its header",
+                        ),
+                    ));
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    /// Writes the whole current view to a new archive and renames it over the old one.
+    fn rewrite(&self, state: &mut State) -> Result<()> {
+        let tmp = self.sibling_temp_path();
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+            .map_err(|e| Error::io(show(&tmp), e))?;
+        let written = self
+            .write_archive(state, file)
+            .and_then(|()| self.replace_with(&tmp));
+        if written.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        written?;
+        let archive = open_archive(&self.path)?;
+        state.index = archive_index(&archive, &self.prefix);
+        state.archive = Some(archive);
+        state.dirty = false;
+        if let Ok(mut staging) = self.staging.lock() {
+            *staging = None;
+        }
+        Ok(())
+    }
+
+    /// A new name beside the archive for the archive being written.
+    fn sibling_temp_path(&self) -> PathBuf {
+        let name = self.path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let n = STAGE_COUNTER.fetch_add(1, Ordering::Relaxed);
+        parent_dir(&self.path).join(format!(".{name}.nczarr-tmp.{}.{n}", std::process::id()))
+    }
+
+    /// Writes every object of the current view into `out` as a complete archive.
+    fn write_archive(&self, state: &mut State, out: File) -> Result<()> {
+        let werr = |e: zip::result::ZipError| zip_error(&self.path, e);
+        let mut writer = ZipWriter::new(io::BufWriter::new(out));
+        for (key, src) in &state.index {
+            let entry_name = format!("{}{key}", self.prefix);
+            match src {
+                Source::Archive(i) => {
+                    let archive = state
+                        .archive
+                        .as_mut()
+                        .ok_or_else(|| Error::Internal("zip entry without archive".into()))?;
+                    let entry = archive.by_index_raw(*i).map_err(werr)?;
+                    writer
+                        .raw_copy_file_rename(entry, entry_name)
+                        .map_err(werr)?;
+                }
+                Source::Staged(file) => {
+                    let mut staged = File::open(file).map_err(|e| Error::io(show(file), e))?;
+                    let len = staged
+                        .metadata()
+                        .map_err(|e| Error::io(show(file), e))?
+                        .len();
+                    let options = SimpleFileOptions::default()
+                        .compression_method(CompressionMethod::Stored)
+                        .large_file(len >= u64::from(u32::MAX));
+                    writer.start_file(entry_name, options).map_err(werr)?;
+                    io::copy(&mut staged, &mut writer).map_err(|e| Error::io(show(file), e))?;
+                }
+            }
+        }
+        let buffered = writer.finish().map_err(werr)?;
+        let file = buffered
+            .into_inner()
+            .map_err(|e| Error::io(show(&self.path), e.into_error()))?;
+        file.sync_all().map_err(|e| Error::io(show(&self.path), e))
+    }
+
+    /// Renames the finished archive `tmp` over the dataset's path, keeping the old permissions.
+    fn replace_with(&self, tmp: &Path) -> Result<()> {
+        if let Ok(old) = fs::metadata(&self.path) {
+            fs::set_permissions(tmp, old.permissions()).map_err(|e| Error::io(show(tmp), e))?;
+        }
+        fs::rename(tmp, &self.path).map_err(|e| Error::io(show(&self.path), e))
+    }
+}
+
+fn parent_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+impl Store for ZipStore {
+    fn get(&self, key: &StoreKey) -> Result<Option<Vec<u8>>> {
+        let state = self.read_lock()?;
+        match state.index.get(key.as_str()) {
+            None => Ok(None),
+            Some(src) => self.read_source(state.archive.as_ref(), key, src).map(Some),
+        }
+    }
+
+    fn get_many(&self, keys: &[StoreKey]) -> Result<Vec<Option<Vec<u8>>>> {
+        let state = self.read_lock()?;
+        keys.par_iter()
+            .map(|k| match state.index.get(k.as_str()) {
+                None => Ok(None),
+                Some(src) => self.read_source(state.archive.as_ref(), k, src).map(Some),
+            })
+            .collect()
+    }
+
+    fn put(&self, key: &StoreKey, value: &[u8]) -> Result<()> {
+        self.check_writable()?;
+        let staged = self.stage(value)?;
+        let mut state = self.write_lock()?;
+        state
+            .index
+            .insert(key.as_str().to_string(), Source::Staged(staged));
+        state.dirty = true;
+        Ok(())
+    }
+
+    fn delete(&self, key: &StoreKey) -> Result<()> {
+        self.check_writable()?;
+        let mut state = self.write_lock()?;
+        if state.index.remove(key.as_str()).is_some() {
+            state.dirty = true;
+        }
+        Ok(())
+    }
+
+    fn delete_prefix(&self, prefix: &StorePrefix) -> Result<()> {
+        self.check_writable()?;
+        let mut state = self.write_lock()?;
+        let before = state.index.len();
+        if prefix.is_root() {
+            state.index.clear();
+        } else {
+            let pre = format!("{}/", prefix.as_str());
+            state.index.retain(|k, _| !k.starts_with(&pre));
+        }
+        if state.index.len() != before {
+            state.dirty = true;
+        }
+        Ok(())
+    }
+
+    fn list_children(&self, prefix: &StorePrefix) -> Result<Vec<String>> {
+        let state = self.read_lock()?;
+        let pre = if prefix.is_root() {
+            String::new()
+        } else {
+            format!("{}/", prefix.as_str())
+        };
+        let mut names: Vec<String> = state
+            .index
+            .range(pre.clone()..)
+            .map(|(k, _)| k)
+            .take_while(|k| k.starts_with(&pre))
+            .map(|k| {
+                let rest = &k[pre.len()..];
+                rest.split('/').next().unwrap_or(rest).to_string()
+            })
+            .collect();
+        names.dedup();
+        names.sort();
+        names.dedup();
+        Ok(names)
+    }
+
+    fn list_keys(&self, prefix: &StorePrefix) -> Result<Vec<StoreKey>> {
+        let state = self.read_lock()?;
+        let pre = if prefix.is_root() {
+            String::new()
+        } else {
+            format!("{}/", prefix.as_str())
+        };
+        state
+            .index
+            .range(pre.clone()..)
+            .map(|(k, _)| k)
+            .take_while(|k| k.starts_with(&pre))
+            .map(|k| StoreKey::new(k))
+            .collect()
+    }
+
+    fn flush(&self) -> Result<()> {
+        if !self.writable {
+            return Ok(());
+        }
+        let mut state = self.write_lock()?;
+        if !state.dirty {
+            return Ok(());
+        }
+        self.rewrite(&mut state)
+    }
+
+    fn discard(&self) -> Result<()> {
+        self.check_writable()?;
+        let mut state = self.write_lock()?;
+        state.index.clear();
+        state.dirty = false;
+        if self.created && state.archive.take().is_some() {
+            fs::remove_file(&self.path).map_err(|e| Error::io(show(&self.path), e))?;
+        }
+        if let Ok(mut staging) = self.staging.lock() {
+            *staging = None;
+        }
+        Ok(())
+    }
+
+    fn describe(&self) -> String {
+        format!("file://{}#mode=zip", show(&self.path))
+    }
+}

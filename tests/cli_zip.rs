@@ -1,0 +1,380 @@
+//! Zip storage end to end with Debian's stock tools and the preload: the CDL corpus written to
+//! `#mode=nczarr,zip` archives reads back as the HDF5 ground truth, the archive holds exactly what
+//! the directory store holds, `nccopy` moves datasets between directory and zip storage without
+//! loss, archives made by other tools (Python's `zipfile`, zarr-python's `ZipStore`) open, and
+//! zarr-python reads the archives we write.
+
+mod common;
+
+use common::{
+    Host, Report, case_name, cdl_files, hdf5_truth, ncdump, ncgen, repo_root, run, scratch, url,
+};
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn compare(expected: &str, actual: &str, what: &str) -> Result<(), String> {
+    match common::diff::diff(expected, actual) {
+        None => Ok(()),
+        Some(d) => Err(format!("{what} (- expected, + actual)\n{d}")),
+    }
+}
+
+/// Every object of a directory store, by key.
+fn directory_objects(root: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+                out.insert(rel, fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// Every entry of an archive, by name.
+fn archive_entries(path: &Path) -> BTreeMap<String, Vec<u8>> {
+    use std::io::Read;
+    let mut archive = zip::ZipArchive::new(fs::File::open(path).unwrap()).unwrap();
+    let mut out = BTreeMap::new();
+    for i in 0..archive.len() {
+        let mut e = archive.by_index(i).unwrap();
+        let mut bytes = Vec::new();
+        e.read_to_end(&mut bytes).unwrap();
+        out.insert(e.name().unwrap().into_owned(), bytes);
+    }
+    out
+}
+
+/// Runs a Python script in one of the pinned environments (`scripts/pyenv`); returns stdout.
+fn python(env: &str, script: &str, args: &[&str]) -> Result<String, String> {
+    let pyenv = Command::new(repo_root().join("scripts/pyenv"))
+        .arg(env)
+        .output()
+        .map_err(|e| format!("scripts/pyenv: {e}"))?;
+    if !pyenv.status.success() {
+        return Err(format!(
+            "scripts/pyenv {env}: {}",
+            String::from_utf8_lossy(&pyenv.stderr)
+        ));
+    }
+    let py = String::from_utf8_lossy(&pyenv.stdout).trim().to_string();
+    let out = Command::new(py)
+        .arg("-c")
+        .arg(script)
+        .args(args)
+        .env_remove("LD_PRELOAD")
+        .output()
+        .map_err(|e| format!("python: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "python failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn zip_url(path: &Path, mode: &str) -> String {
+    url(path, &format!("{mode},zip"))
+}
+
+#[test]
+fn zip_stores_match_hdf5_ground_truth_and_directory_stores() {
+    let mut report = Report::new("zip_vs_hdf5");
+    let dir = scratch("zip");
+    for cdl in cdl_files() {
+        let name = case_name(&cdl);
+        let archive = dir.path().join(format!("{name}.zip"));
+        let tree = dir.path().join(format!("{name}.zarr"));
+        let outcome = (|| {
+            ncgen(Host::Ours, &cdl, &zip_url(&archive, "nczarr"))?;
+            ncgen(Host::Ours, &cdl, &url(&tree, "nczarr,file"))?;
+            let truth = common::dump::normalise_name(&hdf5_truth(dir.path(), &cdl, &[]));
+            let ours = common::dump::normalise_name(&ncdump(
+                Host::Ours,
+                &[],
+                &zip_url(&archive, "nczarr"),
+            )?);
+            compare(&truth, &ours, "ncdump of our zip store vs HDF5")?;
+            // The archive is the directory store under one top-level directory named after it.
+            let expected: BTreeMap<String, Vec<u8>> = directory_objects(&tree)
+                .into_iter()
+                .map(|(k, v)| (format!("{name}/{k}"), v))
+                .collect();
+            let got = archive_entries(&archive);
+            if got.keys().ne(expected.keys()) {
+                return Err(format!(
+                    "entries differ:\n  zip: {:?}\n  dir: {:?}",
+                    got.keys().collect::<Vec<_>>(),
+                    expected.keys().collect::<Vec<_>>()
+                ));
+            }
+            for (k, v) in &expected {
+                if got[k] != *v {
+                    return Err(format!(
+                        "entry {k} differs from the directory store's object"
+                    ));
+                }
+            }
+            Ok(())
+        })();
+        report.case(&name, outcome);
+    }
+    report.finish(10);
+}
+
+/// `nccopy` directory -> zip -> directory gives the dataset `nccopy` directory -> directory ->
+/// directory gives (nccopy itself changes storage details such as `_NoFill`), and the same data
+/// and attributes as the source.
+#[test]
+fn nccopy_moves_datasets_between_directory_and_zip() {
+    let mut report = Report::new("nccopy_zip");
+    let dir = scratch("nccopy-zip");
+    for cdl in cdl_files() {
+        let name = case_name(&cdl);
+        let outcome = (|| {
+            let at = |suffix: &str, mode: &str| {
+                let p = dir.path().join(format!("{name}.{suffix}"));
+                if mode == "zip" {
+                    zip_url(&p, "nczarr")
+                } else {
+                    url(&p, "nczarr,file")
+                }
+            };
+            let src = at("src.zarr", "file");
+            ncgen(Host::Ours, &cdl, &src)?;
+            let (zipped, back) = (at("zip", "zip"), at("back.zarr", "file"));
+            let (mid, back2) = (at("mid.zarr", "file"), at("back2.zarr", "file"));
+            for (from, to) in [
+                (&src, &zipped),
+                (&zipped, &back),
+                (&src, &mid),
+                (&mid, &back2),
+            ] {
+                run(Host::Ours, "nccopy", &[from, to]).output()?;
+            }
+            let dump = |u: &str, opts: &[&str]| -> Result<String, String> {
+                Ok(common::dump::normalise_name(&ncdump(Host::Ours, opts, u)?))
+            };
+            compare(
+                &dump(&src, &[])?,
+                &dump(&back, &[])?,
+                "source vs through zip",
+            )?;
+            compare(
+                &dump(&back2, &["-s"])?,
+                &dump(&back, &["-s"])?,
+                "through directories vs through zip (-s)",
+            )
+        })();
+        report.case(&name, outcome);
+    }
+    report.finish(10);
+}
+
+/// Zips a directory store with Python's `zipfile`, deflated, either with the objects at the
+/// archive root (`zip -r` inside the directory, zarr-python's layout) or below a directory with
+/// another name than the archive's.
+const ZIP_A_DIRECTORY: &str = r#"
+import os, sys, zipfile
+src, dst, top = sys.argv[1], sys.argv[2], sys.argv[3]
+with zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED) as z:
+    for base, dirs, files in sorted(os.walk(src)):
+        rel = os.path.relpath(base, src)
+        for d in sorted(dirs):
+            z.write(os.path.join(base, d), os.path.normpath(os.path.join(top, rel, d)) + "/")
+        for f in sorted(files):
+            z.write(os.path.join(base, f), os.path.normpath(os.path.join(top, rel, f)))
+"#;
+
+#[test]
+fn reads_archives_made_by_other_tools() {
+    let mut report = Report::new("foreign_zip");
+    let dir = scratch("foreign-zip");
+    for cdl in cdl_files() {
+        let name = case_name(&cdl);
+        for (layout, top) in [("root", "."), ("renamed-directory", "other name")] {
+            let outcome = (|| {
+                let tree = dir.path().join(format!("{name}.zarr"));
+                let tree_url = url(&tree, "nczarr,file");
+                if !tree.exists() {
+                    ncgen(Host::Ours, &cdl, &tree_url)?;
+                }
+                let archive = dir.path().join(format!("{name}.{layout}.zip"));
+                python(
+                    "zarr3",
+                    ZIP_A_DIRECTORY,
+                    &[tree.to_str().unwrap(), archive.to_str().unwrap(), top],
+                )?;
+                let expected = common::dump::normalise_name(&ncdump(Host::Ours, &[], &tree_url)?);
+                let got = common::dump::normalise_name(&ncdump(
+                    Host::Ours,
+                    &[],
+                    &zip_url(&archive, "nczarr"),
+                )?);
+                compare(
+                    &expected,
+                    &got,
+                    "zipped directory store vs the directory store",
+                )
+            })();
+            report.case(&format!("{name} [{layout}]"), outcome);
+        }
+    }
+    report.finish(20);
+}
+
+/// zarr-python 3 writes a group with arrays into a `ZipStore`; prints every value as JSON.
+const ZARR_WRITES_ZIP: &str = r#"
+import json, sys, numpy as np, zarr
+store = zarr.storage.ZipStore(sys.argv[1], mode="w")
+root = zarr.open_group(store, mode="w", zarr_format=2)
+a = root.create_array("temperature", shape=(5, 7), chunks=(2, 3), dtype="<f4", fill_value=-1.0,
+                      compressors=None, attributes={"_ARRAY_DIMENSIONS": ["y", "x"]})
+a[:] = np.arange(35, dtype="<f4").reshape(5, 7) / 4
+b = root.create_array("count", shape=(7,), chunks=(4,), dtype=">i2", fill_value=0,
+                      compressors=None, attributes={"_ARRAY_DIMENSIONS": ["x"]})
+b[:5] = np.arange(5) - 2
+values = {"temperature": a[:].ravel().tolist(), "count": b[:].tolist()}
+store.close()
+print(json.dumps(values))
+"#;
+
+/// Reads `ncdump -v NAME` values of a variable as numbers.
+fn dumped_values(dump: &str, var: &str) -> Vec<f64> {
+    let data = dump.split("data:").nth(1).unwrap_or("");
+    let start = data
+        .find(&format!(" {var} ="))
+        .map(|i| i + var.len() + 3)
+        .unwrap_or(data.len());
+    let body = &data[start..];
+    let end = body.find(';').unwrap_or(body.len());
+    body[..end]
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|t| !t.is_empty())
+        .map(|t| t.trim_end_matches('f').parse::<f64>().unwrap_or(f64::NAN))
+        .collect()
+}
+
+#[test]
+fn reads_zarr_python_zip_stores() {
+    let dir = scratch("zarr-zip");
+    let archive = dir.path().join("from-zarr.zip");
+    let json = python("zarr3", ZARR_WRITES_ZIP, &[archive.to_str().unwrap()])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let expected: BTreeMap<String, Vec<f64>> = serde_json::from_str(&json).unwrap();
+    let dump =
+        ncdump(Host::Ours, &[], &zip_url(&archive, "zarr")).unwrap_or_else(|e| panic!("{e}"));
+    assert!(dump.contains("float temperature(y, x)"), "{dump}");
+    assert!(dump.contains("short count(x)"), "{dump}");
+    for (var, values) in &expected {
+        assert_eq!(&dumped_values(&dump, var), values, "{var} in\n{dump}");
+    }
+}
+
+/// zarr-python 2 and 3 read every array of archives we wrote and of the same datasets in
+/// directory stores. Arguments: triples of (path, group path inside, "zip" or "dir"); prints one
+/// JSON line per triple: a digest of every array (shape, dtype, values) or the error.
+const ZARR_READS: &str = r#"
+import json, sys, zarr, numpy as np
+def digest(path, inside, kind):
+    if kind == "zip":
+        store = zarr.storage.ZipStore(path, mode="r")
+        root = zarr.open_group(store, path=inside, mode="r")
+    else:
+        root = zarr.open_group(path, mode="r")
+    out = {}
+    def walk(g, prefix):
+        for name, a in sorted(g.arrays()):
+            v = a[...]
+            out[prefix + name] = [list(v.shape), str(v.dtype),
+                                  np.asarray(v).ravel().tolist() if v.dtype.kind in "iufb" else None]
+        for name, sub in sorted(g.groups()):
+            walk(sub, prefix + name + "/")
+    walk(root, "")
+    return out
+args = sys.argv[1:]
+for i in range(0, len(args), 3):
+    try:
+        print(json.dumps(digest(*args[i:i + 3]), default=str))
+    except Exception as e:
+        print(json.dumps({"error": repr(e)}))
+"#;
+
+#[test]
+fn zarr_python_reads_our_zip_stores() {
+    let mut report = Report::new("zarr_reads_zip");
+    let dir = scratch("zip-for-zarr");
+    let mut cases = Vec::new();
+    let mut args: Vec<String> = Vec::new();
+    for cdl in cdl_files() {
+        let name = case_name(&cdl);
+        let archive: PathBuf = dir.path().join(format!("{name}.zip"));
+        let tree = dir.path().join(format!("{name}.zarr"));
+        let written = ncgen(Host::Ours, &cdl, &zip_url(&archive, "zarr"))
+            .and_then(|()| ncgen(Host::Ours, &cdl, &url(&tree, "zarr,file")));
+        if written.is_ok() {
+            args.extend([archive.display().to_string(), name.clone(), "zip".into()]);
+            args.extend([tree.display().to_string(), String::new(), "dir".into()]);
+        }
+        cases.push((name, written));
+    }
+    let arg_refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    for env in ["zarr2", "zarr3"] {
+        let output = python(env, ZARR_READS, &arg_refs);
+        let mut lines = output.as_deref().unwrap_or("").lines();
+        for (name, written) in &cases {
+            let outcome = written.clone().and(output.clone()).and_then(|_| {
+                let from_zip = lines.next().unwrap_or("").to_string();
+                let from_tree = lines.next().unwrap_or("").to_string();
+                for (what, digest) in [("archive", &from_zip), ("directory", &from_tree)] {
+                    if digest.trim() == "{}" || digest.contains("\"error\"") {
+                        return Err(format!("zarr-python could not read the {what}: {digest}"));
+                    }
+                }
+                compare(
+                    &from_tree,
+                    &from_zip,
+                    "zarr-python: directory store vs zip store",
+                )
+            });
+            report.case(&format!("{name} [{env}]"), outcome);
+        }
+    }
+    report.finish(20);
+}
+
+#[test]
+fn damaged_archives_give_netcdf_errors() {
+    let dir = scratch("bad-zip");
+    let text = dir.path().join("text.zip");
+    fs::write(&text, "not an archive").unwrap();
+    let good = dir.path().join("good.zip");
+    ncgen(
+        Host::Ours,
+        &repo_root().join("tests/cdl/storage.cdl"),
+        &zip_url(&good, "nczarr"),
+    )
+    .unwrap();
+    let bytes = fs::read(&good).unwrap();
+    let truncated = dir.path().join("truncated.zip");
+    fs::write(&truncated, &bytes[..bytes.len() * 2 / 3]).unwrap();
+    for path in [&text, &truncated, &dir.path().join("missing.zip")] {
+        let r = run(Host::Ours, "ncdump", &[&zip_url(path, "nczarr")]);
+        assert!(!r.crashed(), "crashed: {}", r.describe());
+        assert!(!r.success(), "expected an error: {}", r.describe());
+        assert!(
+            r.stderr.contains("NetCDF: ") || r.stderr.contains("No such file"),
+            "no netCDF message: {}",
+            r.describe()
+        );
+    }
+}

@@ -1,0 +1,252 @@
+//! Zip-archive store specifics: the layouts other tools write, hostile and damaged archives,
+//! creation rules and atomic replacement. The generic contract is in `zmap_conformance.rs`.
+
+use nczarr_rs::error::Error;
+use nczarr_rs::zmap::zip::ZipStore;
+use nczarr_rs::zmap::{Store, StoreKey, StorePrefix};
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+use tempfile::TempDir;
+use zip::write::SimpleFileOptions;
+use zip::{CompressionMethod, ZipWriter};
+
+fn key(s: &str) -> StoreKey {
+    StoreKey::new(s).unwrap()
+}
+
+/// Writes an archive with the given entries (a name ending in `/` is a directory entry).
+fn write_zip(path: &Path, entries: &[(&str, &[u8])], method: CompressionMethod) {
+    let mut w = ZipWriter::new(fs::File::create(path).unwrap());
+    let options = SimpleFileOptions::default().compression_method(method);
+    for (name, bytes) in entries {
+        if name.ends_with('/') {
+            w.add_directory(*name, options).unwrap();
+        } else {
+            w.start_file(*name, options).unwrap();
+            w.write_all(bytes).unwrap();
+        }
+    }
+    w.finish().unwrap();
+}
+
+fn all_keys(s: &dyn Store) -> Vec<String> {
+    s.list_keys(&StorePrefix::root())
+        .unwrap()
+        .into_iter()
+        .map(|k| k.as_str().to_string())
+        .collect()
+}
+
+#[test]
+fn reads_objects_at_the_archive_root_as_zarr_python_writes_them() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("py.zip");
+    write_zip(
+        &path,
+        &[
+            (".zgroup", br#"{"zarr_format":2}"#),
+            ("t/", b""),
+            ("t/.zarray", b"{}"),
+            ("t/0.0", &[7u8; 100]),
+        ],
+        CompressionMethod::Deflated,
+    );
+    let s = ZipStore::open(&path, false).unwrap();
+    assert_eq!(s.entry_prefix(), "");
+    assert_eq!(all_keys(&s), [".zgroup", "t/.zarray", "t/0.0"]);
+    assert_eq!(s.get(&key("t/0.0")).unwrap(), Some(vec![7u8; 100]));
+    assert_eq!(
+        s.list_children(&StorePrefix::root()).unwrap(),
+        [".zgroup", "t"]
+    );
+}
+
+#[test]
+fn reads_objects_below_one_directory_as_netcdf_c_writes_them() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("renamed.zip");
+    write_zip(
+        &path,
+        &[
+            ("orig/.zgroup", b"{}"),
+            ("orig/v/.zarray", b"{}"),
+            ("stray/.zgroup", b"not part of the dataset"),
+        ],
+        CompressionMethod::Stored,
+    );
+    let s = ZipStore::open(&path, false).unwrap();
+    assert_eq!(s.entry_prefix(), "orig/");
+    assert_eq!(all_keys(&s), [".zgroup", "v/.zarray"]);
+}
+
+#[test]
+fn names_that_cannot_be_keys_are_invisible() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("hostile.zip");
+    write_zip(
+        &path,
+        &[
+            (".zgroup", b"{}"),
+            ("../escape", b"x"),
+            ("a/../../escape", b"x"),
+            ("/abs/olute", b"x"),
+            ("ctl\u{1}name", b"x"),
+            ("ok", b"fine"),
+        ],
+        CompressionMethod::Stored,
+    );
+    let s = ZipStore::open(&path, true).unwrap();
+    assert_eq!(all_keys(&s), [".zgroup", "ok"]);
+    // Rewriting the archive keeps only what is visible.
+    s.put(&key("new"), b"n").unwrap();
+    s.flush().unwrap();
+    let again = ZipStore::open(&path, false).unwrap();
+    assert_eq!(all_keys(&again), [".zgroup", "new", "ok"]);
+    assert!(!dir.path().parent().unwrap().join("escape").exists());
+}
+
+#[test]
+fn damaged_archives_are_errors_not_crashes() {
+    let dir = TempDir::new().unwrap();
+    let not_zip = dir.path().join("text.zip");
+    fs::write(&not_zip, b"just some text, not an archive").unwrap();
+    assert!(matches!(
+        ZipStore::open(&not_zip, false),
+        Err(Error::NotZarr(_))
+    ));
+
+    let good = dir.path().join("good.zip");
+    write_zip(
+        &good,
+        &[(".zgroup", b"{}"), ("c/0", &[1u8; 4096])],
+        CompressionMethod::Stored,
+    );
+    let bytes = fs::read(&good).unwrap();
+
+    let truncated = dir.path().join("truncated.zip");
+    fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
+    assert!(matches!(
+        ZipStore::open(&truncated, false),
+        Err(Error::NotZarr(_))
+    ));
+
+    // Flip bytes inside the chunk: the entry's checksum no longer matches.
+    let corrupt = dir.path().join("corrupt.zip");
+    let mut damaged = bytes.clone();
+    let at = damaged
+        .windows(64)
+        .position(|w| w.iter().all(|&b| b == 1))
+        .unwrap();
+    damaged[at + 10] ^= 0xff;
+    fs::write(&corrupt, &damaged).unwrap();
+    let s = ZipStore::open(&corrupt, false).unwrap();
+    assert_eq!(s.get(&key(".zgroup")).unwrap(), Some(b"{}".to_vec()));
+    assert!(matches!(s.get(&key("c/0")), Err(Error::Io { .. })));
+
+    assert!(matches!(
+        ZipStore::open(&dir.path().join("missing.zip"), false),
+        Err(Error::NotFound(_))
+    ));
+    assert!(matches!(
+        ZipStore::open(dir.path(), false),
+        Err(Error::NotZarr(_) | Error::Io { .. })
+    ));
+}
+
+#[test]
+fn new_archives_use_netcdf_c_layout_and_appear_only_at_flush() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("made.zip");
+    let s = ZipStore::create(&path, false).unwrap();
+    s.put(&key(".zgroup"), b"{}").unwrap();
+    s.put(&key("v/0.0"), &[3u8; 10]).unwrap();
+    assert!(!path.exists(), "nothing may be visible before flush");
+    s.flush().unwrap();
+    let mut archive = zip::ZipArchive::new(fs::File::open(&path).unwrap()).unwrap();
+    let names: Vec<String> = archive
+        .file_names()
+        .map(|n| n.unwrap().into_owned())
+        .collect();
+    assert_eq!(names, ["made/.zgroup", "made/v/0.0"]);
+    for i in 0..archive.len() {
+        assert_eq!(
+            archive.by_index(i).unwrap().compression(),
+            CompressionMethod::Stored
+        );
+    }
+    let leftovers: Vec<_> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(leftovers, ["made.zip"], "temporary files left behind");
+}
+
+#[test]
+fn unflushed_changes_never_reach_the_archive() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("x.zip");
+    let s = ZipStore::create(&path, false).unwrap();
+    s.put(&key("a"), b"1").unwrap();
+    s.flush().unwrap();
+    let before = fs::read(&path).unwrap();
+    let w = ZipStore::open(&path, true).unwrap();
+    w.put(&key("a"), b"2").unwrap();
+    w.delete(&key("a")).unwrap();
+    w.put(&key("b"), b"3").unwrap();
+    assert_eq!(fs::read(&path).unwrap(), before);
+    let reader = ZipStore::open(&path, false).unwrap();
+    assert_eq!(reader.get(&key("a")).unwrap(), Some(b"1".to_vec()));
+    assert_eq!(reader.get(&key("b")).unwrap(), None);
+    w.flush().unwrap();
+    let reader = ZipStore::open(&path, false).unwrap();
+    assert_eq!(all_keys(&reader), ["b"]);
+}
+
+#[test]
+fn read_only_archives_refuse_writes() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("x.zip");
+    write_zip(&path, &[(".zgroup", b"{}")], CompressionMethod::Stored);
+    let s = ZipStore::open(&path, false).unwrap();
+    assert!(matches!(s.put(&key("a"), b"1"), Err(Error::ReadOnly)));
+    assert!(matches!(s.delete(&key(".zgroup")), Err(Error::ReadOnly)));
+}
+
+#[test]
+fn create_follows_the_clobber_rules() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("x.zip");
+    fs::write(&path, b"old").unwrap();
+    assert!(matches!(
+        ZipStore::create(&path, false),
+        Err(Error::Exists(_))
+    ));
+    assert!(matches!(
+        ZipStore::create(dir.path(), true),
+        Err(Error::Exists(_))
+    ));
+    let s = ZipStore::create(&path, true).unwrap();
+    assert_eq!(fs::read(&path).unwrap(), b"old", "replaced only at flush");
+    s.put(&key(".zgroup"), b"{}").unwrap();
+    s.flush().unwrap();
+    assert_eq!(
+        ZipStore::open(&path, false)
+            .unwrap()
+            .get(&key(".zgroup"))
+            .unwrap(),
+        Some(b"{}".to_vec())
+    );
+}
+
+#[test]
+fn discarding_a_new_archive_removes_it() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("x.zip");
+    let s = ZipStore::create(&path, false).unwrap();
+    s.put(&key(".zgroup"), b"{}").unwrap();
+    s.flush().unwrap();
+    assert!(path.exists());
+    s.discard().unwrap();
+    assert!(!path.exists());
+}
