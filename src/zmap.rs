@@ -8,10 +8,11 @@ pub mod file;
 pub mod key;
 pub mod memory;
 mod open;
+pub mod overlay;
 pub mod zip;
 
 pub use key::{StoreKey, StorePrefix};
-pub use open::{OpenHow, open_store};
+pub use open::{OpenHow, open_diskless, open_store};
 
 use crate::error::Result;
 

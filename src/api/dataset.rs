@@ -18,6 +18,8 @@ use std::collections::HashMap;
 pub struct CreateOptions {
     pub clobber: bool,
     pub classic_model: bool,
+    /// `NC_DISKLESS` without `NC_PERSIST`: the dataset lives in memory only.
+    pub diskless: bool,
 }
 
 /// An open dataset.
@@ -72,12 +74,14 @@ impl Dataset {
 
     /// Creates a new dataset at `url` and enters define mode.
     pub fn create(url: &DatasetUrl, opts: CreateOptions) -> Result<Dataset> {
-        let store = zmap::open_store(
-            url,
-            OpenHow::Create {
-                clobber: opts.clobber,
-            },
-        )?;
+        let how = OpenHow::Create {
+            clobber: opts.clobber,
+        };
+        let store = if opts.diskless {
+            zmap::open_diskless(url, how)?
+        } else {
+            zmap::open_store(url, how)?
+        };
         let mut ds = Dataset::new(store, Tree::new(), Self::layout_for(url), true);
         ds.define_mode = true;
         ds.creating = true;
@@ -88,7 +92,18 @@ impl Dataset {
 
     /// Opens an existing dataset.
     pub fn open(url: &DatasetUrl, writable: bool) -> Result<Dataset> {
-        let store = zmap::open_store(url, OpenHow::Open { writable })?;
+        Self::open_with(url, writable, false)
+    }
+
+    /// Opens an existing dataset; `diskless` (`NC_DISKLESS` without `NC_PERSIST`) keeps every
+    /// change in memory, leaving the stored dataset as it was.
+    pub fn open_with(url: &DatasetUrl, writable: bool, diskless: bool) -> Result<Dataset> {
+        let how = OpenHow::Open { writable };
+        let store = if diskless {
+            zmap::open_diskless(url, how)?
+        } else {
+            zmap::open_store(url, how)?
+        };
         let wanted = Self::layout_for(url);
         let opened = format::read::read_dataset(store.as_ref(), !wanted.nczarr, wanted.xarray)?;
         let layout = Layout {

@@ -55,6 +55,7 @@ pub const NC_MAX_NAME: usize = 256;
 pub const NC_WRITE: c_int = 0x0001;
 pub const NC_NOCLOBBER: c_int = 0x0004;
 pub const NC_DISKLESS: c_int = 0x0008;
+pub const NC_PERSIST: c_int = 0x4000;
 pub const NC_CLASSIC_MODEL: c_int = 0x0100;
 pub const NC_NETCDF4: c_int = 0x1000;
 pub const NC_INMEMORY: c_int = 0x8000;

@@ -53,6 +53,7 @@ pub(crate) extern "C" fn create(
         let opts = CreateOptions {
             clobber: cmode & NC_NOCLOBBER == 0,
             classic_model: cmode & NC_CLASSIC_MODEL != 0,
+            diskless: cmode & NC_DISKLESS != 0 && cmode & NC_PERSIST == 0,
         };
         let ds = Dataset::create(&url, opts)?;
         register(ncid, ds, formatx_of(table), cmode | NC_WRITE);
@@ -71,7 +72,8 @@ pub(crate) extern "C" fn open(
 ) -> c_int {
     guard(|| {
         let url = dataset_url(path, mode)?;
-        let ds = Dataset::open(&url, mode & NC_WRITE != 0)?;
+        let diskless = mode & NC_DISKLESS != 0 && mode & NC_PERSIST == 0;
+        let ds = Dataset::open_with(&url, mode & NC_WRITE != 0, diskless)?;
         register(ncid, ds, formatx_of(table), mode);
         Ok(NC_NOERR)
     })

@@ -5,6 +5,8 @@
 
 use super::Store;
 use super::file::FileStore;
+use super::memory::MemoryStore;
+use super::overlay::OverlayStore;
 use super::zip::ZipStore;
 use crate::error::{Error, Result};
 use crate::url::{DatasetUrl, StorageKind};
@@ -48,5 +50,19 @@ pub fn open_store(url: &DatasetUrl, how: OpenHow) -> Result<Box<dyn Store>> {
             Ok(Box::new(store))
         }
         StorageKind::S3 => Err(Error::NotBuilt("s3 storage".into())),
+    }
+}
+
+/// Opens or creates the store for a diskless dataset (`NC_DISKLESS` without `NC_PERSIST`):
+/// a new dataset lives only in memory; an existing one is read from `url` and changes to it stay
+/// in memory, so the stored dataset is never modified.
+pub fn open_diskless(url: &DatasetUrl, how: OpenHow) -> Result<Box<dyn Store>> {
+    match how {
+        OpenHow::Create { .. } => Ok(Box::new(MemoryStore::new())),
+        OpenHow::Open { writable: false } => open_store(url, how),
+        OpenHow::Open { writable: true } => Ok(Box::new(OverlayStore::new(open_store(
+            url,
+            OpenHow::Open { writable: false },
+        )?))),
     }
 }
