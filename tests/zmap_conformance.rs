@@ -6,6 +6,7 @@ use nczarr_rs::Error;
 use nczarr_rs::url::DatasetUrl;
 use nczarr_rs::zmap::file::FileStore;
 use nczarr_rs::zmap::memory::MemoryStore;
+use nczarr_rs::zmap::overlay::OverlayStore;
 use nczarr_rs::zmap::zip::ZipStore;
 use nczarr_rs::zmap::{OpenHow, Store, StoreKey, StorePrefix, open_store};
 use proptest::prelude::*;
@@ -78,6 +79,15 @@ fn reopened_zip_archive() -> Fixture {
     store.delete(&key("seed")).unwrap();
     Fixture {
         store: Box::new(store),
+        _dir: Some(dir),
+    }
+}
+
+fn overlay_over_directory() -> Fixture {
+    let dir = TempDir::new().unwrap();
+    let base = FileStore::create(&dir.path().join("x.zarr"), false).unwrap();
+    Fixture {
+        store: Box::new(OverlayStore::new(Box::new(base))),
         _dir: Some(dir),
     }
 }
@@ -241,6 +251,11 @@ fn file_store_conforms() {
 }
 
 #[test]
+fn overlay_store_conforms() {
+    conformance(overlay_over_directory);
+}
+
+#[test]
 fn zip_store_conforms() {
     conformance(zip_archive);
     conformance(reopened_zip_archive);
@@ -317,7 +332,15 @@ fn model_keys(model: &BTreeMap<String, Vec<u8>>, p: &str) -> Vec<String> {
 }
 
 fn replay(store: &dyn Store, ops: &[Op]) -> Result<BTreeMap<String, Vec<u8>>, TestCaseError> {
-    let mut model = BTreeMap::<String, Vec<u8>>::new();
+    replay_from(store, BTreeMap::new(), ops)
+}
+
+/// Replays `ops` on a store that already holds `model`.
+fn replay_from(
+    store: &dyn Store,
+    mut model: BTreeMap<String, Vec<u8>>,
+    ops: &[Op],
+) -> Result<BTreeMap<String, Vec<u8>>, TestCaseError> {
     for op in ops {
         match op {
             Op::Put(k, v) => {
@@ -372,6 +395,21 @@ proptest! {
     #[test]
     fn memory_store_matches_model(ops in prop::collection::vec(an_op(), 1..60)) {
         replay(&MemoryStore::new(), &ops)?;
+    }
+
+    #[test]
+    fn overlay_store_matches_model_and_spares_its_base(
+        seed in prop::collection::btree_map(a_key(), prop::collection::vec(any::<u8>(), 0..8), 0..12),
+        ops in prop::collection::vec(an_op(), 1..60),
+    ) {
+        let fixture = directory();
+        for (k, v) in &seed {
+            fixture.store.put(&key(k), v).unwrap();
+        }
+        let root = fixture._dir.as_ref().unwrap().path().join("x.zarr");
+        let overlay = OverlayStore::new(Box::new(FileStore::open(&root).unwrap()));
+        replay_from(&overlay, seed.clone(), &ops)?;
+        check_persisted(&FileStore::open(&root).unwrap(), &seed)?;
     }
 
     #[test]
