@@ -1,0 +1,194 @@
+//! Fuzz-style robustness of opening and reading: valid datasets (written by stock `ncgen` with
+//! the library preloaded, in NCZarr and pure Zarr layouts) get one metadata object or chunk
+//! damaged at random — truncated, bytes flipped, a JSON value replaced by one of another type or an
+//! absurd size, hostile paths, the object removed — and the dataset is opened and every variable
+//! read through the Rust API. Any outcome is fine except a panic: every failure must be an error
+//! value (which the C boundary turns into a netCDF code).
+
+mod common;
+
+use common::{Host, ncgen, repo_root, scratch, url};
+use nczarr_rs::api::{Dataset, Slab};
+use nczarr_rs::model::{GroupId, NcType};
+use nczarr_rs::url::DatasetUrl;
+use proptest::prelude::*;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// Every object of a directory store, by relative path.
+fn objects(root: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+                out.insert(rel, fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// Valid datasets to damage: (mode, objects), written once per test binary.
+fn seeds() -> &'static Vec<(String, BTreeMap<String, Vec<u8>>)> {
+    static SEEDS: OnceLock<Vec<(String, BTreeMap<String, Vec<u8>>)>> = OnceLock::new();
+    SEEDS.get_or_init(|| {
+        let dir = scratch("fuzz-seeds");
+        let mut out = Vec::new();
+        for case in ["storage", "groups", "strings", "unlimited", "scalars"] {
+            for mode in ["nczarr,file", "zarr,file", "nczarr,consolidated,file"] {
+                let cdl = repo_root().join(format!("tests/cdl/{case}.cdl"));
+                let store = dir
+                    .path()
+                    .join(format!("{case}.{}.zarr", mode.replace(',', "_")));
+                ncgen(Host::Ours, &cdl, &url(&store, mode)).unwrap_or_else(|e| panic!("{e}"));
+                out.push((mode.to_string(), objects(&store)));
+            }
+        }
+        out
+    })
+}
+
+#[derive(Debug, Clone)]
+enum Damage {
+    Truncate(usize),
+    FlipByte(usize, u8),
+    ReplaceJsonValue(usize, usize),
+    Remove,
+}
+
+/// Replacement values for a JSON node: other types, absurd sizes, hostile text.
+fn replacement(i: usize) -> Value {
+    let all = [
+        Value::Null,
+        Value::from(-1),
+        Value::from(0),
+        Value::from(u64::MAX),
+        Value::from(i64::MIN),
+        Value::from(1e308),
+        Value::from(4_294_967_297u64),
+        Value::from("../../etc/passwd"),
+        Value::from("<f16"),
+        Value::from("NaN"),
+        Value::Bool(true),
+        Value::Array(vec![]),
+        Value::Array(vec![Value::from(1u64 << 40), Value::from(1u64 << 40)]),
+        serde_json::json!({"id": "no-such-codec"}),
+        serde_json::json!([[1, 2], {"a": null}]),
+    ];
+    all[i % all.len()].clone()
+}
+
+/// Replaces the `n`-th node (pre-order) of `v` with `with`; returns whether a node was replaced.
+fn replace_nth(v: &mut Value, n: &mut usize, with: &Value) -> bool {
+    if *n == 0 {
+        *v = with.clone();
+        return true;
+    }
+    *n -= 1;
+    match v {
+        Value::Array(items) => items.iter_mut().any(|x| replace_nth(x, n, with)),
+        Value::Object(map) => map.values_mut().any(|x| replace_nth(x, n, with)),
+        _ => false,
+    }
+}
+
+fn damage(bytes: &[u8], how: &Damage) -> Option<Vec<u8>> {
+    match how {
+        Damage::Remove => None,
+        Damage::Truncate(at) => Some(bytes[..at % (bytes.len() + 1)].to_vec()),
+        Damage::FlipByte(at, mask) => {
+            let mut b = bytes.to_vec();
+            if !b.is_empty() {
+                let i = at % b.len();
+                b[i] ^= mask | 1;
+            }
+            Some(b)
+        }
+        Damage::ReplaceJsonValue(node, with) => {
+            let mut v: Value = serde_json::from_slice(bytes).ok()?;
+            let mut n = *node % 64;
+            replace_nth(&mut v, &mut n, &replacement(*with));
+            Some(serde_json::to_vec(&v).unwrap())
+        }
+    }
+}
+
+/// Opens the dataset and reads a corner of every variable; panics only on a library panic.
+fn open_and_read(root: &Path, mode: &str) {
+    let text = format!("file://{}#mode={mode}", root.display());
+    let Ok(url) = DatasetUrl::parse(&text) else {
+        return;
+    };
+    let Ok(mut ds) = Dataset::open(&url, false) else {
+        return;
+    };
+    for g in 0..ds.tree.groups.len() {
+        for v in 0..ds.tree.groups[g].vars.len() {
+            let var = &ds.tree.groups[g].vars[v];
+            let ty = var.ty;
+            let count: Vec<u64> = var
+                .dims
+                .iter()
+                .map(|d| ds.tree.dim(*d).len.min(3))
+                .collect();
+            let n: u64 = count.iter().product();
+            let slab = Slab {
+                start: vec![0; count.len()],
+                stride: vec![1; count.len()],
+                count,
+            };
+            if ty == NcType::String {
+                let _ = ds.get_strings(GroupId(g), v, &slab);
+            } else {
+                let mut out = vec![0u8; n as usize * ty.size()];
+                let _ = ds.get_fixed(GroupId(g), v, &slab, None, ty, &mut out);
+            }
+        }
+    }
+}
+
+fn a_damage() -> impl Strategy<Value = Damage> {
+    prop_oneof![
+        1 => any::<usize>().prop_map(Damage::Truncate),
+        1 => (any::<usize>(), any::<u8>()).prop_map(|(a, m)| Damage::FlipByte(a, m)),
+        4 => (any::<usize>(), any::<usize>()).prop_map(|(n, w)| Damage::ReplaceJsonValue(n, w)),
+        1 => Just(Damage::Remove),
+    ]
+}
+
+fn write_store(root: &Path, objects: &BTreeMap<String, Vec<u8>>) {
+    for (k, v) in objects {
+        let p: PathBuf = root.join(k);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(p, v).unwrap();
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn damaged_datasets_never_panic(seed in any::<usize>(), pick in any::<usize>(), how in a_damage()) {
+        let (mode, objs) = &seeds()[seed % seeds().len()];
+        let keys: Vec<&String> = objs.keys().collect();
+        let victim = keys[pick % keys.len()].clone();
+        let mut damaged = objs.clone();
+        match damage(&objs[&victim], &how) {
+            Some(bytes) => damaged.insert(victim.clone(), bytes),
+            None => damaged.remove(&victim),
+        };
+        let dir = tempfile::TempDir::new().unwrap();
+        let root = dir.path().join("d.zarr");
+        write_store(&root, &damaged);
+        let outcome = std::panic::catch_unwind(|| open_and_read(&root, mode));
+        prop_assert!(outcome.is_ok(), "panic with {victim} damaged by {how:?} in mode {mode}");
+    }
+}
