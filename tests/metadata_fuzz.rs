@@ -36,9 +36,12 @@ fn objects(root: &Path) -> BTreeMap<String, Vec<u8>> {
     out
 }
 
-/// Valid datasets to damage: (mode, objects), written once per test binary.
-fn seeds() -> &'static Vec<(String, BTreeMap<String, Vec<u8>>)> {
-    static SEEDS: OnceLock<Vec<(String, BTreeMap<String, Vec<u8>>)>> = OnceLock::new();
+/// A valid dataset: its mode list and its objects.
+type Seed = (String, BTreeMap<String, Vec<u8>>);
+
+/// Valid datasets to damage, written once per test binary.
+fn seeds() -> &'static Vec<Seed> {
+    static SEEDS: OnceLock<Vec<Seed>> = OnceLock::new();
     SEEDS.get_or_init(|| {
         let dir = scratch("fuzz-seeds");
         let mut out = Vec::new();
