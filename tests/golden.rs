@@ -198,10 +198,15 @@ fn golden_values_equal_what_zarr_python_and_xarray_read() {
                     failures.push(format!("{label}: we do not list it"));
                     continue;
                 };
-                let known = gd.their_failures.iter().find(|(e, a, _)| e == env && a == &name);
+                let known = gd
+                    .their_failures
+                    .iter()
+                    .find(|(e, a, _)| e == env && a == &name);
                 if let Some((_, _, why)) = known {
                     if entry.get("error").is_none() {
-                        failures.push(format!("{label}: expected them to fail ({why}); they read it"));
+                        failures.push(format!(
+                            "{label}: expected them to fail ({why}); they read it"
+                        ));
                     }
                     assert!(our.values.is_ok(), "{label}: {:?}", our.values);
                     continue;
@@ -225,7 +230,6 @@ fn golden_values_equal_what_zarr_python_and_xarray_read() {
                     }
                 }
             }
-            
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));

@@ -6,8 +6,8 @@
 //! sides), non-finite numbers as the strings `NaN`/`Infinity`/`-Infinity`, text as strings.
 
 use super::repo_root;
-use nczarr_rs::api::data::Slab;
 use nczarr_rs::api::Dataset;
+use nczarr_rs::api::data::Slab;
 use nczarr_rs::model::NcType;
 use nczarr_rs::url::DatasetUrl;
 use serde_json::Value;
@@ -70,7 +70,11 @@ pub fn ours(url: &str) -> BTreeMap<String, OurVar> {
             let var = &ds.tree.group(g).vars[v];
             let (ty, scalar, name) = (var.ty, var.is_scalar(), var.name.clone());
             let shape = ds.tree.var_shape(var);
-            let dims = var.dims.iter().map(|d| ds.tree.dim(*d).name.clone()).collect();
+            let dims = var
+                .dims
+                .iter()
+                .map(|d| ds.tree.dim(*d).name.clone())
+                .collect();
             let count = if scalar { vec![1] } else { shape.clone() };
             let slab = Slab {
                 start: vec![0; count.len()],
@@ -89,7 +93,11 @@ pub fn ours(url: &str) -> BTreeMap<String, OurVar> {
                 ds.get_fixed(g, v, &slab, None, ty, &mut buf)
                     .map(|_| decode(ty, &buf))
             };
-            let path = if gp.is_empty() { name } else { format!("{gp}/{name}") };
+            let path = if gp.is_empty() {
+                name
+            } else {
+                format!("{gp}/{name}")
+            };
             out.insert(
                 path,
                 OurVar {
@@ -108,7 +116,10 @@ pub fn ours(url: &str) -> BTreeMap<String, OurVar> {
 /// `kind` is `zarr` or `xarray`.
 pub fn theirs(env: &str, kind: &str, store: &std::path::Path) -> Value {
     let root = repo_root();
-    let py = Command::new(root.join("scripts/pyenv")).arg(env).output().unwrap();
+    let py = Command::new(root.join("scripts/pyenv"))
+        .arg(env)
+        .output()
+        .unwrap();
     assert!(py.status.success(), "scripts/pyenv {env} failed");
     let python = String::from_utf8(py.stdout).unwrap().trim().to_string();
     let out = Command::new(python)
@@ -138,19 +149,28 @@ pub fn compare(label: &str, ours: &OurVar, theirs: &Value) -> Vec<String> {
     // NCZarr stores a netCDF scalar as shape [1]; we serve it as a scalar.
     let shape_ok = their_shape == ours.shape || (ours.scalar && their_shape == [1]);
     if !shape_ok {
-        bad.push(format!("{label}: shape ours {:?} theirs {their_shape:?}", ours.shape));
+        bad.push(format!(
+            "{label}: shape ours {:?} theirs {their_shape:?}",
+            ours.shape
+        ));
     }
     if let Some(their_dims) = theirs.get("dims").and_then(Value::as_array) {
         let their_dims: Vec<&str> = their_dims.iter().filter_map(Value::as_str).collect();
         if their_dims != ours.dims && !ours.scalar {
-            bad.push(format!("{label}: dims ours {:?} theirs {their_dims:?}", ours.dims));
+            bad.push(format!(
+                "{label}: dims ours {:?} theirs {their_dims:?}",
+                ours.dims
+            ));
         }
     }
     match &ours.values {
         Err(e) => bad.push(format!("{label}: we cannot read it: {e}")),
         Ok(v) => {
             if Some(v) != theirs["values"].as_array() {
-                bad.push(format!("{label}: values ours {v:?} theirs {}", theirs["values"]));
+                bad.push(format!(
+                    "{label}: values ours {v:?} theirs {}",
+                    theirs["values"]
+                ));
             }
         }
     }
