@@ -8,3 +8,4 @@
 pub mod cache;
 pub mod copy;
 pub mod projection;
+pub mod transpose;

@@ -6,6 +6,7 @@
 //! nothing of C or of netCDF API rules.
 
 pub mod attrs;
+pub mod base64;
 pub mod dtype;
 pub mod lenient;
 pub mod number;

@@ -11,6 +11,7 @@ use super::dataset::Dataset;
 use crate::chunk::cache::ChunkCache;
 use crate::chunk::copy::{c_order_strides, fill_pattern, read_piece, write_piece};
 use crate::chunk::projection::{ChunkPiece, Projection};
+use crate::chunk::transpose;
 use crate::codec;
 use crate::error::{Error, Result};
 use crate::model::{Endian, Filter, GroupId, NcType, Var};
@@ -43,6 +44,8 @@ struct Geometry {
     path: String,
     sep: char,
     swap: bool,
+    /// Chunks are stored in Fortran order (reordered to C order on decode, back on encode).
+    fortran: bool,
 }
 
 fn product(v: &[u64]) -> Result<usize> {
@@ -102,6 +105,7 @@ impl Dataset {
             path: crate::format::write::var_path(&self.tree, g, var),
             sep: var.dimension_separator,
             swap: var.endian != Endian::native() && var.ty.is_numeric() && esize > 1,
+            fortran: var.fortran_order && var.dims.len() > 1,
         })
     }
 
@@ -113,6 +117,24 @@ impl Dataset {
             None => Ok(()),
         }
     }
+}
+
+/// A numpy unicode element (UTF-32 code units, NUL padded) as UTF-8; invalid code points
+/// become U+FFFD.
+fn from_utf32(s: &[u8], big: bool) -> Vec<u8> {
+    s.chunks_exact(4)
+        .map(|b| {
+            let b = [b[0], b[1], b[2], b[3]];
+            if big {
+                u32::from_be_bytes(b)
+            } else {
+                u32::from_le_bytes(b)
+            }
+        })
+        .take_while(|c| *c != 0)
+        .map(|c| char::from_u32(c).unwrap_or(char::REPLACEMENT_CHARACTER))
+        .collect::<String>()
+        .into_bytes()
 }
 
 /// A scalar's request in the one-element index space its chunk is stored in.
@@ -236,6 +258,9 @@ impl Dataset {
         if geo.swap {
             convert::swap_bytes_in_place(&mut raw, geo.esize);
         }
+        if geo.fortran {
+            raw = transpose::f_to_c(&raw, &geo.chunks, geo.esize);
+        }
         Ok(raw)
     }
 
@@ -306,6 +331,13 @@ impl Dataset {
         let mut tmp = vec![0u8; n * geo.esize];
         if n > 0 {
             self.read_into(g, v, &geo, &slab, &mut tmp, &c_order_strides(&slab.count)?)?;
+        }
+        if self.tree.group(g).vars[v].ucs4 {
+            let big = self.tree.group(g).vars[v].endian == Endian::Big;
+            return Ok(tmp
+                .chunks_exact(geo.esize)
+                .map(|s| from_utf32(s, big))
+                .collect());
         }
         Ok(tmp
             .chunks_exact(geo.esize)
@@ -414,6 +446,9 @@ impl Dataset {
         if geo.swap {
             convert::swap_bytes_in_place(&mut data, geo.esize);
         }
+        if geo.fortran {
+            data = transpose::c_to_f(&data, &geo.chunks, geo.esize);
+        }
         Ok((geo.key(idx)?, codec::encode(&geo.name, &geo.filters, data)?))
     }
 
@@ -494,6 +529,12 @@ impl Dataset {
         let var = &self.tree.group(g).vars[v];
         if var.ty != NcType::String {
             return Err(Error::Char);
+        }
+        if var.ucs4 {
+            return Err(Error::Unsupported {
+                var: var.name.clone(),
+                why: "writing fixed-width unicode (numpy <U) strings".into(),
+            });
         }
         let (maxstrlen, data_written) = (var.maxstrlen, var.data_written);
         let slab = scalar_slab(var.is_scalar(), slab);

@@ -9,8 +9,10 @@ pub struct Dtype {
     pub ty: NcType,
     /// Byte order of stored values (one-byte types: the native order).
     pub endian: Endian,
-    /// Width of one stored element in bytes (`|S<n>`: n).
+    /// Width of one stored element in bytes (`|S<n>`: n, `<U<n>`: 4n).
     pub width: usize,
+    /// Strings stored as fixed-width UTF-32 (`<U<n>`, numpy's unicode), read as NC_STRING.
+    pub ucs4: bool,
 }
 
 /// Parses a dtype. `char_is_s1` says how `S1` is read: NC_CHAR (NCZarr `>S1`, and pure Zarr
@@ -49,10 +51,17 @@ pub fn parse(dtype: &str, nczarr: bool) -> Result<Dtype> {
         ('S', 1) if !nczarr || order == '>' => NcType::Char,
         ('S', n) if n >= 1 => NcType::String,
         ('U', 1) if nczarr => NcType::Char,
+        ('U', n) if n >= 1 => {
+            return Ok(Dtype {
+                ty: NcType::String,
+                endian,
+                width: 4 * n,
+                ucs4: true,
+            });
+        }
         ('f', 2) => return Err(bad("half-precision floats have no netCDF type")),
         ('c', _) => return Err(bad("complex numbers have no netCDF type")),
         ('m' | 'M', _) => return Err(bad("datetime types have no netCDF type")),
-        ('U', _) => return Err(bad("fixed-width unicode strings are not supported")),
         _ => return Err(bad("unknown type")),
     };
     let width = if ty == NcType::String {
@@ -60,7 +69,12 @@ pub fn parse(dtype: &str, nczarr: bool) -> Result<Dtype> {
     } else {
         ty.size()
     };
-    Ok(Dtype { ty, endian, width })
+    Ok(Dtype {
+        ty,
+        endian,
+        width,
+        ucs4: false,
+    })
 }
 
 /// The dtype we write for a variable or attribute of type `ty`.
@@ -118,7 +132,9 @@ mod tests {
         assert_eq!(parse("<U1", true).unwrap().ty, NcType::Char);
         let s = parse("|S12", false).unwrap();
         assert_eq!((s.ty, s.width), (NcType::String, 12));
-        for bad in ["<f2", "<c8", "<M8[ns]", "<U5", "", "x", "<i3", "|O"] {
+        let u = parse("<U5", false).unwrap();
+        assert_eq!((u.ty, u.width, u.ucs4), (NcType::String, 20, true));
+        for bad in ["<f2", "<c8", "<M8[ns]", "<U0", "", "x", "<i3", "|O"] {
             assert!(parse(bad, false).is_err(), "{bad}");
         }
     }

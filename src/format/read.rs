@@ -2,17 +2,19 @@
 //!
 //! Understands the current NCZarr layout (attributes in `.zattrs`), the 2.0.0 layout with the
 //! NCZarr keys inside `.zgroup`/`.zarray` (either case), and pure Zarr v2 (groups found by
-//! listing, dimensions from `_ARRAY_DIMENSIONS` or anonymous). Uses `.zmetadata` when present.
+//! listing, dimensions from `_ARRAY_DIMENSIONS` or anonymous), and the V1 layout of separate
+//! `.ncz*` objects ([`v1`]), whose content is folded into the 2.0.0 keys it equals. Uses
+//! `.zmetadata` when present.
 //! A variable whose metadata uses something we cannot serve is still listed; it carries the
 //! reason in `Var::unreadable` and fails at its first data access. Never reads chunks.
+
+mod v1;
 
 use super::write::{ARRAY, ARRAY_DIMENSIONS, ATTR, GROUP, NCPROPERTIES, SUPERBLOCK};
 use super::{Layout, attrs, dtype, number};
 use crate::error::{Error, Result};
 use crate::model::{Att, DimId, GroupId, NcType, Storage, Tree, Values, Var};
 use crate::zmap::{Store, StoreKey, StorePrefix};
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD as BASE64;
 use serde_json::{Map, Value};
 
 type Obj = Map<String, Value>;
@@ -78,7 +80,8 @@ impl Meta<'_> {
             let mut names: Vec<String> = c
                 .keys()
                 .filter_map(|k| k.strip_prefix(&pre))
-                .filter_map(|rest| rest.split_once('/').map(|(a, _)| a.to_string()))
+                .filter(|rest| !rest.is_empty())
+                .map(|rest| rest.split_once('/').map_or(rest, |(a, _)| a).to_string())
                 .collect();
             names.sort();
             names.dedup();
@@ -189,17 +192,36 @@ fn nczarr_group_info(zattrs: &Obj, zgroup: &Obj, key: &str) -> Result<Option<Gro
 struct Reader<'a> {
     meta: Meta<'a>,
     nczarr: bool,
+    /// NCZarr 1.0.0: the NCZarr metadata is in separate `.ncz*` objects.
+    v1: bool,
     tree: Tree,
     /// (group, path, array names) in the order found.
     pending_vars: Vec<(GroupId, String, Vec<String>)>,
 }
 
 impl Reader<'_> {
+    /// V1: the content of the first of `names` present under `path`, stored under the 2.0.0
+    /// key `key` of `into` (so the rest of the reader sees one layout).
+    fn fold_v1(&self, path: &str, names: &[&str], key: &str, into: &mut Obj) -> Result<()> {
+        if !self.v1 {
+            return Ok(());
+        }
+        for name in names {
+            if let Some(obj) = self.meta.get(&join(path, name))? {
+                into.insert(key.to_string(), Value::Object(obj));
+                break;
+            }
+        }
+        Ok(())
+    }
+
     fn read_group(&mut self, g: GroupId, path: &str) -> Result<()> {
         let zg_key = join(path, ".zgroup");
         let za_key = join(path, ".zattrs");
-        let zgroup = self.meta.get(&zg_key)?.unwrap_or_default();
-        let zattrs = self.meta.get(&za_key)?.unwrap_or_default();
+        let mut zgroup = self.meta.get(&zg_key)?.unwrap_or_default();
+        let mut zattrs = self.meta.get(&za_key)?.unwrap_or_default();
+        self.fold_v1(path, v1::GROUP, "_NCZARR_GROUP", &mut zgroup)?;
+        self.fold_v1(path, v1::ATTR, "_NCZARR_ATTR", &mut zattrs)?;
         self.tree.group_mut(g).atts = read_atts(&zattrs, &za_key)?;
         let info = if self.nczarr {
             nczarr_group_info(&zattrs, &zgroup, &za_key)?
@@ -271,11 +293,13 @@ impl Reader<'_> {
     fn read_var(&mut self, g: GroupId, path: &str) -> Result<Var> {
         let zk = join(path, ".zarray");
         let ak = join(path, ".zattrs");
-        let zarray = self
+        let mut zarray = self
             .meta
             .get(&zk)?
             .ok_or_else(|| Error::metadata(&zk, "missing"))?;
-        let zattrs = self.meta.get(&ak)?.unwrap_or_default();
+        let mut zattrs = self.meta.get(&ak)?.unwrap_or_default();
+        self.fold_v1(path, v1::ARRAY, "_NCZARR_ARRAY", &mut zarray)?;
+        self.fold_v1(path, v1::ATTR, "_NCZARR_ATTR", &mut zattrs)?;
         let name = path.rsplit('/').next().unwrap_or(path).to_string();
         let shape = u64_list(zarray.get("shape"), &zk, "shape")?;
         let chunks = u64_list(zarray.get("chunks"), &zk, "chunks")?;
@@ -290,11 +314,15 @@ impl Reader<'_> {
         let dt = match dtype::parse(dt_text, self.nczarr) {
             Ok(d) => d,
             Err(e) => {
-                unreadable = Some(e.to_string());
+                unreadable = Some(match e {
+                    Error::Unsupported { why, .. } => why,
+                    other => other.to_string(),
+                });
                 dtype::Dtype {
                     ty: NcType::UByte,
                     endian: crate::model::Endian::native(),
                     width: 1,
+                    ucs4: false,
                 }
             }
         };
@@ -308,6 +336,7 @@ impl Reader<'_> {
         let mut var = Var::new(&name, dt.ty, Vec::new());
         var.endian = dt.endian;
         var.maxstrlen = dt.width;
+        var.ucs4 = dt.ucs4;
         var.stored_path = Some(path.to_string());
         var.unreadable = unreadable;
         var.atts = read_atts(&zattrs, &ak)?;
@@ -329,13 +358,7 @@ impl Reader<'_> {
             };
         }
         match zarray.get("order").and_then(Value::as_str) {
-            Some("F") => {
-                var.fortran_order = true;
-                if shape.len() > 1 {
-                    var.unreadable
-                        .get_or_insert_with(|| "Fortran-order arrays are not supported yet".into());
-                }
-            }
+            Some("F") => var.fortran_order = true,
             Some("C") | None => {}
             Some(other) => return Err(Error::metadata(&zk, format!("bad order {other:?}"))),
         }
@@ -495,7 +518,18 @@ impl Reader<'_> {
             return Ok(());
         }
         var.stored_fill = match var.ty {
-            NcType::Char | NcType::String => Some(text_fill(zarray, fv, self.nczarr)),
+            NcType::Char | NcType::String => {
+                let text = fv.as_str().unwrap_or("");
+                Some(if var.ucs4 {
+                    utf32(text, var.endian)
+                } else if self.nczarr {
+                    text.as_bytes().to_vec()
+                } else {
+                    // zarr-python stores byte-string fill values in base64; writers that
+                    // stored the text itself are still read as they meant it.
+                    super::base64::decode(text).unwrap_or_else(|| text.as_bytes().to_vec())
+                })
+            }
             ty => match number::from_json(ty, fv) {
                 Some(b) => Some(b),
                 None if var.unreadable.is_some() => None,
@@ -507,6 +541,19 @@ impl Reader<'_> {
                 }
             },
         };
+        // Pure Zarr: a fill value other than netCDF's default is the variable's `_FillValue`
+        // (as netcdf-c and xarray read it), unless an attribute says so already.
+        if !self.nczarr
+            && var.ty.is_numeric()
+            && var.att("_FillValue").is_none()
+            && let Some(b) = var.stored_fill.clone()
+            && b != var.ty.default_fill()
+        {
+            var.atts.push(Att {
+                name: "_FillValue".into(),
+                values: Values::fixed(var.ty, b),
+            });
+        }
         // A `_FillValue` attribute must have the variable's type (pure Zarr records no types).
         let ty = var.ty;
         let stored = var.stored_fill.clone();
@@ -532,6 +579,16 @@ impl Reader<'_> {
         }
         Ok(())
     }
+}
+
+/// `text` as UTF-32 code units in `endian` byte order (numpy's `<U`/`>U` storage).
+fn utf32(text: &str, endian: crate::model::Endian) -> Vec<u8> {
+    text.chars()
+        .flat_map(|c| match endian {
+            crate::model::Endian::Little => (c as u32).to_le_bytes(),
+            crate::model::Endian::Big => (c as u32).to_be_bytes(),
+        })
+        .collect()
 }
 
 /// Reads the dataset's metadata. `pure` forces pure-Zarr interpretation (`mode=zarr`).
@@ -560,7 +617,8 @@ pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opene
     };
     let root_zgroup = meta.get(".zgroup")?;
     let root_zattrs = meta.get(".zattrs")?;
-    if root_zgroup.is_none() && root_zattrs.is_none() {
+    let v1_superblock = raw.get(v1::SUPERBLOCK)?;
+    if root_zgroup.is_none() && root_zattrs.is_none() && v1_superblock.is_none() {
         let kids = raw.children("")?;
         if kids.iter().any(|k| k == "zarr.json") {
             return Err(Error::NotZarr(format!(
@@ -574,19 +632,14 @@ pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opene
                 store.describe()
             )));
         }
-        if kids.iter().any(|k| k == ".nczarr") {
-            return Err(Error::NotZarr(format!(
-                "{} uses the NCZarr 1.0 layout, not supported yet",
-                store.describe()
-            )));
-        }
         return Err(Error::NotZarr(store.describe()));
     }
     let zgroup = root_zgroup.unwrap_or_default();
     let zattrs = root_zattrs.unwrap_or_default();
     let in_attrs = zattrs.contains_key(SUPERBLOCK);
     let in_object = zgroup.contains_key(SUPERBLOCK) || zgroup.contains_key("_NCZARR_SUPERBLOCK");
-    let nczarr = !pure && (in_attrs || in_object);
+    let v1 = !pure && v1_superblock.is_some();
+    let nczarr = !pure && (in_attrs || in_object || v1);
     let ncproperties = zattrs
         .get(NCPROPERTIES)
         .and_then(Value::as_str)
@@ -594,6 +647,7 @@ pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opene
     let mut reader = Reader {
         meta,
         nczarr,
+        v1,
         tree: Tree::new(),
         pending_vars: Vec::new(),
     };
@@ -622,24 +676,4 @@ pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opene
         ncproperties,
         has_zmetadata,
     })
-}
-
-/// A text fill value: base64 for the bytes dtypes (`|S<n>`) of pure Zarr, as the Zarr v2
-/// specification says; plain text in NCZarr datasets and for unicode dtypes. Text that is not
-/// valid base64 is taken as it is (older writers stored it plain).
-fn text_fill(zarray: &Obj, fv: &Value, nczarr: bool) -> Vec<u8> {
-    let text = fv.as_str().unwrap_or("");
-    let bytes_dtype = zarray
-        .get("dtype")
-        .and_then(Value::as_str)
-        .is_some_and(|d| d.get(1..2) == Some("S"));
-    if !nczarr && bytes_dtype {
-        if let Ok(mut bytes) = BASE64.decode(text) {
-            while bytes.last() == Some(&0) {
-                bytes.pop();
-            }
-            return bytes;
-        }
-    }
-    text.as_bytes().to_vec()
 }

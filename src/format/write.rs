@@ -5,8 +5,6 @@
 
 use super::{Layout, attrs, dtype, number};
 use crate::model::{GroupId, NcType, Tree, Var};
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD as BASE64;
 use serde_json::{Map, Value, json};
 
 /// Reserved attribute marking the root of an NCZarr dataset.
@@ -119,35 +117,32 @@ fn group_objects(tree: &Tree, g: GroupId, layout: Layout, out: &mut Vec<(String,
     out.push((prefixed(&path, ".zattrs"), close_attrs(map, types, layout)));
 }
 
-/// The `fill_value` JSON of a variable.
-///
-/// Text fill values are written as text in NCZarr datasets (what netcdf-c reads) and base64 in
-/// pure Zarr, as the Zarr v2 specification requires for the bytes dtypes (`|S<n>`).
+/// The `fill_value` JSON of a variable (`nczarr` false: pure Zarr, byte strings in base64).
 pub fn fill_json(var: &Var, nczarr: bool) -> Value {
     if var.no_fill {
         return Value::Null;
     }
-    if !nczarr && matches!(var.ty, NcType::String | NcType::Char) {
-        return match fill_json(var, true) {
-            Value::String(text) => Value::String(BASE64.encode(text.as_bytes())),
-            other => other,
-        };
-    }
     let att = var.att("_FillValue").map(|a| &a.values);
+    // Byte strings: NCZarr stores the text, pure Zarr its base64 (as zarr-python reads it).
+    let text = |b: &[u8]| {
+        Value::String(if nczarr {
+            String::from_utf8_lossy(b).into_owned()
+        } else {
+            super::base64::encode(b)
+        })
+    };
     match var.ty {
         NcType::String => match att {
-            Some(crate::model::Values::Strings(s)) if !s.is_empty() => {
-                Value::String(String::from_utf8_lossy(&s[0]).into_owned())
-            }
-            _ => Value::String(String::new()),
+            Some(crate::model::Values::Strings(s)) if !s.is_empty() => text(&s[0]),
+            _ => text(b""),
         },
         NcType::Char => match att {
             Some(crate::model::Values::Fixed { bytes, .. })
                 if bytes.first().is_some_and(|b| *b != 0) =>
             {
-                Value::String(String::from_utf8_lossy(&bytes[..1]).into_owned())
+                text(&bytes[..1])
             }
-            _ => Value::String(String::new()),
+            _ => text(b""),
         },
         ty => {
             let bytes = match att {
@@ -178,18 +173,23 @@ fn var_objects(tree: &Tree, g: GroupId, var: &Var, layout: Layout, out: &mut Vec
     let mut zarray = Map::new();
     zarray.insert("zarr_format".into(), Value::from(2));
     zarray.insert("shape".into(), Value::from(shape));
-    zarray.insert(
-        "dtype".into(),
-        Value::from(dtype::format(
-            var.ty,
-            var.endian,
-            var.maxstrlen,
-            layout.nczarr,
-        )),
-    );
+    let dt = if var.ucs4 {
+        let order = if var.endian == crate::model::Endian::Big {
+            '>'
+        } else {
+            '<'
+        };
+        format!("{order}U{}", var.maxstrlen / 4)
+    } else {
+        dtype::format(var.ty, var.endian, var.maxstrlen, layout.nczarr)
+    };
+    zarray.insert("dtype".into(), Value::from(dt));
     zarray.insert("chunks".into(), Value::from(chunks));
     zarray.insert("fill_value".into(), fill_json(var, layout.nczarr));
-    zarray.insert("order".into(), Value::from("C"));
+    zarray.insert(
+        "order".into(),
+        Value::from(if var.fortran_order { "F" } else { "C" }),
+    );
     let codecs: Vec<Value> = var
         .filters
         .iter()

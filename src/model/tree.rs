@@ -106,6 +106,8 @@ pub struct Var {
     pub dimension_separator: char,
     /// For NC_STRING: the fixed width of stored strings (`|S<n>`).
     pub maxstrlen: usize,
+    /// NC_STRING stored as numpy unicode (`<U<n>`): `maxstrlen / 4` UTF-32 code points.
+    pub ucs4: bool,
     /// Quantize mode and digits (`nc_def_var_quantize`); mode 0 = none.
     pub quantize: (i32, i32),
     pub cache: CacheSettings,
@@ -141,6 +143,7 @@ impl Var {
             filters: Vec::new(),
             dimension_separator: '.',
             maxstrlen: 128,
+            ucs4: false,
             quantize: (0, 0),
             cache: CacheSettings::default(),
             stored_path: None,

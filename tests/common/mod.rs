@@ -12,6 +12,7 @@
 
 pub mod diff;
 pub mod dump;
+pub mod zarr_json;
 
 use std::fs;
 use std::io::Read;
