@@ -240,7 +240,7 @@ root = zarr.open_group(store, mode="w", zarr_format=2)
 a = root.create_array("temperature", shape=(5, 7), chunks=(2, 3), dtype="<f4", fill_value=-1.0,
                       compressors=None, attributes={"_ARRAY_DIMENSIONS": ["y", "x"]})
 a[:] = np.arange(35, dtype="<f4").reshape(5, 7) / 4
-b = root.create_array("count", shape=(7,), chunks=(4,), dtype=">i2", fill_value=0,
+b = root.create_array("count", shape=(7,), chunks=(4,), dtype=">i2", fill_value=-99,
                       compressors=None, attributes={"_ARRAY_DIMENSIONS": ["x"]})
 b[:5] = np.arange(5) - 2
 values = {"temperature": a[:].ravel().tolist(), "count": b[:].tolist()}
@@ -248,8 +248,8 @@ store.close()
 print(json.dumps(values))
 "#;
 
-/// Reads `ncdump -v NAME` values of a variable as numbers.
-fn dumped_values(dump: &str, var: &str) -> Vec<f64> {
+/// Reads the values of a variable from `ncdump` output as numbers (`_`, a fill value, as `fill`).
+fn dumped_values(dump: &str, var: &str, fill: f64) -> Vec<f64> {
     let data = dump.split("data:").nth(1).unwrap_or("");
     let start = data
         .find(&format!(" {var} ="))
@@ -260,7 +260,10 @@ fn dumped_values(dump: &str, var: &str) -> Vec<f64> {
     body[..end]
         .split(|c: char| c == ',' || c.is_whitespace())
         .filter(|t| !t.is_empty())
-        .map(|t| t.trim_end_matches('f').parse::<f64>().unwrap_or(f64::NAN))
+        .map(|t| match t {
+            "_" => fill,
+            _ => t.trim_end_matches('f').parse::<f64>().unwrap_or(f64::NAN),
+        })
         .collect()
 }
 
@@ -275,8 +278,15 @@ fn reads_zarr_python_zip_stores() {
         ncdump(Host::Ours, &[], &zip_url(&archive, "zarr")).unwrap_or_else(|e| panic!("{e}"));
     assert!(dump.contains("float temperature(y, x)"), "{dump}");
     assert!(dump.contains("short count(x)"), "{dump}");
-    for (var, values) in &expected {
-        assert_eq!(&dumped_values(&dump, var), values, "{var} in\n{dump}");
+    // zarr-python's fill values are netCDF fill values.
+    assert!(dump.contains("count:_FillValue = -99s"), "{dump}");
+    assert!(dump.contains("temperature:_FillValue = -1.f"), "{dump}");
+    for (var, fill) in [("temperature", -1.0), ("count", -99.0)] {
+        assert_eq!(
+            dumped_values(&dump, var, fill),
+            expected[var],
+            "{var} in\n{dump}"
+        );
     }
 }
 
