@@ -107,6 +107,9 @@ pub enum Error {
     /// The variable uses a codec that is not available.
     #[error("variable {var} uses unsupported codec {codec}")]
     NoFilter { var: String, codec: String },
+    /// A codec configuration (numcodecs JSON or HDF5 parameters) that cannot be used.
+    #[error("invalid {codec} configuration: {why}")]
+    CodecConfig { codec: String, why: String },
     /// A codec failed to encode or decode.
     #[error("codec {codec} failed: {why}")]
     Filter { codec: String, why: String },
