@@ -83,7 +83,10 @@ impl Dataset {
                     .iter()
                     .map(|f| serde_json::Value::Object(f.codec.clone()))
                     .collect();
-                Some(Values::text(&serde_json::Value::Array(list).to_string()))
+                // NUL-terminated, as netcdf-c hands it out: ncdump prints it as a C string.
+                let mut text = serde_json::Value::Array(list).to_string().into_bytes();
+                text.push(0);
+                Some(Values::fixed(NcType::Char, text))
             }
             _ => None,
         }

@@ -37,6 +37,8 @@ pub fn code(e: &Error) -> c_int {
         Error::TooLarge(_) => NC_ENOMEM,
         Error::NoFilter { .. } => NC_ENOFILTER,
         Error::CodecConfig { .. } => NC_EFILTER,
+        Error::FilterNotInChain { .. } => NC_ENOFILTER,
+        Error::FilterUnavailable(_) => NC_ENOFILTER,
         Error::Filter { .. } => NC_EFILTER,
         Error::NotFound(_) => NC_ENOTFOUND,
         Error::NotZarr(_) => NC_ENOTNC,
