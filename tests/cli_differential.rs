@@ -288,6 +288,15 @@ fn reference_bugs() -> Vec<Waiver> {
             },
         },
         Waiver {
+            name: "quantize attribute typed byte",
+            bug: "§1.17: 4.9.0 stores the _Quantize* attribute without its type; it reads back \
+                  as the smallest integer type (byte)",
+            rule: Rule::Line {
+                case: "quantize",
+                contains: ":_Quantize",
+            },
+        },
+        Waiver {
             name: "empty string as NIL",
             bug: "4.10.1 returns a NULL pointer for an empty NC_STRING element",
             rule: Rule::Token(|ours, reference| {

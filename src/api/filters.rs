@@ -53,7 +53,8 @@ impl Dataset {
         Ok(())
     }
 
-    /// `nc_def_var_deflate`.
+    /// `nc_def_var_deflate`. Level 0 turns deflate off, as netCDF-4 does (a valid zlib level,
+    /// but one that only adds overhead).
     pub fn def_var_deflate(
         &mut self,
         g: GroupId,
@@ -70,6 +71,7 @@ impl Dataset {
         if shuffle {
             self.def_var_filter(g, v, hdf5_id::SHUFFLE, &[])?;
         }
+        let deflate = deflate && level != 0;
         if deflate {
             self.def_var_filter(g, v, hdf5_id::DEFLATE, &[level as u32])?;
         }
