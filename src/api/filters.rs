@@ -3,6 +3,7 @@
 //! layer turns them into numcodecs configurations. Must not see C pointers.
 
 use super::dataset::Dataset;
+use crate::codec::quantize::Quantize;
 use crate::codec::{self, hdf5_id};
 use crate::error::{Error, Result};
 use crate::model::tree::{
@@ -111,23 +112,32 @@ impl Dataset {
                 var.ty.name()
             )));
         }
+        // A rejected request leaves the previous setting in place.
+        let algorithm = match mode {
+            QUANTIZE_BITGROOM | QUANTIZE_GRANULARBR | QUANTIZE_BITROUND => {
+                let nsd_u = u32::try_from(nsd)
+                    .map_err(|_| Error::Invalid(format!("quantize precision {nsd}")))?;
+                Some(match mode {
+                    QUANTIZE_BITGROOM => Quantize::BitGroom(nsd_u),
+                    QUANTIZE_GRANULARBR => Quantize::GranularBitRound(nsd_u),
+                    _ => Quantize::BitRound(nsd_u),
+                })
+            }
+            _ => None,
+        };
+        if let Some(a) = algorithm {
+            a.validate(var.ty == NcType::Double)?;
+        }
         var.atts.retain(|a| {
             ![1, 2, 3]
                 .iter()
                 .any(|m| quantize_attribute(*m) == Some(a.name.as_str()))
         });
-        if mode == 0 {
-            var.quantize = (0, 0);
-            return Ok(());
-        }
-        var.quantize = (mode, nsd);
-        let algorithm = var
-            .quantize_algorithm()
-            .ok_or_else(|| Error::Invalid(format!("quantize precision {nsd}")))?;
-        if let Err(e) = algorithm.validate(var.ty == NcType::Double) {
-            var.quantize = (0, 0);
-            return Err(e);
-        }
+        var.quantize = if algorithm.is_some() {
+            (mode, nsd)
+        } else {
+            (0, 0)
+        };
         if let Some(name) = quantize_attribute(mode) {
             var.atts.push(Att {
                 name: name.to_string(),
