@@ -578,13 +578,17 @@ impl Dataset {
             .map(|i| geo.key(&pieces[*i].chunk))
             .collect::<Result<_>>()?;
         let fetched = self.store.get_many(&keys)?;
-        let mut existing: std::collections::HashMap<usize, Vec<u8>> =
-            std::collections::HashMap::new();
-        for ((i, bytes), key) in need.iter().zip(fetched).zip(&keys) {
-            if let Some(b) = bytes {
-                existing.insert(*i, Self::decode_chunk(&geo, key, b)?);
-            }
-        }
+        // Partly overwritten chunks that exist are decoded in parallel.
+        let decoded: Vec<Option<Vec<u8>>> = fetched
+            .into_par_iter()
+            .zip(keys.par_iter())
+            .map(|(bytes, key)| bytes.map(|b| Self::decode_chunk(&geo, key, b)).transpose())
+            .collect::<Result<_>>()?;
+        let mut existing: std::collections::HashMap<usize, Vec<u8>> = need
+            .iter()
+            .zip(decoded)
+            .filter_map(|(i, d)| d.map(|d| (*i, d)))
+            .collect();
         for (i, p) in pieces.iter().enumerate() {
             let mut buf = match self.cache_for(g, v).take(&p.chunk) {
                 Some((b, _)) => b,

@@ -61,7 +61,8 @@ fn granular_bits(value: f64, nsd: u32) -> i32 {
     let bits = if mnt_fabs == 0.0 {
         0
     } else {
-        ((f64::from(exp) - BITS_PER_DIGIT * mnt_log10).floor() as i32 - qnt_pwr).abs() as u16
+        ((f64::from(exp) - BITS_PER_DIGIT * mnt_log10).floor() as i32 - qnt_pwr).unsigned_abs()
+            as u16
     };
     i32::from(bits.wrapping_sub(1))
 }
