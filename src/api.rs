@@ -10,6 +10,7 @@ pub mod convert;
 pub mod data;
 pub mod dataset;
 pub mod define;
+pub mod filters;
 pub mod inquire;
 pub mod names;
 

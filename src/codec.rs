@@ -1,35 +1,205 @@
-//! Filters and compressors: a variable's numcodecs chain, applied to one chunk.
+//! Filters and compressors: a variable's numcodecs chain, applied to one chunk's bytes.
 //!
-//! Knows nothing of stores or netCDF; takes bytes and a codec list, returns bytes.
+//! Each codec lives in its own file (validated configuration, implementation, tests) and is
+//! reachable two ways: from its numcodecs JSON (`{"id": "zlib", "level": 5}`), which is what
+//! Zarr metadata stores, and from an HDF5 filter id with `unsigned int` parameters, which is
+//! how the netCDF API names filters. Decoding is bounded: every decoder is told how many bytes
+//! it may produce and fails instead of allocating more. Knows nothing of stores, metadata
+//! objects or netCDF rules; the only thing it is told about the data is its element size.
+
+mod blosc;
+mod bz2;
+mod delta;
+mod fletcher32;
+mod gzip;
+mod lz4;
+mod params;
+pub mod quantize;
+mod shuffle;
+mod stream;
+mod zlib;
+mod zstd;
 
 use crate::error::{Error, Result};
-use crate::model::Filter;
+use serde_json::{Map, Value};
+use std::sync::Arc;
 
-fn codec_name(f: &Filter) -> String {
-    f.codec
-        .get("id")
-        .and_then(|v| v.as_str())
-        .map_or_else(|| format!("HDF5 filter {}", f.id), String::from)
+/// A codec's numcodecs configuration (`{"id": ..., ...}`).
+pub type Config = Map<String, Value>;
+
+/// HDF5 filter ids of the filters built in.
+pub mod hdf5_id {
+    pub const DEFLATE: u32 = 1;
+    pub const SHUFFLE: u32 = 2;
+    pub const FLETCHER32: u32 = 3;
+    pub const SZIP: u32 = 4;
+    pub const BZIP2: u32 = 307;
+    pub const BLOSC: u32 = 32001;
+    pub const ZSTD: u32 = 32015;
 }
 
-/// Decodes a stored chunk through the chain (last codec first).
-pub fn decode(var: &str, chain: &[Filter], stored: Vec<u8>) -> Result<Vec<u8>> {
-    match chain.first() {
-        None => Ok(stored),
-        Some(f) => Err(Error::NoFilter {
-            var: var.to_string(),
-            codec: codec_name(f),
-        }),
+/// What a codec may know about the data it transforms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Context {
+    /// Bytes per element (1 for text and bytes).
+    pub elem_size: usize,
+}
+
+/// One configured codec.
+pub trait Codec: Send + Sync + std::fmt::Debug {
+    /// The numcodecs id.
+    fn id(&self) -> &'static str;
+    /// The numcodecs configuration that reproduces this codec.
+    fn config(&self) -> Config;
+    /// The HDF5 filter id and visible parameters, when HDF5 has this filter.
+    fn hdf5(&self) -> Option<(u32, Vec<u32>)>;
+    /// Encodes one buffer.
+    fn encode(&self, raw: &[u8]) -> Result<Vec<u8>>;
+    /// Decodes one buffer into at most `limit` bytes.
+    fn decode(&self, encoded: &[u8], limit: usize) -> Result<Vec<u8>>;
+    /// The encoded length of `n` bytes when it depends only on `n`.
+    fn encoded_len(&self, _n: usize) -> Option<usize> {
+        None
     }
 }
 
-/// Encodes a chunk through the chain (first codec first).
-pub fn encode(var: &str, chain: &[Filter], raw: Vec<u8>) -> Result<Vec<u8>> {
-    match chain.first() {
-        None => Ok(raw),
-        Some(f) => Err(Error::NoFilter {
-            var: var.to_string(),
-            codec: codec_name(f),
-        }),
+/// The error of a codec that failed on data.
+pub(crate) fn failed(codec: &str, why: impl std::fmt::Display) -> Error {
+    Error::Filter {
+        codec: codec.to_string(),
+        why: why.to_string(),
     }
 }
+
+/// The error of a codec configuration that cannot be used.
+pub(crate) fn bad_config(codec: &str, why: impl Into<String>) -> Error {
+    Error::CodecConfig {
+        codec: codec.to_string(),
+        why: why.into(),
+    }
+}
+
+/// The codec for a numcodecs configuration. Unknown ids are `Error::NoFilter` naming the id.
+pub fn from_config(cfg: &Config, ctx: Context) -> Result<Arc<dyn Codec>> {
+    let id = match cfg.get("id") {
+        Some(Value::String(s)) => s.as_str(),
+        Some(other) => return Err(bad_config("?", format!("codec id {other} is not a string"))),
+        None => return Err(bad_config("?", "codec configuration without an id")),
+    };
+    Ok(match id {
+        "zlib" => Arc::new(zlib::Zlib::from_config(cfg)?),
+        "gzip" => Arc::new(gzip::Gzip::from_config(cfg)?),
+        "zstd" => Arc::new(zstd::Zstd::from_config(cfg)?),
+        "blosc" => Arc::new(blosc::Blosc::from_config(cfg, ctx)?),
+        "lz4" => Arc::new(lz4::Lz4::from_config(cfg)?),
+        "bz2" => Arc::new(bz2::Bz2::from_config(cfg)?),
+        "shuffle" => Arc::new(shuffle::Shuffle::from_config(cfg, ctx)?),
+        "delta" => Arc::new(delta::Delta::from_config(cfg)?),
+        "fletcher32" => Arc::new(fletcher32::Fletcher32::from_config(cfg)?),
+        other => {
+            return Err(Error::NoFilter {
+                var: String::new(),
+                codec: other.to_string(),
+            });
+        }
+    })
+}
+
+/// The codec for an HDF5 filter id and its parameters.
+pub fn from_hdf5(id: u32, params: &[u32], ctx: Context) -> Result<Arc<dyn Codec>> {
+    Ok(match id {
+        hdf5_id::DEFLATE => Arc::new(zlib::Zlib::from_hdf5(params)?),
+        hdf5_id::SHUFFLE => Arc::new(shuffle::Shuffle::new(ctx.elem_size)),
+        hdf5_id::FLETCHER32 => Arc::new(fletcher32::Fletcher32),
+        hdf5_id::BZIP2 => Arc::new(bz2::Bz2::from_hdf5(params)?),
+        hdf5_id::ZSTD => Arc::new(zstd::Zstd::from_hdf5(params)?),
+        hdf5_id::BLOSC => Arc::new(blosc::Blosc::from_hdf5(params, ctx)?),
+        other => {
+            return Err(Error::NoFilter {
+                var: String::new(),
+                codec: format!("HDF5 filter {other}"),
+            });
+        }
+    })
+}
+
+/// True when the HDF5 filter id is built in.
+pub fn hdf5_available(id: u32) -> bool {
+    matches!(
+        id,
+        hdf5_id::DEFLATE
+            | hdf5_id::SHUFFLE
+            | hdf5_id::FLETCHER32
+            | hdf5_id::BZIP2
+            | hdf5_id::ZSTD
+            | hdf5_id::BLOSC
+    )
+}
+
+/// A variable's codecs in chain order (first applied first when encoding).
+#[derive(Debug, Clone, Default)]
+pub struct Chain(Vec<Arc<dyn Codec>>);
+
+impl Chain {
+    pub fn new(codecs: Vec<Arc<dyn Codec>>) -> Chain {
+        Chain(codecs)
+    }
+
+    /// Builds the chain of numcodecs configurations; `var` names the variable in errors.
+    pub fn from_configs(var: &str, cfgs: &[Config], ctx: Context) -> Result<Chain> {
+        cfgs.iter()
+            .map(|c| from_config(c, ctx).map_err(|e| name_var(e, var)))
+            .collect::<Result<_>>()
+            .map(Chain)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn codecs(&self) -> &[Arc<dyn Codec>] {
+        &self.0
+    }
+
+    /// Encodes a chunk through every codec, first to last.
+    pub fn encode(&self, raw: Vec<u8>) -> Result<Vec<u8>> {
+        let mut data = raw;
+        for c in &self.0 {
+            data = c.encode(&data)?;
+        }
+        Ok(data)
+    }
+
+    /// Decodes a stored chunk, last codec first, into exactly `expected` bytes. Each stage may
+    /// produce no more than the size it had when encoding (when that is known) or a bound
+    /// that exceeds any compressor's worst-case output for `expected` bytes.
+    pub fn decode(&self, stored: Vec<u8>, expected: usize) -> Result<Vec<u8>> {
+        let mut sizes = Vec::with_capacity(self.0.len());
+        let mut n = Some(expected);
+        for c in &self.0 {
+            sizes.push(n);
+            n = n.and_then(|n| c.encoded_len(n));
+        }
+        let loose = expected
+            .saturating_add(expected / 2)
+            .saturating_add(64 * 1024);
+        let mut data = stored;
+        for (c, size) in self.0.iter().zip(sizes).rev() {
+            data = c.decode(&data, size.unwrap_or(loose))?;
+        }
+        Ok(data)
+    }
+}
+
+fn name_var(e: Error, var: &str) -> Error {
+    match e {
+        Error::NoFilter { codec, .. } => Error::NoFilter {
+            var: var.to_string(),
+            codec,
+        },
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -107,6 +107,15 @@ pub enum Error {
     /// The variable uses a codec that is not available.
     #[error("variable {var} uses unsupported codec {codec}")]
     NoFilter { var: String, codec: String },
+    /// The variable's chain has no filter with this HDF5 id (an inquiry, not a failure).
+    #[error("{var} has no HDF5 filter {id}")]
+    FilterNotInChain { var: String, id: u32 },
+    /// No filter with this HDF5 id is built in (an inquiry, not a failure).
+    #[error("HDF5 filter {0} is not built in")]
+    FilterUnavailable(u32),
+    /// A codec configuration (numcodecs JSON or HDF5 parameters) that cannot be used.
+    #[error("invalid {codec} configuration: {why}")]
+    CodecConfig { codec: String, why: String },
     /// A codec failed to encode or decode.
     #[error("codec {codec} failed: {why}")]
     Filter { codec: String, why: String },

@@ -83,7 +83,10 @@ impl Dataset {
                     .iter()
                     .map(|f| serde_json::Value::Object(f.codec.clone()))
                     .collect();
-                Some(Values::text(&serde_json::Value::Array(list).to_string()))
+                // NUL-terminated, as netcdf-c hands it out: ncdump prints it as a C string.
+                let mut text = serde_json::Value::Array(list).to_string().into_bytes();
+                text.push(0);
+                Some(Values::fixed(NcType::Char, text))
             }
             _ => None,
         }
@@ -176,13 +179,27 @@ impl Dataset {
             }
         }
         self.ensure_define_mode()?;
+        // The quantize attribute is written with the variable (netCDF-4 writes it at enddef),
+        // so attributes defined before then come before it.
+        let quantize_at = match owner {
+            Owner::Var(g, v) => {
+                let var = &self.tree.group(g).vars[v];
+                let mode = var.quantize.0;
+                crate::model::tree::quantize_attribute(mode)
+                    .filter(|_| var.stored_path.is_none())
+                    .and_then(|q| var.atts.iter().position(|a| a.name == q))
+            }
+            Owner::Group(_) => None,
+        };
         let atts = self.atts_mut(owner);
-        match atts.iter_mut().find(|a| a.name == name) {
-            Some(a) => a.values = stored,
-            None => atts.push(Att {
-                name: name.to_string(),
-                values: stored,
-            }),
+        let new = Att {
+            name: name.to_string(),
+            values: stored,
+        };
+        match (atts.iter_mut().find(|a| a.name == name), quantize_at) {
+            (Some(a), _) => a.values = new.values,
+            (None, Some(at)) => atts.insert(at, new),
+            (None, None) => atts.push(new),
         }
         Ok(range)
     }

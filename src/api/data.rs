@@ -14,7 +14,7 @@ use crate::chunk::projection::{ChunkPiece, Projection};
 use crate::chunk::transpose;
 use crate::codec;
 use crate::error::{Error, Result};
-use crate::model::{Endian, Filter, GroupId, NcType, Var};
+use crate::model::{Endian, GroupId, NcType, Var};
 use crate::zmap::StoreKey;
 use rayon::prelude::*;
 
@@ -29,10 +29,12 @@ pub struct Slab {
 /// Everything the data path needs to know about a variable, computed once per call (so no
 /// call clones the variable and its attributes).
 struct Geometry {
-    name: String,
     ty: NcType,
     scalar: bool,
-    filters: Vec<Filter>,
+    /// The variable's codecs, built once per call.
+    chain: codec::Chain,
+    /// Quantization applied to values before they are stored.
+    quantize: Option<codec::quantize::Quantize>,
     /// The fill element in native order (`esize` bytes).
     fill: Vec<u8>,
     /// Decoded chunks this small are worth keeping in the cache.
@@ -72,11 +74,19 @@ impl Geometry {
 
 /// Element size of a variable's stored values.
 pub fn stored_esize(var: &Var) -> usize {
-    if var.ty == NcType::String {
-        var.maxstrlen.max(1)
-    } else {
-        var.ty.size()
-    }
+    var.stored_esize()
+}
+
+/// The codec chain of a variable; an unknown codec is `Error::NoFilter` naming it.
+pub fn codec_chain(var: &Var) -> Result<codec::Chain> {
+    let cfgs: Vec<codec::Config> = var.filters.iter().map(|f| f.codec.clone()).collect();
+    codec::Chain::from_configs(
+        &var.name,
+        &cfgs,
+        codec::Context {
+            elem_size: stored_esize(var),
+        },
+    )
 }
 
 impl Dataset {
@@ -92,10 +102,10 @@ impl Dataset {
             .checked_mul(esize)
             .ok_or_else(|| Error::TooLarge("chunk".into()))?;
         Ok(Geometry {
-            name: var.name.clone(),
             ty: var.ty,
             scalar: var.is_scalar(),
-            filters: var.filters.clone(),
+            chain: codec_chain(var)?,
+            quantize: var.quantize_algorithm(),
             fill: fill_element(var),
             cacheable: chunk_bytes <= var.cache.size / 4,
             shape,
@@ -112,8 +122,12 @@ impl Dataset {
     /// Fails with the reason the variable's data cannot be served, if any.
     fn check_readable(&self, g: GroupId, v: usize) -> Result<()> {
         let var = &self.tree.group(g).vars[v];
+        codec_chain(var)?;
         match &var.unreadable {
-            Some(why) => Err(self.unreadable_error(var, why)),
+            Some(why) => Err(Error::Unsupported {
+                var: var.name.clone(),
+                why: why.clone(),
+            }),
             None => Ok(()),
         }
     }
@@ -247,7 +261,10 @@ impl Dataset {
 
     /// Decodes one stored chunk to native order, checking its size.
     fn decode_chunk(geo: &Geometry, key: &StoreKey, stored: Vec<u8>) -> Result<Vec<u8>> {
-        let mut raw = codec::decode(&geo.name, &geo.filters, stored)?;
+        let mut raw = geo
+            .chain
+            .decode(stored, geo.chunk_bytes)
+            .map_err(|e| in_chunk(e, key))?;
         if raw.len() != geo.chunk_bytes {
             return Err(Error::ChunkSize {
                 key: key.to_string(),
@@ -348,24 +365,6 @@ impl Dataset {
             .collect())
     }
 
-    fn unreadable_error(&self, var: &Var, why: &str) -> Error {
-        match var.filters.first() {
-            Some(f) if why.starts_with("codec") => Error::NoFilter {
-                var: var.name.clone(),
-                codec: f
-                    .codec
-                    .get("id")
-                    .and_then(|x| x.as_str())
-                    .unwrap_or("?")
-                    .to_string(),
-            },
-            _ => Error::Unsupported {
-                var: var.name.clone(),
-                why: why.to_string(),
-            },
-        }
-    }
-
     /// Core read: every piece of the request copied into `out` (variable type, native order).
     #[allow(clippy::too_many_arguments)]
     fn read_into(
@@ -449,7 +448,9 @@ impl Dataset {
         if geo.fortran {
             data = transpose::c_to_f(&data, &geo.chunks, geo.esize);
         }
-        Ok((geo.key(idx)?, codec::encode(&geo.name, &geo.filters, data)?))
+        let key = geo.key(idx)?;
+        let encoded = geo.chain.encode(data).map_err(|e| in_chunk(e, &key))?;
+        Ok((key, encoded))
     }
 
     /// Writes a hyperslab of a fixed-size type from `data` (memtype values laid out with
@@ -497,7 +498,17 @@ impl Dataset {
         };
         let mut range = false;
         let converted;
-        let values: &[u8] = if memtype == geo.ty {
+        let values: &[u8] = if let Some(q) = geo.quantize {
+            let mut out = vec![0u8; n * geo.ty.size()];
+            match convert::convert(memtype, src, geo.ty, &mut out) {
+                Ok(()) => {}
+                Err(Error::Range) => range = true,
+                Err(e) => return Err(e),
+            }
+            quantize_in_place(q, geo.ty, &geo.fill, &mut out);
+            converted = out;
+            &converted
+        } else if memtype == geo.ty {
             src
         } else {
             let mut out = vec![0u8; n * geo.ty.size()];
@@ -608,13 +619,17 @@ impl Dataset {
             .map(|i| geo.key(&pieces[*i].chunk))
             .collect::<Result<_>>()?;
         let fetched = self.store.get_many(&keys)?;
-        let mut existing: std::collections::HashMap<usize, Vec<u8>> =
-            std::collections::HashMap::new();
-        for ((i, bytes), key) in need.iter().zip(fetched).zip(&keys) {
-            if let Some(b) = bytes {
-                existing.insert(*i, Self::decode_chunk(&geo, key, b)?);
-            }
-        }
+        // Partly overwritten chunks that exist are decoded in parallel.
+        let decoded: Vec<Option<Vec<u8>>> = fetched
+            .into_par_iter()
+            .zip(keys.par_iter())
+            .map(|(bytes, key)| bytes.map(|b| Self::decode_chunk(&geo, key, b)).transpose())
+            .collect::<Result<_>>()?;
+        let mut existing: std::collections::HashMap<usize, Vec<u8>> = need
+            .iter()
+            .zip(decoded)
+            .filter_map(|(i, d)| d.map(|d| (*i, d)))
+            .collect();
         for (i, p) in pieces.iter().enumerate() {
             let mut buf = match self.cache_for(g, v).take(&p.chunk) {
                 Some((b, _)) => b,
@@ -688,6 +703,46 @@ impl Dataset {
             self.store_chunk(&geo, &idx, data)?;
         }
         Ok(())
+    }
+}
+
+/// Names the chunk in a codec failure.
+fn in_chunk(e: Error, key: &StoreKey) -> Error {
+    match e {
+        Error::Filter { codec, why } => Error::Filter {
+            codec,
+            why: format!("{why} (chunk {key})"),
+        },
+        other => other,
+    }
+}
+
+/// Quantizes native-order float or double values, leaving the fill value alone.
+fn quantize_in_place(q: codec::quantize::Quantize, ty: NcType, fill: &[u8], buf: &mut [u8]) {
+    match ty {
+        NcType::Float => {
+            let fill = f32::from_ne_bytes(fill[..4].try_into().unwrap_or([0; 4]));
+            let mut vals: Vec<f32> = buf
+                .chunks_exact(4)
+                .map(|c| f32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
+                .collect();
+            codec::quantize::apply_f32(q, &mut vals, fill);
+            for (c, v) in buf.chunks_exact_mut(4).zip(vals) {
+                c.copy_from_slice(&v.to_ne_bytes());
+            }
+        }
+        NcType::Double => {
+            let fill = f64::from_ne_bytes(fill[..8].try_into().unwrap_or([0; 8]));
+            let mut vals: Vec<f64> = buf
+                .chunks_exact(8)
+                .map(|c| f64::from_ne_bytes(c.try_into().unwrap_or([0; 8])))
+                .collect();
+            codec::quantize::apply_f64(q, &mut vals, fill);
+            for (c, v) in buf.chunks_exact_mut(8).zip(vals) {
+                c.copy_from_slice(&v.to_ne_bytes());
+            }
+        }
+        _ => {}
     }
 }
 

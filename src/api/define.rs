@@ -101,7 +101,7 @@ impl Dataset {
         Ok(grp.vars.len() - 1)
     }
 
-    fn var_mut_for_definition(&mut self, g: GroupId, v: usize) -> Result<&mut Var> {
+    pub(super) fn var_mut_for_definition(&mut self, g: GroupId, v: usize) -> Result<&mut Var> {
         self.check_writable()?;
         let var = &mut self.tree.group_mut(g).vars[v];
         if var.data_written || var.stored_path.is_some() {

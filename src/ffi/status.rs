@@ -36,6 +36,9 @@ pub fn code(e: &Error) -> c_int {
         Error::Char => NC_ECHAR,
         Error::TooLarge(_) => NC_ENOMEM,
         Error::NoFilter { .. } => NC_ENOFILTER,
+        Error::CodecConfig { .. } => NC_EFILTER,
+        Error::FilterNotInChain { .. } => NC_ENOFILTER,
+        Error::FilterUnavailable(_) => NC_ENOFILTER,
         Error::Filter { .. } => NC_EFILTER,
         Error::NotFound(_) => NC_ENOTFOUND,
         Error::NotZarr(_) => NC_ENOTNC,
@@ -64,6 +67,7 @@ fn worth_reporting(e: &Error) -> bool {
             | Error::ChunkSize { .. }
             | Error::NoFilter { .. }
             | Error::Filter { .. }
+            | Error::CodecConfig { .. }
             | Error::NotZarr(_)
             | Error::NotFound(_)
             | Error::Exists(_)

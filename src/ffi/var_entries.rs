@@ -165,25 +165,24 @@ pub(crate) extern "C" fn def_var_deflate(
     varid: c_int,
     shuffle: c_int,
     deflate: c_int,
-    _level: c_int,
+    level: c_int,
 ) -> c_int {
     guard(|| {
-        with(ncid, |o, g| o.ds.var_index(g, varid))?;
-        if shuffle == 0 && deflate == 0 {
-            return Ok(NC_NOERR);
-        }
-        Err(Error::NotBuilt("compression filters".into()))
+        with(ncid, |o, g| {
+            let v = o.ds.var_index(g, varid)?;
+            o.ds.def_var_deflate(g, v, shuffle != 0, deflate != 0, level)
+        })?;
+        Ok(NC_NOERR)
     })
 }
 
 pub(crate) extern "C" fn def_var_fletcher32(ncid: c_int, varid: c_int, on: c_int) -> c_int {
     guard(|| {
-        with(ncid, |o, g| o.ds.var_index(g, varid))?;
-        if on == 0 {
-            Ok(NC_NOERR)
-        } else {
-            Err(Error::NotBuilt("fletcher32".into()))
-        }
+        with(ncid, |o, g| {
+            let v = o.ds.var_index(g, varid)?;
+            o.ds.def_var_fletcher32(g, v, on != 0)
+        })?;
+        Ok(NC_NOERR)
     })
 }
 
@@ -233,15 +232,20 @@ pub(crate) extern "C" fn def_var_filter(
     ncid: c_int,
     varid: c_int,
     id: c_uint,
-    _n: usize,
-    _params: *const c_uint,
+    n: usize,
+    params: *const c_uint,
 ) -> c_int {
     guard(|| {
-        with(ncid, |o, g| o.ds.var_index(g, varid))?;
-        Err(Error::NoFilter {
-            var: format!("varid {varid}"),
-            codec: format!("HDF5 filter {id}"),
-        })
+        let params = if n == 0 {
+            &[][..]
+        } else {
+            cmem::slice(params, n).ok_or_else(|| Error::Invalid("NULL filter parameters".into()))?
+        };
+        with(ncid, |o, g| {
+            let v = o.ds.var_index(g, varid)?;
+            o.ds.def_var_filter(g, v, id, params)
+        })?;
+        Ok(NC_NOERR)
     })
 }
 
@@ -287,13 +291,9 @@ pub(crate) extern "C" fn inq_var_filter_ids(
     ids: *mut c_uint,
 ) -> c_int {
     guard(|| {
-        let list: Vec<u32> = with(ncid, |o, g| {
+        let list = with(ncid, |o, g| {
             let v = o.ds.var_index(g, varid)?;
-            Ok(o.ds.tree.group(g).vars[v]
-                .filters
-                .iter()
-                .map(|f| f.id)
-                .collect())
+            Ok(o.ds.filter_ids(g, v))
         })?;
         put(nfiltersp, list.len());
         if let Some(out) = cmem::slice_mut(ids, list.len()) {
@@ -311,17 +311,9 @@ pub(crate) extern "C" fn inq_var_filter_info(
     params: *mut c_uint,
 ) -> c_int {
     guard(|| {
-        let found = with(ncid, |o, g| {
+        let p = with(ncid, |o, g| {
             let v = o.ds.var_index(g, varid)?;
-            Ok(o.ds.tree.group(g).vars[v]
-                .filters
-                .iter()
-                .find(|f| f.id == id && id != 0)
-                .map(|f| f.params.clone()))
-        })?;
-        let p = found.ok_or_else(|| Error::NoFilter {
-            var: format!("varid {varid}"),
-            codec: format!("HDF5 filter {id}"),
+            o.ds.filter_info(g, v, id)
         })?;
         put(nparamsp, p.len());
         if let Some(out) = cmem::slice_mut(params, p.len()) {
@@ -335,15 +327,14 @@ pub(crate) extern "C" fn def_var_quantize(
     ncid: c_int,
     varid: c_int,
     mode: c_int,
-    _nsd: c_int,
+    nsd: c_int,
 ) -> c_int {
     guard(|| {
-        with(ncid, |o, g| o.ds.var_index(g, varid))?;
-        if mode == 0 {
-            Ok(NC_NOERR)
-        } else {
-            Err(Error::NotBuilt("quantization".into()))
-        }
+        with(ncid, |o, g| {
+            let v = o.ds.var_index(g, varid)?;
+            o.ds.def_var_quantize(g, v, mode, nsd)
+        })?;
+        Ok(NC_NOERR)
     })
 }
 
@@ -367,9 +358,7 @@ pub(crate) extern "C" fn inq_var_quantize(
 pub(crate) extern "C" fn inq_filter_avail(ncid: c_int, id: c_uint) -> c_int {
     guard(|| {
         with(ncid, |_, _| Ok(()))?;
-        Err(Error::NoFilter {
-            var: String::new(),
-            codec: format!("HDF5 filter {id}"),
-        })
+        crate::api::filters::filter_avail(id)?;
+        Ok(NC_NOERR)
     })
 }

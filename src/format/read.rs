@@ -340,6 +340,7 @@ impl Reader<'_> {
         var.stored_path = Some(path.to_string());
         var.unreadable = unreadable;
         var.atts = read_atts(&zattrs, &ak)?;
+        var.quantize = read_quantize(&var);
         var.storage = match ainfo.and_then(|i| i.get("storage")).and_then(Value::as_str) {
             Some("contiguous") => Storage::Contiguous,
             Some("compact") => Storage::Compact,
@@ -494,20 +495,22 @@ impl Reader<'_> {
         if let Some(c @ Value::Object(_)) = zarray.get("compressor") {
             chain.push(c.clone());
         }
+        let ctx = crate::codec::Context {
+            elem_size: var.stored_esize(),
+        };
         for c in chain {
             let codec = c.as_object().cloned().unwrap_or_default();
-            let id = codec
-                .get("id")
-                .and_then(Value::as_str)
-                .unwrap_or("?")
-                .to_string();
-            var.unreadable
-                .get_or_insert_with(|| format!("codec {id} is not available"));
-            var.filters.push(crate::model::Filter {
-                id: 0,
-                params: Vec::new(),
-                codec,
-            });
+            // An unknown codec or unusable configuration fails only this variable's data
+            // access; the data path reports the codec by name.
+            let hdf5 = match crate::codec::from_config(&codec, ctx) {
+                Ok(built) => built.hdf5(),
+                Err(e) => {
+                    var.unreadable.get_or_insert_with(|| e.to_string());
+                    None
+                }
+            };
+            let (id, params) = hdf5.unwrap_or_default();
+            var.filters.push(crate::model::Filter { id, params, codec });
         }
     }
 
@@ -676,4 +679,23 @@ pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opene
         ncproperties,
         has_zmetadata,
     })
+}
+
+/// The quantize mode and precision recorded by the attribute netCDF writes with it.
+fn read_quantize(var: &Var) -> (i32, i32) {
+    use crate::model::tree::{QUANTIZE_BITGROOM, QUANTIZE_BITROUND, QUANTIZE_GRANULARBR};
+    for mode in [QUANTIZE_BITGROOM, QUANTIZE_GRANULARBR, QUANTIZE_BITROUND] {
+        let Some(name) = crate::model::tree::quantize_attribute(mode) else {
+            continue;
+        };
+        if let Some(crate::model::Values::Fixed { ty, bytes }) = var.att(name).map(|a| &a.values) {
+            if ty.is_numeric() && !ty.is_float() && bytes.len() >= ty.size() {
+                let n = number::to_json(*ty, &bytes[..ty.size()])
+                    .as_i64()
+                    .unwrap_or(0);
+                return (mode, i32::try_from(n).unwrap_or(0));
+            }
+        }
+    }
+    (0, 0)
 }

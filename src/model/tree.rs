@@ -58,6 +58,21 @@ pub enum Storage {
     Compact,
 }
 
+/// netCDF quantize modes (`NC_QUANTIZE_*`).
+pub const QUANTIZE_BITGROOM: i32 = 1;
+pub const QUANTIZE_GRANULARBR: i32 = 2;
+pub const QUANTIZE_BITROUND: i32 = 3;
+
+/// The attribute that records each quantize mode, as netCDF names it.
+pub fn quantize_attribute(mode: i32) -> Option<&'static str> {
+    match mode {
+        QUANTIZE_BITGROOM => Some("_QuantizeBitGroomNumberOfSignificantDigits"),
+        QUANTIZE_GRANULARBR => Some("_QuantizeGranularBitRoundNumberOfSignificantDigits"),
+        QUANTIZE_BITROUND => Some("_QuantizeBitRoundNumberOfSignificantBits"),
+        _ => None,
+    }
+}
+
 /// One filter in a variable's chain, as netCDF names it (HDF5 filter id + parameters),
 /// with the numcodecs JSON it is stored as.
 #[derive(Debug, Clone, PartialEq)]
@@ -152,6 +167,27 @@ impl Var {
             fortran_order: false,
             scalar_as_1d: false,
             stored_fill: None,
+        }
+    }
+
+    /// Element size of the stored values (the fixed width for strings).
+    pub fn stored_esize(&self) -> usize {
+        if self.ty == NcType::String {
+            self.maxstrlen.max(1)
+        } else {
+            self.ty.size()
+        }
+    }
+
+    /// The quantization applied to this variable's values when written, if any.
+    pub fn quantize_algorithm(&self) -> Option<crate::codec::quantize::Quantize> {
+        use crate::codec::quantize::Quantize;
+        let nsd = u32::try_from(self.quantize.1).ok()?;
+        match self.quantize.0 {
+            QUANTIZE_BITGROOM => Some(Quantize::BitGroom(nsd)),
+            QUANTIZE_GRANULARBR => Some(Quantize::GranularBitRound(nsd)),
+            QUANTIZE_BITROUND => Some(Quantize::BitRound(nsd)),
+            _ => None,
         }
     }
 

@@ -1,0 +1,206 @@
+//! Safe one-shot calls into c-blosc 1.x (the library numcodecs and the HDF5 blosc filter use).
+//!
+//! Only the context-taking entry points are used (`blosc_compress_ctx`,
+//! `blosc_decompress_ctx`), so calls from many threads at once never share global state.
+//! Every compressed buffer is validated (`blosc_cbuffer_validate`) before decompression and
+//! its declared size is checked against the caller's limit, so a corrupt or hostile buffer
+//! can neither overrun memory nor make us allocate more than the caller allows.
+
+use blosc_src as sys;
+use std::ffi::{CStr, CString, c_int, c_void};
+
+/// Bytes c-blosc may add to the input when compressing.
+pub const MAX_OVERHEAD: usize = sys::BLOSC_MAX_OVERHEAD as usize;
+/// Length of the header every blosc buffer starts with.
+pub const HEADER_LEN: usize = 16;
+/// The largest input c-blosc 1.x accepts.
+pub const MAX_BUFFER: usize = (i32::MAX as usize) - MAX_OVERHEAD;
+
+/// Why a call failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BloscError {
+    /// The compressor name is not compiled into this c-blosc.
+    UnknownCompressor(String),
+    /// The input is larger than c-blosc can handle.
+    TooLarge(usize),
+    /// The buffer is not a valid blosc buffer (truncated, corrupt, unsupported version).
+    Corrupt(String),
+    /// The buffer declares more decompressed bytes than the caller allows.
+    ExceedsLimit { declared: usize, limit: usize },
+    /// c-blosc reported an error code.
+    Library(i32),
+}
+
+impl std::fmt::Display for BloscError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BloscError::UnknownCompressor(c) => write!(f, "unknown blosc compressor {c:?}"),
+            BloscError::TooLarge(n) => write!(f, "{n} bytes is too large for blosc"),
+            BloscError::Corrupt(why) => write!(f, "corrupt blosc buffer: {why}"),
+            BloscError::ExceedsLimit { declared, limit } => write!(
+                f,
+                "blosc buffer declares {declared} decompressed bytes, more than the expected {limit}"
+            ),
+            BloscError::Library(code) => write!(f, "c-blosc error {code}"),
+        }
+    }
+}
+
+impl std::error::Error for BloscError {}
+
+/// The compressors compiled into c-blosc, by numcodecs/c-blosc name, with their codes.
+pub const COMPRESSORS: [(&str, u32); 5] = [
+    ("blosclz", 0),
+    ("lz4", 1),
+    ("lz4hc", 2),
+    ("zlib", 4),
+    ("zstd", 5),
+];
+
+/// The c-blosc code of a compressor name (`blosc_compname_to_compcode`).
+pub fn compressor_code(name: &str) -> Option<u32> {
+    COMPRESSORS.iter().find(|c| c.0 == name).map(|c| c.1)
+}
+
+/// The compressor name of a c-blosc code.
+pub fn compressor_name(code: u32) -> Option<&'static str> {
+    COMPRESSORS.iter().find(|c| c.1 == code).map(|c| c.0)
+}
+
+/// Compresses `src`. `shuffle` is 0 (none), 1 (byte) or 2 (bit); `blocksize` 0 = automatic.
+pub fn compress(
+    src: &[u8],
+    clevel: u8,
+    shuffle: u8,
+    typesize: usize,
+    cname: &str,
+    blocksize: usize,
+) -> Result<Vec<u8>, BloscError> {
+    if src.len() > MAX_BUFFER {
+        return Err(BloscError::TooLarge(src.len()));
+    }
+    compressor_code(cname).ok_or_else(|| BloscError::UnknownCompressor(cname.into()))?;
+    let cname_c = CString::new(cname).map_err(|_| BloscError::UnknownCompressor(cname.into()))?;
+    let mut dst = vec![0u8; src.len() + MAX_OVERHEAD];
+    // SAFETY: `src` is valid for `src.len()` bytes, `dst` for `dst.len()` bytes and they do not
+    // overlap; c-blosc never writes past `destsize`; `cname_c` is NUL-terminated and outlives
+    // the call; the ctx variant keeps no global state.
+    let n = unsafe {
+        sys::blosc_compress_ctx(
+            c_int::from(clevel),
+            c_int::from(shuffle),
+            typesize,
+            src.len(),
+            src.as_ptr().cast::<c_void>(),
+            dst.as_mut_ptr().cast::<c_void>(),
+            dst.len(),
+            cname_c.as_ptr(),
+            blocksize,
+            1,
+        )
+    };
+    if n <= 0 {
+        return Err(BloscError::Library(n));
+    }
+    dst.truncate(n as usize);
+    Ok(dst)
+}
+
+/// The decompressed size a buffer declares, after checking that the buffer is well formed.
+pub fn declared_size(src: &[u8]) -> Result<usize, BloscError> {
+    if src.len() < HEADER_LEN {
+        return Err(BloscError::Corrupt(format!(
+            "{} bytes, shorter than the header",
+            src.len()
+        )));
+    }
+    let mut nbytes = 0usize;
+    // SAFETY: `src` is valid for `src.len()` bytes, which is passed as the buffer length;
+    // `nbytes` is a valid out-pointer.
+    let rc = unsafe {
+        sys::blosc_cbuffer_validate(src.as_ptr().cast::<c_void>(), src.len(), &mut nbytes)
+    };
+    if rc < 0 {
+        return Err(BloscError::Corrupt(
+            "header does not match the buffer".into(),
+        ));
+    }
+    Ok(nbytes)
+}
+
+/// Decompresses `src`, refusing buffers that declare more than `limit` bytes.
+pub fn decompress(src: &[u8], limit: usize) -> Result<Vec<u8>, BloscError> {
+    let declared = declared_size(src)?;
+    if declared > limit {
+        return Err(BloscError::ExceedsLimit { declared, limit });
+    }
+    let mut dst = vec![0u8; declared];
+    if declared == 0 {
+        return Ok(dst);
+    }
+    // SAFETY: `src` was validated above (its header's sizes agree with its length), `dst`
+    // is valid for `declared` bytes and c-blosc never writes past `destsize`.
+    let n = unsafe {
+        sys::blosc_decompress_ctx(
+            src.as_ptr().cast::<c_void>(),
+            dst.as_mut_ptr().cast::<c_void>(),
+            dst.len(),
+            1,
+        )
+    };
+    if n < 0 || n as usize != declared {
+        return Err(BloscError::Library(n));
+    }
+    Ok(dst)
+}
+
+/// The c-blosc version string.
+pub fn version() -> String {
+    // SAFETY: returns a pointer to a static NUL-terminated string.
+    let p = unsafe { sys::blosc_get_version_string() };
+    if p.is_null() {
+        return String::new();
+    }
+    // SAFETY: non-null, static, NUL-terminated (checked above).
+    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_every_compressor() {
+        let data: Vec<u8> = (0..10_000u32).flat_map(|i| (i / 7).to_le_bytes()).collect();
+        for (name, _) in COMPRESSORS {
+            for shuffle in 0..=2 {
+                let c = compress(&data, 5, shuffle, 4, name, 0).unwrap();
+                assert_eq!(
+                    decompress(&c, data.len()).unwrap(),
+                    data,
+                    "{name} {shuffle}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn limits_and_corruption() {
+        let data = vec![7u8; 4096];
+        let c = compress(&data, 5, 1, 1, "lz4", 0).unwrap();
+        assert_eq!(
+            decompress(&c, 100),
+            Err(BloscError::ExceedsLimit {
+                declared: 4096,
+                limit: 100
+            })
+        );
+        assert!(decompress(&c[..10], 4096).is_err());
+        assert!(decompress(&c[..c.len() - 1], 4096).is_err());
+        assert_eq!(
+            compress(&data, 5, 1, 1, "snappy", 0),
+            Err(BloscError::UnknownCompressor("snappy".into()))
+        );
+        assert!(version().starts_with("1."));
+    }
+}

@@ -1,0 +1,200 @@
+//! netCDF's filter API on a dataset: `nc_def_var_filter`/`deflate`/`fletcher32`/`quantize`
+//! and their inquiries. Filters are named by HDF5 filter id and parameters here; the codec
+//! layer turns them into numcodecs configurations. Must not see C pointers.
+
+use super::dataset::Dataset;
+use crate::codec::quantize::Quantize;
+use crate::codec::{self, hdf5_id};
+use crate::error::{Error, Result};
+use crate::model::tree::{
+    QUANTIZE_BITGROOM, QUANTIZE_BITROUND, QUANTIZE_GRANULARBR, quantize_attribute,
+};
+use crate::model::{Att, Filter, GroupId, NcType, Storage, Values, Var};
+
+impl Dataset {
+    /// A variable ready for a filter definition (define mode entered as netCDF-4 does), or
+    /// `None` when netCDF ignores filters on it (strings; scalars have no chunks to filter).
+    fn var_for_filter(&mut self, g: GroupId, v: usize) -> Result<Option<&mut Var>> {
+        self.ensure_define_mode()?;
+        let var = self.var_mut_for_definition(g, v)?;
+        if var.ty == NcType::String || var.is_scalar() {
+            return Ok(None);
+        }
+        Ok(Some(var))
+    }
+
+    /// `nc_def_var_filter`: appends the filter (or replaces the parameters of the same
+    /// filter already in the chain). Shuffle always runs first.
+    pub fn def_var_filter(&mut self, g: GroupId, v: usize, id: u32, params: &[u32]) -> Result<()> {
+        if !codec::hdf5_available(id) {
+            return Err(Error::FilterUnavailable(id));
+        }
+        let Some(var) = self.var_for_filter(g, v)? else {
+            return Ok(());
+        };
+        let ctx = codec::Context {
+            elem_size: var.stored_esize(),
+        };
+        let built = codec::from_hdf5(id, params, ctx)?;
+        let filter = Filter {
+            id,
+            params: params.to_vec(),
+            codec: built.config(),
+        };
+        if let Some(existing) = var.filters.iter_mut().find(|f| f.id == id) {
+            *existing = filter;
+        } else if id == hdf5_id::SHUFFLE {
+            var.filters.insert(0, filter);
+        } else {
+            var.filters.push(filter);
+        }
+        if var.storage != Storage::Chunked {
+            var.storage = Storage::Chunked;
+        }
+        Ok(())
+    }
+
+    /// `nc_def_var_deflate`. Level 0 turns deflate off, as netCDF-4 does (a valid zlib level,
+    /// but one that only adds overhead).
+    pub fn def_var_deflate(
+        &mut self,
+        g: GroupId,
+        v: usize,
+        shuffle: bool,
+        deflate: bool,
+        level: i32,
+    ) -> Result<()> {
+        if deflate && !(0..=9).contains(&level) {
+            return Err(Error::Invalid(format!(
+                "deflate level {level} is outside 0..=9"
+            )));
+        }
+        if shuffle {
+            self.def_var_filter(g, v, hdf5_id::SHUFFLE, &[])?;
+        }
+        let deflate = deflate && level != 0;
+        if deflate {
+            self.def_var_filter(g, v, hdf5_id::DEFLATE, &[level as u32])?;
+        }
+        if !shuffle && !deflate {
+            self.ensure_define_mode()?;
+            self.var_mut_for_definition(g, v)?;
+        }
+        Ok(())
+    }
+
+    /// `nc_def_var_fletcher32`.
+    pub fn def_var_fletcher32(&mut self, g: GroupId, v: usize, on: bool) -> Result<()> {
+        if on {
+            return self.def_var_filter(g, v, hdf5_id::FLETCHER32, &[]);
+        }
+        if let Some(var) = self.var_for_filter(g, v)? {
+            var.filters.retain(|f| f.id != hdf5_id::FLETCHER32);
+        }
+        Ok(())
+    }
+
+    /// `nc_def_var_quantize`: records the mode and writes the attribute netCDF records it
+    /// with. Only float and double variables can be quantized.
+    pub fn def_var_quantize(&mut self, g: GroupId, v: usize, mode: i32, nsd: i32) -> Result<()> {
+        self.ensure_define_mode()?;
+        let var = self.var_mut_for_definition(g, v)?;
+        if !matches!(
+            mode,
+            0 | QUANTIZE_BITGROOM | QUANTIZE_GRANULARBR | QUANTIZE_BITROUND
+        ) {
+            return Err(Error::Invalid(format!("quantize mode {mode}")));
+        }
+        if mode != 0 && !matches!(var.ty, NcType::Float | NcType::Double) {
+            return Err(Error::Invalid(format!(
+                "{} is {}; only float and double can be quantized",
+                var.name,
+                var.ty.name()
+            )));
+        }
+        // A rejected request leaves the previous setting in place.
+        let algorithm = match mode {
+            QUANTIZE_BITGROOM | QUANTIZE_GRANULARBR | QUANTIZE_BITROUND => {
+                let nsd_u = u32::try_from(nsd)
+                    .map_err(|_| Error::Invalid(format!("quantize precision {nsd}")))?;
+                Some(match mode {
+                    QUANTIZE_BITGROOM => Quantize::BitGroom(nsd_u),
+                    QUANTIZE_GRANULARBR => Quantize::GranularBitRound(nsd_u),
+                    _ => Quantize::BitRound(nsd_u),
+                })
+            }
+            _ => None,
+        };
+        if let Some(a) = algorithm {
+            a.validate(var.ty == NcType::Double)?;
+        }
+        var.atts.retain(|a| {
+            ![1, 2, 3]
+                .iter()
+                .any(|m| quantize_attribute(*m) == Some(a.name.as_str()))
+        });
+        var.quantize = if algorithm.is_some() {
+            (mode, nsd)
+        } else {
+            (0, 0)
+        };
+        if let Some(name) = quantize_attribute(mode) {
+            var.atts.push(Att {
+                name: name.to_string(),
+                values: Values::fixed(NcType::Int, nsd.to_ne_bytes().to_vec()),
+            });
+        }
+        Ok(())
+    }
+
+    /// `nc_inq_var_filter_ids`: the HDF5 ids of the chain, in order. Codecs HDF5 has no id
+    /// for are not listed (they show in `_Codecs`).
+    pub fn filter_ids(&self, g: GroupId, v: usize) -> Vec<u32> {
+        self.tree.group(g).vars[v]
+            .filters
+            .iter()
+            .map(|f| f.id)
+            .filter(|id| *id != 0)
+            .collect()
+    }
+
+    /// `nc_inq_var_filter_info`: the parameters of one filter of the chain.
+    pub fn filter_info(&self, g: GroupId, v: usize, id: u32) -> Result<Vec<u32>> {
+        let var = &self.tree.group(g).vars[v];
+        var.filters
+            .iter()
+            .find(|f| f.id == id && id != 0)
+            .map(|f| f.params.clone())
+            .ok_or_else(|| Error::FilterNotInChain {
+                var: var.name.clone(),
+                id,
+            })
+    }
+}
+
+/// `nc_inq_filter_avail`: every built-in filter is available; others are `NoFilter`.
+pub fn filter_avail(id: u32) -> Result<()> {
+    if codec::hdf5_available(id) {
+        Ok(())
+    } else {
+        Err(Error::FilterUnavailable(id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn avail_answers_for_each_id() {
+        for id in [1, 2, 3, 307, 32001, 32015] {
+            assert!(filter_avail(id).is_ok(), "{id}");
+        }
+        for id in [0, 4, 32004, 32017] {
+            assert_eq!(
+                filter_avail(id).unwrap_err().to_string(),
+                format!("HDF5 filter {id} is not built in")
+            );
+        }
+    }
+}

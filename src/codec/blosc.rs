@@ -1,0 +1,202 @@
+//! `blosc` (numcodecs) = HDF5 filter 32001: c-blosc 1.x with an inner compressor (`cname`),
+//! level (`clevel` 0-9), byte or bit shuffle (`shuffle` -1 auto, 0 none, 1 byte, 2 bit) and
+//! block size (`blocksize`, 0 = automatic).
+//!
+//! HDF5 parameters (the layout of the blosc filter and of netCDF's `nc_def_var_blosc`):
+//! `[reserved, reserved, reserved, blocksize, clevel, shuffle, compressor code]`.
+
+use super::{Codec, Config, Context, bad_config, failed, hdf5_id, params};
+use crate::error::Result;
+use serde_json::Value;
+
+const ID: &str = "blosc";
+const AUTOSHUFFLE: i64 = -1;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Blosc {
+    pub cname: String,
+    pub clevel: u8,
+    pub shuffle: i64,
+    pub blocksize: usize,
+    /// Element size used for shuffling when encoding (not stored in the JSON).
+    pub typesize: usize,
+}
+
+impl Blosc {
+    pub fn new(
+        cname: &str,
+        clevel: i64,
+        shuffle: i64,
+        blocksize: i64,
+        ctx: Context,
+    ) -> Result<Blosc> {
+        if cblosc::compressor_code(cname).is_none() {
+            let known: Vec<&str> = cblosc::COMPRESSORS.iter().map(|c| c.0).collect();
+            return Err(bad_config(
+                ID,
+                format!("cname {cname:?} is not one of {}", known.join(", ")),
+            ));
+        }
+        if !(0..=9).contains(&clevel) {
+            return Err(bad_config(ID, format!("clevel {clevel} is outside 0..=9")));
+        }
+        if !(-1..=2).contains(&shuffle) {
+            return Err(bad_config(
+                ID,
+                format!("shuffle {shuffle} is outside -1..=2"),
+            ));
+        }
+        let blocksize = usize::try_from(blocksize)
+            .map_err(|_| bad_config(ID, format!("blocksize {blocksize} is negative")))?;
+        Ok(Blosc {
+            cname: cname.to_string(),
+            clevel: clevel as u8,
+            shuffle,
+            blocksize,
+            typesize: ctx.elem_size.max(1),
+        })
+    }
+
+    /// numcodecs defaults: lz4, clevel 5, byte shuffle, automatic block size.
+    pub fn from_config(cfg: &Config, ctx: Context) -> Result<Blosc> {
+        Blosc::new(
+            &params::text(cfg, ID, "cname", "lz4")?,
+            params::int(cfg, ID, "clevel", 5, i64::MIN..=i64::MAX)?,
+            params::int(cfg, ID, "shuffle", 1, i64::MIN..=i64::MAX)?,
+            params::int(cfg, ID, "blocksize", 0, i64::MIN..=i64::MAX)?,
+            ctx,
+        )
+    }
+
+    pub fn from_hdf5(p: &[u32], ctx: Context) -> Result<Blosc> {
+        let get = |i: usize, default: u32| p.get(i).copied().unwrap_or(default);
+        if p.len() > 7 {
+            return Err(bad_config(
+                ID,
+                format!("expects at most 7 HDF5 parameters, got {}", p.len()),
+            ));
+        }
+        let code = get(6, 1);
+        let cname = cblosc::compressor_name(code)
+            .ok_or_else(|| bad_config(ID, format!("compressor code {code} is unknown")))?;
+        Blosc::new(
+            cname,
+            i64::from(get(4, 5)),
+            i64::from(get(5, 1)),
+            i64::from(get(3, 0)),
+            ctx,
+        )
+    }
+
+    fn shuffle_mode(&self) -> u8 {
+        match self.shuffle {
+            AUTOSHUFFLE if self.typesize == 1 => 2,
+            AUTOSHUFFLE => 1,
+            s => s as u8,
+        }
+    }
+}
+
+impl Codec for Blosc {
+    fn id(&self) -> &'static str {
+        ID
+    }
+
+    fn config(&self) -> Config {
+        params::config(
+            ID,
+            &[
+                ("cname", Value::from(self.cname.as_str())),
+                ("clevel", Value::from(self.clevel)),
+                ("shuffle", Value::from(self.shuffle)),
+                ("blocksize", Value::from(self.blocksize)),
+            ],
+        )
+    }
+
+    fn hdf5(&self) -> Option<(u32, Vec<u32>)> {
+        let code = cblosc::compressor_code(&self.cname).unwrap_or(1);
+        Some((
+            hdf5_id::BLOSC,
+            vec![
+                0,
+                0,
+                0,
+                self.blocksize as u32,
+                u32::from(self.clevel),
+                u32::from(self.shuffle_mode()),
+                code,
+            ],
+        ))
+    }
+
+    fn encode(&self, raw: &[u8]) -> Result<Vec<u8>> {
+        cblosc::compress(
+            raw,
+            self.clevel,
+            self.shuffle_mode(),
+            self.typesize,
+            &self.cname,
+            self.blocksize,
+        )
+        .map_err(|e| failed(ID, e))
+    }
+
+    fn decode(&self, encoded: &[u8], limit: usize) -> Result<Vec<u8>> {
+        cblosc::decompress(encoded, limit).map_err(|e| failed(ID, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CTX: Context = Context { elem_size: 4 };
+
+    #[test]
+    fn every_cname_and_shuffle_round_trips() {
+        let data: Vec<u8> = (0..5000u32).flat_map(|i| (i / 9).to_le_bytes()).collect();
+        for (cname, _) in cblosc::COMPRESSORS {
+            for shuffle in -1..=2 {
+                let b = Blosc::new(cname, 5, shuffle, 0, CTX).unwrap();
+                let enc = b.encode(&data).unwrap();
+                assert_eq!(
+                    b.decode(&enc, data.len()).unwrap(),
+                    data,
+                    "{cname} {shuffle}"
+                );
+                assert_eq!(Blosc::from_config(&b.config(), CTX).unwrap(), b);
+            }
+        }
+    }
+
+    #[test]
+    fn defaults_hdf5_and_errors() {
+        let d = Blosc::from_config(&params::config(ID, &[]), CTX).unwrap();
+        assert_eq!(
+            (d.cname.as_str(), d.clevel, d.shuffle, d.blocksize),
+            ("lz4", 5, 1, 0)
+        );
+        let h = Blosc::from_hdf5(&[0, 0, 0, 0, 7, 2, 5], CTX).unwrap();
+        assert_eq!((h.cname.as_str(), h.clevel, h.shuffle), ("zstd", 7, 2));
+        assert_eq!(h.hdf5(), Some((32001, vec![0, 0, 0, 0, 7, 2, 5])));
+        assert_eq!(
+            Blosc::new("snappy", 5, 1, 0, CTX).unwrap_err().to_string(),
+            "invalid blosc configuration: cname \"snappy\" is not one of blosclz, lz4, lz4hc, zlib, zstd"
+        );
+        assert_eq!(
+            Blosc::new("lz4", 10, 1, 0, CTX).unwrap_err().to_string(),
+            "invalid blosc configuration: clevel 10 is outside 0..=9"
+        );
+        assert_eq!(
+            Blosc::new("lz4", 1, 3, 0, CTX).unwrap_err().to_string(),
+            "invalid blosc configuration: shuffle 3 is outside -1..=2"
+        );
+        assert_eq!(
+            Blosc::from_hdf5(&[0, 0, 0, 0, 5, 1, 3], CTX)
+                .unwrap_err()
+                .to_string(),
+            "invalid blosc configuration: compressor code 3 is unknown"
+        );
+    }
+}

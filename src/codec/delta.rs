@@ -1,0 +1,257 @@
+//! `delta` (numcodecs): each element replaced by its difference from the previous one, in
+//! the numeric type `dtype` (wrapping for integers). An `astype` other than `dtype` (a
+//! narrowing cast of the differences) is refused.
+
+use super::{Codec, Config, bad_config, failed, params};
+use crate::error::Result;
+use serde_json::Value;
+
+const ID: &str = "delta";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Int,
+    Uint,
+    Float,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delta {
+    dtype: String,
+    kind: Kind,
+    size: usize,
+    big: bool,
+}
+
+impl Delta {
+    pub fn from_config(cfg: &Config) -> Result<Delta> {
+        let dtype = match cfg.get("dtype") {
+            Some(Value::String(s)) => s.clone(),
+            _ => return Err(bad_config(ID, "dtype is required")),
+        };
+        let astype = params::text(cfg, ID, "astype", &dtype)?;
+        if astype != dtype {
+            return Err(bad_config(
+                ID,
+                format!("astype {astype} differs from dtype {dtype}"),
+            ));
+        }
+        let bytes = dtype.as_bytes();
+        let (order, rest) = match bytes.first() {
+            Some(b'<' | b'>' | b'|' | b'=') => (bytes[0], &dtype[1..]),
+            _ => (b'<', dtype.as_str()),
+        };
+        let kind = match rest.as_bytes().first() {
+            Some(b'i') => Kind::Int,
+            Some(b'u') => Kind::Uint,
+            Some(b'f') => Kind::Float,
+            _ => return Err(bad_config(ID, format!("dtype {dtype} is not numeric"))),
+        };
+        let size: usize = rest[1..]
+            .parse()
+            .map_err(|_| bad_config(ID, format!("dtype {dtype} has no size")))?;
+        let ok = match kind {
+            Kind::Float => matches!(size, 4 | 8),
+            _ => matches!(size, 1 | 2 | 4 | 8),
+        };
+        if !ok {
+            return Err(bad_config(ID, format!("dtype {dtype} is not supported")));
+        }
+        Ok(Delta {
+            dtype,
+            kind,
+            size,
+            big: order == b'>',
+        })
+    }
+
+    fn check(&self, buf: &[u8]) -> Result<()> {
+        if buf.len() % self.size != 0 {
+            return Err(failed(
+                ID,
+                format!(
+                    "{} bytes is not a whole number of {}",
+                    buf.len(),
+                    self.dtype
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn read(&self, b: &[u8]) -> u64 {
+        let mut w = [0u8; 8];
+        if self.big {
+            w[8 - self.size..].copy_from_slice(b);
+            u64::from_be_bytes(w)
+        } else {
+            w[..self.size].copy_from_slice(b);
+            u64::from_le_bytes(w)
+        }
+    }
+
+    fn write(&self, v: u64, out: &mut [u8]) {
+        if self.big {
+            out.copy_from_slice(&v.to_be_bytes()[8 - self.size..]);
+        } else {
+            out.copy_from_slice(&v.to_le_bytes()[..self.size]);
+        }
+    }
+
+    /// Combines two raw element values (`sub` = difference, else sum) in the element type.
+    fn combine(&self, a: u64, b: u64, sub: bool) -> u64 {
+        match (self.kind, self.size) {
+            (Kind::Float, 4) => {
+                let (x, y) = (f32::from_bits(a as u32), f32::from_bits(b as u32));
+                u64::from((if sub { x - y } else { x + y }).to_bits())
+            }
+            (Kind::Float, _) => {
+                let (x, y) = (f64::from_bits(a), f64::from_bits(b));
+                (if sub { x - y } else { x + y }).to_bits()
+            }
+            _ => {
+                let r = if sub {
+                    a.wrapping_sub(b)
+                } else {
+                    a.wrapping_add(b)
+                };
+                if self.size == 8 {
+                    r
+                } else {
+                    r & ((1u64 << (8 * self.size)) - 1)
+                }
+            }
+        }
+    }
+}
+
+impl Codec for Delta {
+    fn id(&self) -> &'static str {
+        ID
+    }
+
+    fn config(&self) -> Config {
+        params::config(
+            ID,
+            &[
+                ("dtype", Value::from(self.dtype.as_str())),
+                ("astype", Value::from(self.dtype.as_str())),
+            ],
+        )
+    }
+
+    fn hdf5(&self) -> Option<(u32, Vec<u32>)> {
+        None
+    }
+
+    fn encode(&self, raw: &[u8]) -> Result<Vec<u8>> {
+        self.check(raw)?;
+        let mut out = raw.to_vec();
+        let mut prev = 0u64;
+        for (i, o) in raw
+            .chunks_exact(self.size)
+            .zip(out.chunks_exact_mut(self.size))
+        {
+            let v = self.read(i);
+            self.write(self.combine(v, prev, true), o);
+            prev = v;
+        }
+        Ok(out)
+    }
+
+    fn decode(&self, encoded: &[u8], limit: usize) -> Result<Vec<u8>> {
+        self.check(encoded)?;
+        if encoded.len() > limit {
+            return Err(failed(
+                ID,
+                format!("{} bytes, more than the expected {limit}", encoded.len()),
+            ));
+        }
+        let mut out = encoded.to_vec();
+        let mut acc = 0u64;
+        for (n, o) in out.chunks_exact_mut(self.size).enumerate() {
+            let d = self.read(o);
+            acc = if n == 0 {
+                d
+            } else {
+                self.combine(acc, d, false)
+            };
+            self.write(acc, o);
+        }
+        Ok(out)
+    }
+
+    fn encoded_len(&self, n: usize) -> Option<usize> {
+        Some(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(dtype: &str) -> Config {
+        params::config(
+            ID,
+            &[
+                ("dtype", Value::from(dtype)),
+                ("astype", Value::from(dtype)),
+            ],
+        )
+    }
+
+    #[test]
+    fn matches_numcodecs_layout_and_round_trips() {
+        let d = Delta::from_config(&cfg("<i4")).unwrap();
+        let raw: Vec<u8> = [10i32, 13, 11, i32::MIN]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let enc = d.encode(&raw).unwrap();
+        let diffs: Vec<i32> = enc
+            .chunks(4)
+            .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(diffs, vec![10, 3, -2, i32::MIN.wrapping_sub(11)]);
+        assert_eq!(d.decode(&enc, raw.len()).unwrap(), raw);
+        for dt in [">u2", "|u1", "<i8", "<f8", ">f4"] {
+            let d = Delta::from_config(&cfg(dt)).unwrap();
+            let raw: Vec<u8> = (0..64u8).map(|i| i.wrapping_mul(37)).collect();
+            let back = d.decode(&d.encode(&raw).unwrap(), raw.len()).unwrap();
+            if d.kind == Kind::Float {
+                assert_eq!(back.len(), raw.len());
+            } else {
+                assert_eq!(back, raw, "{dt}");
+            }
+            assert_eq!(Delta::from_config(&d.config()).unwrap(), d);
+        }
+        let f = Delta::from_config(&cfg("<f8")).unwrap();
+        let raw: Vec<u8> = [1.5f64, 2.0, -3.25]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        assert_eq!(f.decode(&f.encode(&raw).unwrap(), 24).unwrap(), raw);
+    }
+
+    #[test]
+    fn refuses_bad_configs() {
+        let mut c = cfg("<i4");
+        c.insert("astype".into(), Value::from("<i2"));
+        assert_eq!(
+            Delta::from_config(&c).unwrap_err().to_string(),
+            "invalid delta configuration: astype <i2 differs from dtype <i4"
+        );
+        assert_eq!(
+            Delta::from_config(&cfg("<U4")).unwrap_err().to_string(),
+            "invalid delta configuration: dtype <U4 is not numeric"
+        );
+        assert_eq!(
+            Delta::from_config(&params::config(ID, &[]))
+                .unwrap_err()
+                .to_string(),
+            "invalid delta configuration: dtype is required"
+        );
+        let d = Delta::from_config(&cfg("<i4")).unwrap();
+        assert!(d.decode(&[1, 2, 3], 3).is_err());
+    }
+}

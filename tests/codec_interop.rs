@@ -1,0 +1,340 @@
+//! Codec interoperability through the real tools, both ways:
+//! - arrays written by zarr-python 2 and 3 (numcodecs) with every codec and parameter set we
+//!   read are dumped by stock `ncdump` with the library preloaded and must hold the values
+//!   zarr-python wrote (tests/py/codec_cases.py);
+//! - variables written by stock `ncgen` through the library with every filter the netCDF API
+//!   offers are read back by zarr-python 2 and 3 and by netcdf-c 4.10.1 with its codec plugins,
+//!   and must hold the CDL's values;
+//! - stores netcdf-c 4.10.1 writes with its plugins (including its `shuffle` with
+//!   `"elementsize": 0`) are read with the CDL's values;
+//! - an unknown codec fails only its variable, with NC_ENOFILTER and the codec's name.
+
+mod common;
+
+use common::{Host, repo_root, run, scratch, url};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+type Values = BTreeMap<String, Vec<f64>>;
+
+fn python(env: &str) -> String {
+    let out = Command::new(repo_root().join("scripts/pyenv"))
+        .arg(env)
+        .output()
+        .expect("scripts/pyenv runs");
+    assert!(out.status.success(), "scripts/pyenv {env} failed");
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+fn cases_script() -> PathBuf {
+    repo_root().join("tests/py/codec_cases.py")
+}
+
+fn run_python(env: &str, args: &[&str]) -> Values {
+    let out = Command::new(python(env))
+        .arg(cases_script())
+        .args(args)
+        .output()
+        .expect("python runs");
+    assert!(
+        out.status.success(),
+        "codec_cases.py {args:?} ({env}) failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON from codec_cases.py")
+}
+
+/// The values of `var` in an `ncdump` data section (fill `_` as NaN).
+fn ncdump_values(dump: &str, var: &str) -> Result<Vec<f64>, String> {
+    let data = dump
+        .split_once("\ndata:\n")
+        .ok_or_else(|| format!("no data section in:\n{dump}"))?
+        .1;
+    let start = data
+        .find(&format!("\n {var} ="))
+        .ok_or_else(|| format!("{var} not in data section:\n{data}"))?;
+    let body = &data[start + var.len() + 4..];
+    let body = &body[..body.find(';').ok_or("unterminated data")?];
+    body.split(',')
+        .map(|s| s.trim())
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            if s == "_" {
+                Ok(f64::NAN)
+            } else {
+                s.parse::<f64>().map_err(|e| format!("{s:?}: {e}"))
+            }
+        })
+        .collect()
+}
+
+/// Equal values; a `want` that is a float (exact in `f32`) is compared as a float, since
+/// `ncdump -p 9` prints floats with the 9 digits that identify them.
+fn same(got: &[f64], want: &[f64]) -> bool {
+    got.len() == want.len()
+        && got.iter().zip(want).all(|(g, w)| {
+            g == w
+                || (g.is_nan() && w.is_nan())
+                || (f64::from(*w as f32) == *w && *g as f32 == *w as f32)
+        })
+}
+
+fn ncdump_var(host: Host, u: &str, var: &str) -> Result<Vec<f64>, String> {
+    let dump = run(host, "ncdump", &["-v", var, "-p", "9,17", u]).output()?;
+    ncdump_values(&dump, var)
+}
+
+fn reads_numcodecs(env: &str) {
+    let dir = scratch(&format!("numcodecs-{env}"));
+    let store = dir.path().join("cases.zarr");
+    let expected = run_python(env, &["write", store.to_str().unwrap()]);
+    assert!(expected.len() >= 20, "too few cases");
+    let u = url(&store, "zarr,file");
+    let mut failures = Vec::new();
+    for (var, want) in &expected {
+        match ncdump_var(Host::Ours, &u, var) {
+            Ok(got) if same(&got, want) => {}
+            Ok(got) => failures.push(format!("{var}: got {got:?}\n want {want:?}")),
+            Err(e) => failures.push(format!("{var}: {e}")),
+        }
+    }
+    // `ncdump -s` lists every variable's filters without failing.
+    let s = run(Host::Ours, "ncdump", &["-s", "-h", &u]);
+    match s.output() {
+        Ok(text) => {
+            for needle in [
+                "blosc_lz4_shuffle:_Filter = \"32001,0,0,0,0,5,1,1\"",
+                "zlib9:_DeflateLevel = 9",
+                "shuffle_zlib:_Shuffle = \"true\"",
+                "fletcher32:_Fletcher32 = \"true\"",
+                "bz2:_Filter = \"307,9\"",
+                "zstd0:_Filter = \"32015,0\"",
+            ] {
+                if !text.contains(needle) {
+                    failures.push(format!("ncdump -s lacks {needle}"));
+                }
+            }
+            // Codecs without an HDF5 id show only in `_Codecs` (key order is the writer's).
+            let lz4 = text
+                .lines()
+                .find(|l| l.trim_start().starts_with("lz4:_Codecs = "));
+            if !lz4.is_some_and(|l| {
+                l.contains(r#"\"id\":\"lz4\""#) && l.contains(r#"\"acceleration\":1"#)
+            }) {
+                failures.push(format!("ncdump -s: lz4:_Codecs is {lz4:?}"));
+            }
+        }
+        Err(e) => failures.push(format!("ncdump -s: {e}")),
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn reads_what_zarr_python_2_writes() {
+    reads_numcodecs("zarr2");
+}
+
+#[test]
+fn reads_what_zarr_python_3_writes() {
+    reads_numcodecs("zarr3");
+}
+
+/// A CDL file with every filter the netCDF API can define, and the values it holds.
+fn filter_cdl(dir: &Path) -> (PathBuf, Values) {
+    let specs: [(&str, &str, &str); 11] = [
+        (
+            "deflate_shuffle",
+            "int",
+            "_DeflateLevel = 6 ; v:_Shuffle = \"true\"",
+        ),
+        ("deflate0", "double", "_DeflateLevel = 0"),
+        ("fletcher", "short", "_Fletcher32 = \"true\""),
+        (
+            "fletcher_deflate",
+            "float",
+            "_Fletcher32 = \"true\" ; v:_DeflateLevel = 2",
+        ),
+        ("zstd", "int", "_Filter = \"32015,7\""),
+        ("zstd_shuffle", "double", "_Filter = \"2|32015,1\""),
+        ("bzip2", "int", "_Filter = \"307,9\""),
+        ("blosc_lz4", "int", "_Filter = \"32001,0,0,0,0,5,1,1\""),
+        (
+            "blosc_zstd_bit",
+            "double",
+            "_Filter = \"32001,0,0,0,0,9,2,5\"",
+        ),
+        ("blosc_zlib", "short", "_Filter = \"32001,0,0,0,256,4,0,4\""),
+        (
+            "blosc_blosclz",
+            "float",
+            "_Filter = \"32001,0,0,0,0,1,1,0\"",
+        ),
+    ];
+    // Chunks large and regular enough that every compressor shrinks them: netcdf-c's blosc
+    // filter refuses to store a chunk it cannot compress.
+    let n = 300;
+    let mut cdl = format!("netcdf filtered {{\ndimensions:\n\tx = {n} ;\nvariables:\n");
+    let mut data = String::from("data:\n");
+    let mut values = Values::new();
+    for (name, ty, special) in specs {
+        let special = special.replace("v:", &format!("{name}:"));
+        cdl.push_str(&format!(
+            "\t{ty} {name}(x) ;\n\t\t{name}:_ChunkSizes = 100 ;\n\t\t{name}:{special} ;\n"
+        ));
+        let vals: Vec<f64> = (0..n)
+            .map(|i| {
+                let v = ((i / 6) % 11) as f64 * 100.0 - (i % 3) as f64;
+                if ty == "double" || ty == "float" {
+                    v + 0.25
+                } else {
+                    v
+                }
+            })
+            .collect();
+        data.push_str(&format!(
+            " {name} = {} ;\n",
+            vals.iter()
+                .map(f64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        values.insert(name.to_string(), vals);
+    }
+    cdl.push_str(&data);
+    cdl.push_str("}\n");
+    let path = dir.join("filtered.cdl");
+    fs::write(&path, cdl).unwrap();
+    (path, values)
+}
+
+#[test]
+fn zarr_python_and_netcdf_4101_read_what_we_write() {
+    let dir = scratch("ours-filters");
+    let (cdl, values) = filter_cdl(dir.path());
+    let store = dir.path().join("filtered.zarr");
+    let u = url(&store, "nczarr,file");
+    common::ncgen(Host::Ours, &cdl, &u).expect("ncgen through the library");
+    let zarray: Value =
+        serde_json::from_slice(&fs::read(store.join("deflate_shuffle/.zarray")).unwrap()).unwrap();
+    assert_eq!(
+        zarray["filters"],
+        serde_json::json!([{"id": "shuffle", "elementsize": 4}]),
+        "shuffle is written with the real element size"
+    );
+    assert_eq!(
+        zarray["compressor"],
+        serde_json::json!({"id": "zlib", "level": 6})
+    );
+    let names: Vec<&str> = values.keys().map(String::as_str).collect();
+    let mut failures = Vec::new();
+    for env in ["zarr2", "zarr3"] {
+        let mut args = vec!["read", store.to_str().unwrap()];
+        args.extend(&names);
+        let got = run_python(env, &args);
+        for (var, want) in &values {
+            if !same(&got[var], want) {
+                failures.push(format!("{env} {var}: got {:?}\n want {want:?}", got[var]));
+            }
+        }
+    }
+    for (var, want) in &values {
+        for host in [Host::Ref410, Host::Ours] {
+            match ncdump_var(host, &u, var) {
+                Ok(got) if same(&got, want) => {}
+                Ok(got) => failures.push(format!("{host:?} {var}: got {got:?}")),
+                Err(e) => failures.push(format!("{host:?} {var}: {e}")),
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn reads_what_netcdf_4101_writes_with_its_plugins() {
+    let dir = scratch("ref-filters");
+    let (cdl, values) = filter_cdl(dir.path());
+    let store = dir.path().join("ref.zarr");
+    let u = url(&store, "nczarr,file");
+    common::ncgen(Host::Ref410, &cdl, &u).expect("ncgen on netcdf-c 4.10.1");
+    // netcdf-c writes shuffle with elementsize 0 (reference notes §1.13); it means the type size.
+    let zarray = fs::read_to_string(store.join("deflate_shuffle/.zarray")).unwrap();
+    assert!(zarray.contains("\"elementsize\": 0"), "{zarray}");
+    let mut failures = Vec::new();
+    for (var, want) in &values {
+        match ncdump_var(Host::Ours, &u, var) {
+            Ok(got) if same(&got, want) => {}
+            Ok(got) => failures.push(format!("{var}: got {got:?}\n want {want:?}")),
+            Err(e) => failures.push(format!("{var}: {e}")),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn an_unknown_codec_fails_only_its_variable() {
+    let dir = scratch("unknown-codec");
+    let store = dir.path().join("cases.zarr");
+    run_python("zarr2", &["write", store.to_str().unwrap()]);
+    let meta = store.join("zlib1/.zarray");
+    let text = fs::read_to_string(&meta)
+        .unwrap()
+        .replace("\"zlib\"", "\"jpeg2000\"");
+    fs::write(&meta, text).unwrap();
+    let u = url(&store, "zarr,file");
+    let header = run(Host::Ours, "ncdump", &["-h", "-s", &u]);
+    let header = header.output().expect("ncdump -h -s works");
+    assert!(header.contains("int zlib1(rows, cols)"), "{header}");
+    assert!(
+        header.contains("jpeg2000"),
+        "_Codecs names the codec:\n{header}"
+    );
+    let r = run(Host::Ours, "ncdump", &["-v", "zlib1", &u]);
+    assert!(!r.success() && !r.crashed(), "{}", r.describe());
+    assert!(
+        r.stderr
+            .contains("variable zlib1 uses unsupported codec jpeg2000"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("Filter error: undefined filter encountered"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(ncdump_var(Host::Ours, &u, "zlib9").unwrap().len(), 140);
+}
+
+#[test]
+fn corrupt_chunks_are_filter_errors() {
+    let dir = scratch("corrupt-chunk");
+    let store = dir.path().join("cases.zarr");
+    run_python("zarr2", &["write", store.to_str().unwrap()]);
+    let u = url(&store, "zarr,file");
+    for (var, codec) in [
+        ("zlib1", "zlib"),
+        ("zstd0", "zstd"),
+        ("blosc_lz4_shuffle", "blosc"),
+        ("lz4", "lz4"),
+        ("bz2", "bz2"),
+        ("fletcher32", "fletcher32"),
+    ] {
+        let chunk = store.join(var).join("0.0");
+        let mut bytes = fs::read(&chunk).unwrap();
+        let mid = bytes.len() / 2;
+        bytes[mid] ^= 0x5a;
+        bytes.truncate(bytes.len() - 3);
+        fs::write(&chunk, bytes).unwrap();
+        let r = run(Host::Ours, "ncdump", &["-v", var, &u]);
+        assert!(!r.success() && !r.crashed(), "{var}: {}", r.describe());
+        assert!(
+            r.stderr.contains(&format!("codec {codec} failed"))
+                && r.stderr.contains("NetCDF: Filter error"),
+            "{var}: {}",
+            r.stderr
+        );
+    }
+}
