@@ -1,6 +1,7 @@
 //! Attribute values <-> `.zattrs` JSON.
 //!
-//! Writing: numbers as a JSON scalar (one value) or array; text (NC_CHAR) always as a JSON
+//! Writing: numbers as a JSON scalar (one value) or array (in pure Zarr, unsigned bytes that are
+//! all 0 or 1 as booleans, since booleans read as such bytes); text (NC_CHAR) always as a JSON
 //! string, never re-parsed as JSON (so read-write-read returns the same text); NC_STRING as a
 //! string or an array of strings. The dtype of each attribute goes into `_nczarr_attr.types`
 //! in NCZarr mode.
@@ -32,9 +33,18 @@ pub fn to_json(values: &Values, nczarr: bool) -> (Value, String) {
             )
         }
         Values::Fixed { ty, bytes } => {
+            // Pure Zarr records no types and JSON booleans read as unsigned bytes 0/1: writing
+            // such bytes back as booleans makes read-write-read stable.
+            let booleans = !nczarr && *ty == NcType::UByte && bytes.iter().all(|b| *b <= 1);
             let mut items: Vec<Value> = bytes
                 .chunks_exact(ty.size())
-                .map(|b| number::to_json(*ty, b))
+                .map(|b| {
+                    if booleans {
+                        Value::Bool(b[0] == 1)
+                    } else {
+                        number::to_json(*ty, b)
+                    }
+                })
                 .collect();
             let v = if items.len() == 1 {
                 items.pop().unwrap_or(Value::Null)

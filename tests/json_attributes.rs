@@ -1,0 +1,144 @@
+//! JSON-valued attributes of pure Zarr (as zarr-python and xarray write them) survive reading and
+//! writing: a dataset written by zarr-python is read by us, copied by stock `nccopy` into pure Zarr
+//! and NCZarr stores, and read again; every dump is the same, and zarr-python reads back from our
+//! copy the values it wrote (arrays of numbers keep every value and their kind, booleans stay
+//! booleans; dictionaries and nested arrays, which netCDF holds as JSON text, come back as that
+//! JSON).
+
+mod common;
+
+use common::{Host, ncdump, repo_root, run, scratch, url};
+use serde_json::Value;
+use std::process::Command;
+
+const ATTRS: &str = r#"{
+  "title": "json attributes",
+  "mixed": [1, 2.5],
+  "ints": [1, 3000000000],
+  "negative": [-1, 7],
+  "floats": [0.1, 1e300, -2.5e-300],
+  "flag": true,
+  "flags": [true, false],
+  "names": ["a", "bc", ""],
+  "nested": [[1, 2], [3, 4]],
+  "dict": {"a": [1, 2], "b": {"c": "d"}},
+  "empty_text": "",
+  "looks_like_json": "[1, 2]",
+  "unicode": "ünïcödé ✓"
+}"#;
+
+/// Writes a pure Zarr group carrying ATTRS on the group and on one array.
+const WRITE: &str = r#"
+import json, sys, numpy as np, zarr
+attrs = json.loads(sys.argv[2])
+root = zarr.open_group(sys.argv[1], mode="w")
+root.attrs.update(attrs)
+a = root.create_dataset("v", shape=(3,), chunks=(3,), dtype="<i4", fill_value=-1, compressor=None)
+a[:] = [1, 2, 3]
+a.attrs.update(dict(attrs, _ARRAY_DIMENSIONS=["n"]))
+"#;
+
+/// Prints the attributes of the group and of array `v` as JSON.
+const READ: &str = r#"
+import json, sys, zarr
+root = zarr.open_group(sys.argv[1], mode="r")
+print(json.dumps({"group": dict(root.attrs), "v": dict(root["v"].attrs)}))
+"#;
+
+fn python(script: &str, args: &[&str]) -> String {
+    let py = Command::new(repo_root().join("scripts/pyenv"))
+        .arg("zarr2")
+        .output()
+        .expect("scripts/pyenv");
+    assert!(
+        py.status.success(),
+        "{}",
+        String::from_utf8_lossy(&py.stderr)
+    );
+    let out = Command::new(String::from_utf8_lossy(&py.stdout).trim())
+        .arg("-c")
+        .arg(script)
+        .args(args)
+        .env_remove("LD_PRELOAD")
+        .output()
+        .expect("python");
+    assert!(
+        out.status.success(),
+        "python: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// What zarr-python must read back from our copy for an attribute it wrote.
+fn expected_after_copy(written: &Value) -> Value {
+    match written {
+        Value::Object(_) => Value::String(written.to_string()),
+        Value::Array(items) if items.iter().any(|i| i.is_array() || i.is_object()) => {
+            Value::String(written.to_string())
+        }
+        // Booleans are unsigned bytes 0/1 in netCDF and booleans again in pure Zarr.
+        other => other.clone(),
+    }
+}
+
+/// Compares JSON values, numbers by value (1 and 1.0 are the same number).
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same(p, q))
+        }
+        (Value::String(x), Value::String(y)) => {
+            // JSON text may differ in spacing only.
+            x == y
+                || matches!(
+                    (serde_json::from_str::<Value>(x), serde_json::from_str::<Value>(y)),
+                    (Ok(p), Ok(q)) if p == q && (p.is_object() || p.is_array())
+                )
+        }
+        _ => a == b,
+    }
+}
+
+#[test]
+fn json_attributes_survive_read_write_read() {
+    let dir = scratch("json-attrs");
+    let source = dir.path().join("source.zarr");
+    python(WRITE, &[source.to_str().unwrap(), ATTRS]);
+    let src_url = url(&source, "zarr,file");
+    let dump = |u: &str| common::dump::normalise_name(&ncdump(Host::Ours, &[], u).unwrap());
+    let first = dump(&src_url);
+    assert!(first.contains(":mixed = 1., 2.5 ;"), "{first}");
+    assert!(first.contains(":ints = 1LL, 3000000000LL ;"), "{first}");
+
+    let pure = dir.path().join("copy.zarr");
+    let nczarr = dir.path().join("copy.nczarr");
+    let pure_url = url(&pure, "zarr,file");
+    let nczarr_url = url(&nczarr, "nczarr,file");
+    for (from, to) in [(&src_url, &pure_url), (&src_url, &nczarr_url)] {
+        let r = run(Host::Ours, "nccopy", &[from, to]);
+        assert!(r.success(), "{}", r.describe());
+    }
+    let again = url(&dir.path().join("again.zarr"), "zarr,file");
+    let r = run(Host::Ours, "nccopy", &[&pure_url, &again]);
+    assert!(r.success(), "{}", r.describe());
+    for u in [&pure_url, &nczarr_url, &again] {
+        if let Some(d) = common::diff::diff(&first, &dump(u)) {
+            panic!("{u} differs from the source (- source, + copy)\n{d}");
+        }
+    }
+
+    let written: serde_json::Map<String, Value> = serde_json::from_str(ATTRS).unwrap();
+    let read: Value = serde_json::from_str(&python(READ, &[pure.to_str().unwrap()])).unwrap();
+    for owner in ["group", "v"] {
+        for (name, value) in &written {
+            let want = expected_after_copy(value);
+            let got = &read[owner][name];
+            assert!(
+                same(&want, got),
+                "{owner}:{name}: wrote {value}, expected {want} after the copy, zarr-python read {got}"
+            );
+        }
+    }
+}
