@@ -9,13 +9,44 @@
 use super::convert;
 use super::dataset::Dataset;
 use crate::chunk::cache::ChunkCache;
-use crate::chunk::copy::{c_order_strides, fill_pattern, read_piece, write_piece};
+use crate::chunk::copy::{
+    c_order_strides, fill_pattern, read_piece, whole_chunk_range, write_piece,
+};
 use crate::chunk::projection::{ChunkPiece, Projection};
 use crate::codec;
 use crate::error::{Error, Result};
 use crate::model::{Endian, Filter, GroupId, NcType, Var};
 use crate::zmap::StoreKey;
 use rayon::prelude::*;
+use std::ops::Range;
+
+/// Bytes of chunks fetched and decoded together: enough to keep every core (and a store with
+/// latency) busy, little enough that scratch memory stays a few chunks per thread.
+const BATCH_BYTES: usize = 64 << 20;
+
+/// Chunks per fetch/decode batch for chunks of `chunk_bytes`.
+fn batch_len(chunk_bytes: usize) -> usize {
+    let threads = rayon::current_num_threads().max(1);
+    (BATCH_BYTES / chunk_bytes.max(1)).clamp(threads * 2, 256)
+}
+
+/// Completes a whole chunk read in place: a missing chunk becomes fill values, a chunk of the
+/// wrong size is an error, and stored byte order becomes native.
+fn finish_direct(geo: &Geometry, key: &StoreKey, len: Option<usize>, out: &mut [u8]) -> Result<()> {
+    match len {
+        None => fill_pattern(out, &geo.fill),
+        Some(n) if n != out.len() => {
+            return Err(Error::ChunkSize {
+                key: key.to_string(),
+                got: n,
+                expected: out.len(),
+            });
+        }
+        Some(_) if geo.swap => convert::swap_bytes_in_place(out, geo.esize),
+        Some(_) => {}
+    }
+    Ok(())
+}
 
 /// A hyperslab request in the variable's index space.
 #[derive(Debug, Clone)]
@@ -36,6 +67,8 @@ struct Geometry {
     fill: Vec<u8>,
     /// Decoded chunks this small are worth keeping in the cache.
     cacheable: bool,
+    /// The byte bound of the variable's chunk cache.
+    cache_bytes: usize,
     shape: Vec<u64>,
     chunks: Vec<u64>,
     esize: usize,
@@ -95,6 +128,7 @@ impl Dataset {
             filters: var.filters.clone(),
             fill: fill_element(var),
             cacheable: chunk_bytes <= var.cache.size / 4,
+            cache_bytes: var.cache.size,
             shape,
             chunks,
             esize,
@@ -335,6 +369,11 @@ impl Dataset {
     }
 
     /// Core read: every piece of the request copied into `out` (variable type, native order).
+    ///
+    /// Cached chunks are copied first. Of the rest, whole chunks that land in `out` as one
+    /// contiguous run are read (and decoded) straight into it and are not cached; the others
+    /// are fetched and decoded into chunk buffers, then copied. Both go in bounded batches:
+    /// one concurrent fetch per batch, decoding in parallel across the batch's chunks.
     #[allow(clippy::too_many_arguments)]
     fn read_into(
         &mut self,
@@ -353,54 +392,175 @@ impl Dataset {
             &slab.stride,
         )?;
         let pieces: Vec<ChunkPiece> = proj.pieces().collect();
-        // Cached chunks first; collect the rest for one batched fetch.
-        let mut missing = Vec::new();
+        let mut direct: Vec<(usize, Range<usize>)> = Vec::new();
+        let mut buffered: Vec<usize> = Vec::new();
         {
             let cache = self.cache_for(g, v);
             for (i, p) in pieces.iter().enumerate() {
-                match cache.get(&p.chunk) {
-                    Some(buf) => read_piece(buf, &geo.chunks, out, strides, p, geo.esize)?,
-                    None => missing.push(i),
+                if let Some(buf) = cache.get(&p.chunk) {
+                    read_piece(buf, &geo.chunks, out, strides, p, geo.esize)?;
+                    continue;
+                }
+                match whole_chunk_range(&geo.chunks, out.len(), strides, p, geo.esize)? {
+                    Some(range) => direct.push((i, range)),
+                    None => buffered.push(i),
                 }
             }
         }
-        if missing.is_empty() {
-            return Ok(());
+        // Direct targets must be disjoint (an `imap` can make them overlap): keep the first of
+        // any overlapping ones direct and copy the others.
+        direct.sort_by_key(|(_, r)| r.start);
+        let mut end = 0;
+        direct.retain(|(i, r)| {
+            let keep = r.start >= end;
+            if keep {
+                end = r.end;
+            } else {
+                buffered.push(*i);
+            }
+            keep
+        });
+        buffered.sort_unstable();
+        self.read_direct(geo, &pieces, &direct, out)?;
+        self.read_buffered(g, v, geo, &pieces, &buffered, out, strides)
+    }
+
+    /// Reads whole chunks straight into their disjoint, sorted ranges of `out`.
+    fn read_direct(
+        &self,
+        geo: &Geometry,
+        pieces: &[ChunkPiece],
+        direct: &[(usize, Range<usize>)],
+        out: &mut [u8],
+    ) -> Result<()> {
+        let mut targets: Vec<(StoreKey, &mut [u8])> = Vec::with_capacity(direct.len());
+        let (mut rest, mut consumed) = (out, 0usize);
+        for (i, r) in direct {
+            let (_, tail) = std::mem::take(&mut rest).split_at_mut(r.start - consumed);
+            let (mine, tail) = tail.split_at_mut(r.len());
+            (rest, consumed) = (tail, r.end);
+            targets.push((geo.key(&pieces[*i].chunk)?, mine));
         }
-        let keys: Vec<StoreKey> = missing
-            .iter()
-            .map(|i| geo.key(&pieces[*i].chunk))
-            .collect::<Result<_>>()?;
-        let fetched = self.store.get_many(&keys)?;
-        let decoded: Vec<Option<Vec<u8>>> = fetched
-            .into_par_iter()
-            .zip(keys.par_iter())
-            .map(|(bytes, key)| bytes.map(|b| Self::decode_chunk(geo, key, b)).transpose())
-            .collect::<Result<_>>()?;
+        for batch in targets.chunks_mut(batch_len(geo.chunk_bytes)) {
+            let keys: Vec<StoreKey> = batch.iter().map(|(k, _)| k.clone()).collect();
+            if geo.filters.is_empty() {
+                let mut outs: Vec<&mut [u8]> = batch.iter_mut().map(|(_, o)| &mut **o).collect();
+                let lens = self.store.get_many_into(&keys, &mut outs)?;
+                outs.into_par_iter()
+                    .zip(lens)
+                    .zip(&keys)
+                    .try_for_each(|((o, len), key)| finish_direct(geo, key, len, o))?;
+            } else {
+                let fetched = self.store.get_many(&keys)?;
+                batch
+                    .par_iter_mut()
+                    .zip(fetched)
+                    .try_for_each(|((key, o), stored)| {
+                        let len = stored
+                            .map(|b| codec::decode_into(&geo.name, &geo.filters, b, o))
+                            .transpose()?;
+                        finish_direct(geo, key, len, o)
+                    })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the chunks of `wanted` pieces into chunk buffers and copies the pieces into `out`;
+    /// decoded chunks small enough are kept in the cache.
+    #[allow(clippy::too_many_arguments)]
+    fn read_buffered(
+        &mut self,
+        g: GroupId,
+        v: usize,
+        geo: &Geometry,
+        pieces: &[ChunkPiece],
+        wanted: &[usize],
+        out: &mut [u8],
+        strides: &[i64],
+    ) -> Result<()> {
+        // A request whose chunks cannot all stay in the cache would only cycle them through
+        // it (evicting what a later request could use): such chunks are not kept.
+        let keep = geo.cacheable
+            && wanted
+                .len()
+                .checked_mul(geo.chunk_bytes)
+                .is_some_and(|n| n <= geo.cache_bytes);
         let mut fill_chunk: Option<Vec<u8>> = None;
-        for (i, chunk) in missing.into_iter().zip(decoded) {
-            let p = &pieces[i];
-            match chunk {
-                Some(buf) => {
-                    read_piece(&buf, &geo.chunks, out, strides, p, geo.esize)?;
-                    if geo.cacheable {
-                        for (idx, data) in self.cache_for(g, v).insert(p.chunk.clone(), buf, false)
-                        {
-                            self.store_chunk(geo, &idx, data)?;
-                        }
-                    }
-                }
-                None => {
+        let mut scratch: Vec<Vec<u8>> = Vec::new();
+        for batch in wanted.chunks(batch_len(geo.chunk_bytes)) {
+            let keys: Vec<StoreKey> = batch
+                .iter()
+                .map(|i| geo.key(&pieces[*i].chunk))
+                .collect::<Result<_>>()?;
+            let present = self.fetch_chunks(geo, &keys, &mut scratch)?;
+            for (k, (i, found)) in batch.iter().zip(present).enumerate() {
+                let p = &pieces[*i];
+                if !found {
                     let f = fill_chunk.get_or_insert_with(|| {
                         let mut b = vec![0u8; geo.chunk_bytes];
                         fill_pattern(&mut b, &geo.fill);
                         b
                     });
                     read_piece(f, &geo.chunks, out, strides, p, geo.esize)?;
+                    continue;
+                }
+                read_piece(&scratch[k], &geo.chunks, out, strides, p, geo.esize)?;
+                if keep {
+                    let buf = std::mem::take(&mut scratch[k]);
+                    for (idx, data) in self.cache_for(g, v).insert(p.chunk.clone(), buf, false) {
+                        self.store_chunk(geo, &idx, data)?;
+                    }
                 }
             }
         }
         Ok(())
+    }
+
+    /// Fetches and decodes the chunks of `keys` into `scratch[..keys.len()]` (native order),
+    /// returning which exist. Uncompressed chunks are read into the scratch buffers in place,
+    /// so buffers are reused from batch to batch instead of allocated per chunk.
+    fn fetch_chunks(
+        &self,
+        geo: &Geometry,
+        keys: &[StoreKey],
+        scratch: &mut Vec<Vec<u8>>,
+    ) -> Result<Vec<bool>> {
+        if scratch.len() < keys.len() {
+            scratch.resize_with(keys.len(), Vec::new);
+        }
+        let scratch = &mut scratch[..keys.len()];
+        if !geo.filters.is_empty() {
+            let fetched = self.store.get_many(keys)?;
+            return scratch
+                .par_iter_mut()
+                .zip(fetched)
+                .zip(keys)
+                .map(|((slot, bytes), key)| match bytes {
+                    None => Ok(false),
+                    Some(b) => {
+                        *slot = Self::decode_chunk(geo, key, b)?;
+                        Ok(true)
+                    }
+                })
+                .collect();
+        }
+        for slot in scratch.iter_mut() {
+            slot.resize(geo.chunk_bytes, 0);
+        }
+        let lens = {
+            let mut outs: Vec<&mut [u8]> = scratch.iter_mut().map(Vec::as_mut_slice).collect();
+            self.store.get_many_into(keys, &mut outs)?
+        };
+        scratch
+            .par_iter_mut()
+            .zip(lens)
+            .zip(keys)
+            .map(|((slot, len), key)| match len {
+                None => Ok(false),
+                Some(_) => finish_direct(geo, key, len, slot).map(|()| true),
+            })
+            .collect()
     }
 
     /// Encodes and stores one chunk (native order in).
