@@ -711,15 +711,16 @@ impl Dataset {
             &slab.stride,
         )?;
         let pieces: Vec<ChunkPiece> = proj.pieces().collect();
+        let (whole, partial): (Vec<usize>, Vec<usize>) = (0..pieces.len())
+            .partition(|i| crate::chunk::projection::is_whole_chunk(&pieces[*i], &geo.chunks));
+        self.write_whole_chunks(g, v, &geo, &pieces, &whole, values, strides)?;
         // Partial chunks not in the cache must be read first: one batch.
         let need: Vec<usize> = {
             let cache = self.cache_for(g, v);
-            (0..pieces.len())
-                .filter(|i| {
-                    let p = &pieces[*i];
-                    !crate::chunk::projection::is_whole_chunk(p, &geo.chunks)
-                        && cache.get(&p.chunk).is_none()
-                })
+            partial
+                .iter()
+                .copied()
+                .filter(|i| cache.get(&pieces[*i].chunk).is_none())
                 .collect()
         };
         let keys: Vec<StoreKey> = need
@@ -727,23 +728,25 @@ impl Dataset {
             .map(|i| geo.key(&pieces[*i].chunk))
             .collect::<Result<_>>()?;
         let fetched = self.store.get_many(&keys)?;
-        let mut existing: std::collections::HashMap<usize, Vec<u8>> =
-            std::collections::HashMap::new();
-        for ((i, bytes), key) in need.iter().zip(fetched).zip(&keys) {
-            if let Some(b) = bytes {
-                existing.insert(*i, Self::decode_chunk(&geo, key, b)?);
-            }
-        }
-        for (i, p) in pieces.iter().enumerate() {
+        let decoded: Vec<Option<Vec<u8>>> = fetched
+            .into_par_iter()
+            .zip(keys.par_iter())
+            .map(|(bytes, key)| bytes.map(|b| Self::decode_chunk(&geo, key, b)).transpose())
+            .collect::<Result<_>>()?;
+        let mut existing: std::collections::HashMap<usize, Vec<u8>> = need
+            .iter()
+            .zip(decoded)
+            .filter_map(|(i, chunk)| chunk.map(|c| (*i, c)))
+            .collect();
+        for i in partial {
+            let p = &pieces[i];
             let mut buf = match self.cache_for(g, v).take(&p.chunk) {
                 Some((b, _)) => b,
                 None => match existing.remove(&i) {
                     Some(b) => b,
                     None => {
                         let mut b = vec![0u8; geo.chunk_bytes];
-                        if !crate::chunk::projection::is_whole_chunk(p, &geo.chunks) {
-                            fill_pattern(&mut b, &geo.fill);
-                        }
+                        fill_pattern(&mut b, &geo.fill);
                         b
                     }
                 },
@@ -755,6 +758,45 @@ impl Dataset {
             }
         }
         self.tree.group_mut(g).vars[v].data_written = true;
+        Ok(())
+    }
+
+    /// Writes the chunks that `whole` pieces cover entirely straight to the store, bypassing
+    /// the cache (a cached copy is dropped: every byte of it is overwritten): assembled,
+    /// byte-swapped and encoded in parallel, stored in bounded batches, with the chunk buffers
+    /// of one batch reused by the next when the codecs hand them back.
+    #[allow(clippy::too_many_arguments)]
+    fn write_whole_chunks(
+        &mut self,
+        g: GroupId,
+        v: usize,
+        geo: &Geometry,
+        pieces: &[ChunkPiece],
+        whole: &[usize],
+        values: &[u8],
+        strides: &[i64],
+    ) -> Result<()> {
+        let mut pool: Vec<Vec<u8>> = Vec::new();
+        for batch in whole.chunks(batch_len(geo.chunk_bytes)) {
+            let cache = self.cache_for(g, v);
+            for i in batch {
+                cache.take(&pieces[*i].chunk);
+            }
+            pool.resize_with(batch.len(), Vec::new);
+            let items: Vec<(StoreKey, Vec<u8>)> = batch
+                .par_iter()
+                .zip(pool.par_drain(..))
+                .map(|(i, mut buf)| {
+                    let p = &pieces[*i];
+                    buf.clear();
+                    buf.resize(geo.chunk_bytes, 0);
+                    write_piece(&mut buf, &geo.chunks, values, strides, p, geo.esize)?;
+                    Self::encode_chunk(geo, &p.chunk, buf)
+                })
+                .collect::<Result<_>>()?;
+            self.store.put_many(&items)?;
+            pool = items.into_iter().map(|(_, buf)| buf).collect();
+        }
         Ok(())
     }
 
