@@ -35,6 +35,30 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         keys.iter().map(|k| self.get(k)).collect()
     }
 
+    /// Several objects read straight into caller-provided buffers, one buffer per key: the chunk
+    /// engine lands uncompressed chunks in the user's memory this way, without a copy. Entry
+    /// `i` of the result is `None` when key `i` is absent, else the object's full length;
+    /// `outs[i]` then holds its first `min(length, outs[i].len())` bytes. The default reads
+    /// with [`Store::get_many`] and copies; backends that can read in place override it.
+    fn get_many_into(
+        &self,
+        keys: &[StoreKey],
+        outs: &mut [&mut [u8]],
+    ) -> Result<Vec<Option<usize>>> {
+        let got = self.get_many(keys)?;
+        Ok(got
+            .into_iter()
+            .zip(outs.iter_mut())
+            .map(|(value, out)| {
+                value.map(|v| {
+                    let n = v.len().min(out.len());
+                    out[..n].copy_from_slice(&v[..n]);
+                    v.len()
+                })
+            })
+            .collect())
+    }
+
     /// Writes the whole object at `key`, replacing any previous one atomically.
     fn put(&self, key: &StoreKey, value: &[u8]) -> Result<()>;
 

@@ -195,6 +195,28 @@ fn get_many_keeps_order(s: &dyn Store) {
     assert_eq!(keys(s, "m"), ["m/1", "m/2"]);
 }
 
+fn get_many_into_reports_lengths(s: &dyn Store) {
+    s.put(&key("exact"), &[1, 2, 3, 4]).unwrap();
+    s.put(&key("long"), &[9; 6000]).unwrap();
+    s.put(&key("short"), &[7, 7]).unwrap();
+    s.put(&key("empty"), &[]).unwrap();
+    let mut bufs = vec![vec![0u8; 4]; 5];
+    let mut outs: Vec<&mut [u8]> = bufs.iter_mut().map(Vec::as_mut_slice).collect();
+    let ks = [
+        key("exact"),
+        key("long"),
+        key("short"),
+        key("missing"),
+        key("empty"),
+    ];
+    let lens = s.get_many_into(&ks, &mut outs).unwrap();
+    assert_eq!(lens, [Some(4), Some(6000), Some(2), None, Some(0)]);
+    assert_eq!(bufs[0], [1, 2, 3, 4]);
+    assert_eq!(bufs[1], [9; 4], "a longer object fills the buffer");
+    assert_eq!(&bufs[2][..2], [7, 7]);
+    assert_eq!(bufs[3], [0; 4], "an absent object leaves its buffer alone");
+}
+
 fn utf8_and_spaces(s: &dyn Store) {
     let k = key("grp ü/v 1/.zarray");
     s.put(&k, "{\"ü\": 1}".as_bytes()).unwrap();
@@ -224,6 +246,10 @@ const SUITE: &[(&str, Check)] = &[
         delete_prefix_spares_siblings,
     ),
     ("get_many_keeps_order", get_many_keeps_order),
+    (
+        "get_many_into_reports_lengths",
+        get_many_into_reports_lengths,
+    ),
     ("utf8_and_spaces", utf8_and_spaces),
 ];
 

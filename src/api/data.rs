@@ -9,7 +9,9 @@
 use super::convert;
 use super::dataset::Dataset;
 use crate::chunk::cache::ChunkCache;
-use crate::chunk::copy::{c_order_strides, fill_pattern, read_piece, write_piece};
+use crate::chunk::copy::{
+    c_order_strides, fill_pattern, read_piece, whole_chunk_range, write_piece,
+};
 use crate::chunk::projection::{ChunkPiece, Projection};
 use crate::chunk::transpose;
 use crate::codec;
@@ -17,6 +19,35 @@ use crate::error::{Error, Result};
 use crate::model::{Endian, GroupId, NcType, Var};
 use crate::zmap::StoreKey;
 use rayon::prelude::*;
+use std::ops::Range;
+
+/// Bytes of chunks fetched and decoded together: enough to keep every core (and a store with
+/// latency) busy, little enough that scratch memory stays a few chunks per thread.
+const BATCH_BYTES: usize = 64 << 20;
+
+/// Chunks per fetch/decode batch for chunks of `chunk_bytes`.
+fn batch_len(chunk_bytes: usize) -> usize {
+    let threads = rayon::current_num_threads().max(1);
+    (BATCH_BYTES / chunk_bytes.max(1)).clamp(threads * 2, 256)
+}
+
+/// Completes a whole chunk read in place: a missing chunk becomes fill values, a chunk of the
+/// wrong size is an error, and stored byte order becomes native.
+fn finish_direct(geo: &Geometry, key: &StoreKey, len: Option<usize>, out: &mut [u8]) -> Result<()> {
+    match len {
+        None => fill_pattern(out, &geo.fill),
+        Some(n) if n != out.len() => {
+            return Err(Error::ChunkSize {
+                key: key.to_string(),
+                got: n,
+                expected: out.len(),
+            });
+        }
+        Some(_) if geo.swap => convert::swap_bytes_in_place(out, geo.esize),
+        Some(_) => {}
+    }
+    Ok(())
+}
 
 /// A hyperslab request in the variable's index space.
 #[derive(Debug, Clone)]
@@ -39,6 +70,8 @@ struct Geometry {
     fill: Vec<u8>,
     /// Decoded chunks this small are worth keeping in the cache.
     cacheable: bool,
+    /// The byte bound of the variable's chunk cache.
+    cache_bytes: usize,
     shape: Vec<u64>,
     chunks: Vec<u64>,
     esize: usize,
@@ -59,6 +92,12 @@ fn product(v: &[u64]) -> Result<usize> {
 }
 
 impl Geometry {
+    /// True when a stored chunk is the decoded chunk up to byte order (no codecs, C order), so
+    /// it can be read straight into its destination.
+    fn stored_as_is(&self) -> bool {
+        self.chain.is_empty() && !self.fortran
+    }
+
     fn key(&self, idx: &[u64]) -> Result<StoreKey> {
         let name = if idx.is_empty() {
             "0".to_string()
@@ -108,6 +147,7 @@ impl Dataset {
             quantize: var.quantize_algorithm(),
             fill: fill_element(var),
             cacheable: chunk_bytes <= var.cache.size / 4,
+            cache_bytes: var.cache.size,
             shape,
             chunks,
             esize,
@@ -366,6 +406,11 @@ impl Dataset {
     }
 
     /// Core read: every piece of the request copied into `out` (variable type, native order).
+    ///
+    /// Cached chunks are copied first. Of the rest, whole chunks that land in `out` as one
+    /// contiguous run are read (and decoded) straight into it and are not cached; the others
+    /// are fetched and decoded into chunk buffers, then copied. Both go in bounded batches:
+    /// one concurrent fetch per batch, decoding in parallel across the batch's chunks.
     #[allow(clippy::too_many_arguments)]
     fn read_into(
         &mut self,
@@ -384,54 +429,176 @@ impl Dataset {
             &slab.stride,
         )?;
         let pieces: Vec<ChunkPiece> = proj.pieces().collect();
-        // Cached chunks first; collect the rest for one batched fetch.
-        let mut missing = Vec::new();
+        let mut direct: Vec<(usize, Range<usize>)> = Vec::new();
+        let mut buffered: Vec<usize> = Vec::new();
         {
             let cache = self.cache_for(g, v);
             for (i, p) in pieces.iter().enumerate() {
-                match cache.get(&p.chunk) {
-                    Some(buf) => read_piece(buf, &geo.chunks, out, strides, p, geo.esize)?,
-                    None => missing.push(i),
+                if let Some(buf) = cache.get(&p.chunk) {
+                    read_piece(buf, &geo.chunks, out, strides, p, geo.esize)?;
+                    continue;
+                }
+                match whole_chunk_range(&geo.chunks, out.len(), strides, p, geo.esize)? {
+                    Some(range) => direct.push((i, range)),
+                    None => buffered.push(i),
                 }
             }
         }
-        if missing.is_empty() {
-            return Ok(());
+        // Direct targets must be disjoint (an `imap` can make them overlap): keep the first of
+        // any overlapping ones direct and copy the others.
+        direct.sort_by_key(|(_, r)| r.start);
+        let mut end = 0;
+        direct.retain(|(i, r)| {
+            let keep = r.start >= end;
+            if keep {
+                end = r.end;
+            } else {
+                buffered.push(*i);
+            }
+            keep
+        });
+        buffered.sort_unstable();
+        self.read_direct(geo, &pieces, &direct, out)?;
+        self.read_buffered(g, v, geo, &pieces, &buffered, out, strides)
+    }
+
+    /// Reads whole chunks straight into their disjoint, sorted ranges of `out`.
+    fn read_direct(
+        &self,
+        geo: &Geometry,
+        pieces: &[ChunkPiece],
+        direct: &[(usize, Range<usize>)],
+        out: &mut [u8],
+    ) -> Result<()> {
+        let mut targets: Vec<(StoreKey, &mut [u8])> = Vec::with_capacity(direct.len());
+        let (mut rest, mut consumed) = (out, 0usize);
+        for (i, r) in direct {
+            let (_, tail) = std::mem::take(&mut rest).split_at_mut(r.start - consumed);
+            let (mine, tail) = tail.split_at_mut(r.len());
+            (rest, consumed) = (tail, r.end);
+            targets.push((geo.key(&pieces[*i].chunk)?, mine));
         }
-        let keys: Vec<StoreKey> = missing
-            .iter()
-            .map(|i| geo.key(&pieces[*i].chunk))
-            .collect::<Result<_>>()?;
-        let fetched = self.store.get_many(&keys)?;
-        let decoded: Vec<Option<Vec<u8>>> = fetched
-            .into_par_iter()
-            .zip(keys.par_iter())
-            .map(|(bytes, key)| bytes.map(|b| Self::decode_chunk(geo, key, b)).transpose())
-            .collect::<Result<_>>()?;
-        let mut fill_chunk: Option<Vec<u8>> = None;
-        for (i, chunk) in missing.into_iter().zip(decoded) {
-            let p = &pieces[i];
-            match chunk {
-                Some(buf) => {
-                    read_piece(&buf, &geo.chunks, out, strides, p, geo.esize)?;
-                    if geo.cacheable {
-                        for (idx, data) in self.cache_for(g, v).insert(p.chunk.clone(), buf, false)
-                        {
-                            self.store_chunk(geo, &idx, data)?;
+        for batch in targets.chunks_mut(batch_len(geo.chunk_bytes)) {
+            let keys: Vec<StoreKey> = batch.iter().map(|(k, _)| k.clone()).collect();
+            if geo.stored_as_is() {
+                let mut outs: Vec<&mut [u8]> = batch.iter_mut().map(|(_, o)| &mut **o).collect();
+                let lens = self.store.get_many_into(&keys, &mut outs)?;
+                outs.into_par_iter()
+                    .zip(lens)
+                    .zip(&keys)
+                    .try_for_each(|((o, len), key)| finish_direct(geo, key, len, o))?;
+            } else {
+                let fetched = self.store.get_many(&keys)?;
+                batch
+                    .par_iter_mut()
+                    .zip(fetched)
+                    .try_for_each(|((key, o), stored)| {
+                        match stored {
+                            None => fill_pattern(o, &geo.fill),
+                            Some(b) => o.copy_from_slice(&Self::decode_chunk(geo, key, b)?),
                         }
-                    }
-                }
-                None => {
+                        Ok(())
+                    })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the chunks of `wanted` pieces into chunk buffers and copies the pieces into `out`;
+    /// decoded chunks small enough are kept in the cache.
+    #[allow(clippy::too_many_arguments)]
+    fn read_buffered(
+        &mut self,
+        g: GroupId,
+        v: usize,
+        geo: &Geometry,
+        pieces: &[ChunkPiece],
+        wanted: &[usize],
+        out: &mut [u8],
+        strides: &[i64],
+    ) -> Result<()> {
+        // A request whose chunks cannot all stay in the cache would only cycle them through
+        // it (evicting what a later request could use): such chunks are not kept.
+        let keep = geo.cacheable
+            && wanted
+                .len()
+                .checked_mul(geo.chunk_bytes)
+                .is_some_and(|n| n <= geo.cache_bytes);
+        let mut fill_chunk: Option<Vec<u8>> = None;
+        let mut scratch: Vec<Vec<u8>> = Vec::new();
+        for batch in wanted.chunks(batch_len(geo.chunk_bytes)) {
+            let keys: Vec<StoreKey> = batch
+                .iter()
+                .map(|i| geo.key(&pieces[*i].chunk))
+                .collect::<Result<_>>()?;
+            let present = self.fetch_chunks(geo, &keys, &mut scratch)?;
+            for (k, (i, found)) in batch.iter().zip(present).enumerate() {
+                let p = &pieces[*i];
+                if !found {
                     let f = fill_chunk.get_or_insert_with(|| {
                         let mut b = vec![0u8; geo.chunk_bytes];
                         fill_pattern(&mut b, &geo.fill);
                         b
                     });
                     read_piece(f, &geo.chunks, out, strides, p, geo.esize)?;
+                    continue;
+                }
+                read_piece(&scratch[k], &geo.chunks, out, strides, p, geo.esize)?;
+                if keep {
+                    let buf = std::mem::take(&mut scratch[k]);
+                    for (idx, data) in self.cache_for(g, v).insert(p.chunk.clone(), buf, false) {
+                        self.store_chunk(geo, &idx, data)?;
+                    }
                 }
             }
         }
         Ok(())
+    }
+
+    /// Fetches and decodes the chunks of `keys` into `scratch[..keys.len()]` (native order),
+    /// returning which exist. Uncompressed chunks are read into the scratch buffers in place,
+    /// so buffers are reused from batch to batch instead of allocated per chunk.
+    fn fetch_chunks(
+        &self,
+        geo: &Geometry,
+        keys: &[StoreKey],
+        scratch: &mut Vec<Vec<u8>>,
+    ) -> Result<Vec<bool>> {
+        if scratch.len() < keys.len() {
+            scratch.resize_with(keys.len(), Vec::new);
+        }
+        let scratch = &mut scratch[..keys.len()];
+        if !geo.stored_as_is() {
+            let fetched = self.store.get_many(keys)?;
+            return scratch
+                .par_iter_mut()
+                .zip(fetched)
+                .zip(keys)
+                .map(|((slot, bytes), key)| match bytes {
+                    None => Ok(false),
+                    Some(b) => {
+                        *slot = Self::decode_chunk(geo, key, b)?;
+                        Ok(true)
+                    }
+                })
+                .collect();
+        }
+        for slot in scratch.iter_mut() {
+            slot.resize(geo.chunk_bytes, 0);
+        }
+        let lens = {
+            let mut outs: Vec<&mut [u8]> = scratch.iter_mut().map(Vec::as_mut_slice).collect();
+            self.store.get_many_into(keys, &mut outs)?
+        };
+        scratch
+            .par_iter_mut()
+            .zip(lens)
+            .zip(keys)
+            .map(|((slot, len), key)| match len {
+                None => Ok(false),
+                Some(_) => finish_direct(geo, key, len, slot).map(|()| true),
+            })
+            .collect()
     }
 
     /// Encodes and stores one chunk (native order in).
@@ -603,15 +770,16 @@ impl Dataset {
             &slab.stride,
         )?;
         let pieces: Vec<ChunkPiece> = proj.pieces().collect();
+        let (whole, partial): (Vec<usize>, Vec<usize>) = (0..pieces.len())
+            .partition(|i| crate::chunk::projection::is_whole_chunk(&pieces[*i], &geo.chunks));
+        self.write_whole_chunks(g, v, &geo, &pieces, &whole, values, strides)?;
         // Partial chunks not in the cache must be read first: one batch.
         let need: Vec<usize> = {
             let cache = self.cache_for(g, v);
-            (0..pieces.len())
-                .filter(|i| {
-                    let p = &pieces[*i];
-                    !crate::chunk::projection::is_whole_chunk(p, &geo.chunks)
-                        && cache.get(&p.chunk).is_none()
-                })
+            partial
+                .iter()
+                .copied()
+                .filter(|i| cache.get(&pieces[*i].chunk).is_none())
                 .collect()
         };
         let keys: Vec<StoreKey> = need
@@ -619,7 +787,6 @@ impl Dataset {
             .map(|i| geo.key(&pieces[*i].chunk))
             .collect::<Result<_>>()?;
         let fetched = self.store.get_many(&keys)?;
-        // Partly overwritten chunks that exist are decoded in parallel.
         let decoded: Vec<Option<Vec<u8>>> = fetched
             .into_par_iter()
             .zip(keys.par_iter())
@@ -628,18 +795,17 @@ impl Dataset {
         let mut existing: std::collections::HashMap<usize, Vec<u8>> = need
             .iter()
             .zip(decoded)
-            .filter_map(|(i, d)| d.map(|d| (*i, d)))
+            .filter_map(|(i, chunk)| chunk.map(|c| (*i, c)))
             .collect();
-        for (i, p) in pieces.iter().enumerate() {
+        for i in partial {
+            let p = &pieces[i];
             let mut buf = match self.cache_for(g, v).take(&p.chunk) {
                 Some((b, _)) => b,
                 None => match existing.remove(&i) {
                     Some(b) => b,
                     None => {
                         let mut b = vec![0u8; geo.chunk_bytes];
-                        if !crate::chunk::projection::is_whole_chunk(p, &geo.chunks) {
-                            fill_pattern(&mut b, &geo.fill);
-                        }
+                        fill_pattern(&mut b, &geo.fill);
                         b
                     }
                 },
@@ -651,6 +817,45 @@ impl Dataset {
             }
         }
         self.tree.group_mut(g).vars[v].data_written = true;
+        Ok(())
+    }
+
+    /// Writes the chunks that `whole` pieces cover entirely straight to the store, bypassing
+    /// the cache (a cached copy is dropped: every byte of it is overwritten): assembled,
+    /// byte-swapped and encoded in parallel, stored in bounded batches, with the chunk buffers
+    /// of one batch reused by the next when the codecs hand them back.
+    #[allow(clippy::too_many_arguments)]
+    fn write_whole_chunks(
+        &mut self,
+        g: GroupId,
+        v: usize,
+        geo: &Geometry,
+        pieces: &[ChunkPiece],
+        whole: &[usize],
+        values: &[u8],
+        strides: &[i64],
+    ) -> Result<()> {
+        let mut pool: Vec<Vec<u8>> = Vec::new();
+        for batch in whole.chunks(batch_len(geo.chunk_bytes)) {
+            let cache = self.cache_for(g, v);
+            for i in batch {
+                cache.take(&pieces[*i].chunk);
+            }
+            pool.resize_with(batch.len(), Vec::new);
+            let items: Vec<(StoreKey, Vec<u8>)> = batch
+                .par_iter()
+                .zip(pool.par_drain(..))
+                .map(|(i, mut buf)| {
+                    let p = &pieces[*i];
+                    buf.clear();
+                    buf.resize(geo.chunk_bytes, 0);
+                    write_piece(&mut buf, &geo.chunks, values, strides, p, geo.esize)?;
+                    Self::encode_chunk(geo, &p.chunk, buf)
+                })
+                .collect::<Result<_>>()?;
+            self.store.put_many(&items)?;
+            pool = items.into_iter().map(|(_, buf)| buf).collect();
+        }
         Ok(())
     }
 

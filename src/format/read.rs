@@ -16,6 +16,8 @@ use crate::error::{Error, Result};
 use crate::model::{Att, DimId, GroupId, NcType, Storage, Tree, Values, Var};
 use crate::zmap::{Store, StoreKey, StorePrefix};
 use serde_json::{Map, Value};
+use std::cell::RefCell;
+use std::collections::HashMap;
 
 type Obj = Map<String, Value>;
 
@@ -37,6 +39,8 @@ pub struct Opened {
 struct Meta<'a> {
     store: &'a dyn Store,
     consolidated: Option<Obj>,
+    /// Objects fetched ahead in one concurrent batch, each taken by the first `get` of it.
+    prefetched: RefCell<HashMap<String, Option<Vec<u8>>>>,
 }
 
 fn parse_obj(key: &str, bytes: &[u8]) -> Result<Obj> {
@@ -55,7 +59,33 @@ fn join(path: &str, name: &str) -> String {
     }
 }
 
-impl Meta<'_> {
+impl<'a> Meta<'a> {
+    fn new(store: &'a dyn Store, consolidated: Option<Obj>) -> Meta<'a> {
+        Meta {
+            store,
+            consolidated,
+            prefetched: RefCell::new(HashMap::new()),
+        }
+    }
+
+    /// Fetches `keys` in one batch (concurrently where the store can), so a dataset with
+    /// many variables costs one round of reads instead of one read per object. Keys that are
+    /// not valid store keys are left for `get` to report.
+    fn prefetch(&self, keys: &[String]) -> Result<()> {
+        if self.consolidated.is_some() {
+            return Ok(());
+        }
+        let (names, keys): (Vec<&String>, Vec<StoreKey>) = keys
+            .iter()
+            .filter_map(|k| StoreKey::new(k).ok().map(|key| (k, key)))
+            .unzip();
+        let values = self.store.get_many(&keys)?;
+        self.prefetched
+            .borrow_mut()
+            .extend(names.into_iter().cloned().zip(values));
+        Ok(())
+    }
+
     fn get(&self, key: &str) -> Result<Option<Obj>> {
         if let Some(c) = &self.consolidated {
             return match c.get(key) {
@@ -64,7 +94,12 @@ impl Meta<'_> {
                 None => Ok(None),
             };
         }
-        match self.store.get(&StoreKey::new(key)?)? {
+        let ahead = self.prefetched.borrow_mut().remove(key);
+        let bytes = match ahead {
+            Some(b) => b,
+            None => self.store.get(&StoreKey::new(key)?)?,
+        };
+        match bytes {
             Some(b) => parse_obj(key, &b).map(Some),
             None => Ok(None),
         }
@@ -596,10 +631,7 @@ fn utf32(text: &str, endian: crate::model::Endian) -> Vec<u8> {
 
 /// Reads the dataset's metadata. `pure` forces pure-Zarr interpretation (`mode=zarr`).
 pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opened> {
-    let raw = Meta {
-        store,
-        consolidated: None,
-    };
+    let raw = Meta::new(store, None);
     let zmetadata = store.get(&StoreKey::new(".zmetadata")?)?;
     let has_zmetadata = zmetadata.is_some();
     let consolidated = match zmetadata {
@@ -614,10 +646,7 @@ pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opene
             }),
         None => None,
     };
-    let meta = Meta {
-        store,
-        consolidated,
-    };
+    let meta = Meta::new(store, consolidated);
     let root_zgroup = meta.get(".zgroup")?;
     let root_zattrs = meta.get(".zattrs")?;
     let v1_superblock = raw.get(v1::SUPERBLOCK)?;
@@ -655,6 +684,17 @@ pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opene
         pending_vars: Vec::new(),
     };
     reader.read_group(Tree::ROOT, "")?;
+    let ahead: Vec<String> = reader
+        .pending_vars
+        .iter()
+        .flat_map(|(_, path, arrays)| {
+            arrays.iter().flat_map(move |name| {
+                let p = join(path, name);
+                [join(&p, ".zarray"), join(&p, ".zattrs")]
+            })
+        })
+        .collect();
+    reader.meta.prefetch(&ahead)?;
     for (g, path, arrays) in std::mem::take(&mut reader.pending_vars) {
         for name in arrays {
             if name.contains('/') || name.is_empty() || name == "." || name == ".." {

@@ -1,0 +1,597 @@
+"""The benchmark harness behind scripts/bench: every case, every contender, same run.
+
+Contenders (all on the same datasets, in the same run):
+  A  ours      bench/c/ncbench with our library preloaded
+  B  nc-4.9    the same program on Debian's netcdf-c 4.9.0 (built-in NCZarr; uncompressed only)
+  C  nc-4.10   the same program under with-netcdf-4.10 (netcdf-c 4.10.1 with codec plugins)
+  D  zarr-py   bench/zarr_python.py on zarr-python 3
+  E  zarrs     bench/zarrs (the zarrs crate)
+plus `cat` of the chunk files (page-cache bound) for uncompressed whole reads.
+
+A case is one line of CASES-building code below (workload x type x chunking x codec x store);
+a contender that cannot run a case reports "n/a (reason)" instead of a time. Datasets are
+written once by zarr-python (pure Zarr v2, the one writer whose codec metadata every reader
+agrees on) and cached under the data directory. Page cache cannot be dropped here, so every
+number is warm-cache: each case runs `--reps` times and the median is reported, with the peak
+RSS of the process (ru_maxrss from wait4) next to it. Ratios are "reference time / our time".
+"""
+
+import argparse
+import csv
+import json
+import datetime
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MiB = 1 << 20
+CONTENDERS = ["A", "B", "C", "D", "E"]
+LABEL = {
+    "A": "ours",
+    "B": "nc-4.9.0",
+    "C": "nc-4.10.1",
+    "D": "zarr-python",
+    "E": "zarrs",
+    "cat": "cat",
+}
+TYPES = {"float": 4, "ushort": 2}
+CODECS = ["none", "zlib1", "zstd3", "blosc-lz4"]
+READS = ["read_all", "read_chunks", "read_strided", "read_series"]
+# Stores: name -> why it cannot run yet (None: available). Zip and S3 light up when the
+# library and a server for them exist; see store_location().
+STORES = ["file", "zip", "s3"]
+
+
+@dataclass
+class Case:
+    workload: str
+    dtype: str = ""
+    chunking: str = ""
+    codec: str = ""
+    store: str = "file"
+    extra: str = ""
+
+    def name(self):
+        parts = [self.workload, self.dtype, self.chunking, self.codec, self.store, self.extra]
+        return "/".join(p for p in parts if p)
+
+
+@dataclass
+class Result:
+    case: Case
+    who: str
+    times: list = field(default_factory=list)
+    rss_kib: int = 0
+    cpu: list = field(default_factory=list)
+    status: str = "ok"
+    checksum: str = ""
+
+    def median(self):
+        return statistics.median(self.times) if self.times else None
+
+
+def geometry(dtype, chunking, size):
+    """Variable shape (T, Y, X) and chunk shape for a variable of `size` bytes."""
+    esize = TYPES[dtype]
+    y = x = 1024 if size >= 64 * MiB else 256
+    t = max(1, size // (esize * y * x))
+    if chunking == "big":  # 16 MiB chunks at full size
+        ct = max(1, min(t, 16 * MiB // (esize * y * x)))
+        return (t, y, x), (ct, y, x)
+    # 1 MiB chunks
+    per = MiB // esize
+    cy = min(y, 512)
+    cx = min(x, per // cy)
+    return (t, y, x), (1, cy, cx)
+
+
+def build_cases(args):
+    cases = []
+    for dtype in TYPES:
+        for chunking in ["big", "small"]:
+            for codec in CODECS:
+                for store in STORES:
+                    for w in READS + ["write"]:
+                        cases.append(Case(w, dtype, chunking, codec, store))
+    for store in STORES:
+        for consolidated in ["plain", "consolidated"]:
+            cases.append(Case("open1000", store=store, extra=consolidated))
+    if args.only:
+        rx = re.compile(args.only)
+        cases = [c for c in cases if rx.search(c.name())]
+    if args.quick:
+        keep = {"read_all", "read_strided", "write", "open1000"}
+        cases = [
+            c
+            for c in cases
+            if c.workload in keep
+            and c.dtype in ("", "float")
+            and c.chunking in ("", "small")
+            and c.codec in ("", "none", "zstd3")
+            and c.store == "file"
+        ]
+    return cases
+
+
+class Env:
+    def __init__(self, args):
+        self.args = args
+        args.target = os.path.abspath(args.target)
+        self.lib = os.path.join(args.target, "release", "libnczarr_rs.so")
+        self.ncbench = os.path.join(args.target, "bench", "ncbench")
+        self.zarrs = os.path.join(args.target, "zarrs", "release", "zarrs-bench")
+        self.zarr_py = args.zarr_python
+        self.with410 = args.with_netcdf_410
+        self.data = os.path.join(os.path.abspath(args.data_dir), f"{args.size // MiB}M")
+        os.makedirs(self.data, exist_ok=True)
+        self.scratch = os.path.join(self.data, "scratch")
+        base = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
+        base["NCZARR_RS_QUIET"] = "1"
+        self.base_env = base
+
+    # ---- datasets -------------------------------------------------------------------------
+
+    def dataset(self, case):
+        """Directory of the read dataset of a case, generated on first use by zarr-python."""
+        path = os.path.join(self.data, f"{case.dtype}-{case.chunking}-{case.codec}.zarr")
+        stamp = path + ".done"
+        if not os.path.exists(stamp):
+            shutil.rmtree(path, ignore_errors=True)
+            (t, y, x), (ct, cy, cx) = geometry(case.dtype, case.chunking, self.args.size)
+            argv = [self.zarr_py, os.path.join(ROOT, "bench", "zarr_python.py"), "write", path,
+                    "data", case.dtype, t, y, x, ct, cy, cx, case.codec]
+            log(f"  generating {os.path.basename(path)} ({t}x{y}x{x}, chunks {ct}x{cy}x{cx})")
+            r = subprocess.run([str(a) for a in argv], env=self.base_env, capture_output=True,
+                               text=True)
+            if r.returncode != 0:
+                raise RuntimeError(f"generating {path}: {r.stderr.strip()}")
+            open(stamp, "w").close()
+        return path
+
+    def many_vars(self, consolidated):
+        """A dataset with 1000 small variables, written by our library through stock ncgen."""
+        kind = "consolidated" if consolidated else "plain"
+        path = os.path.join(self.data, f"many-{kind}.zarr")
+        stamp = path + ".done"
+        if not os.path.exists(stamp):
+            shutil.rmtree(path, ignore_errors=True)
+            cdl = os.path.join(self.data, "many.cdl")
+            with open(cdl, "w") as f:
+                f.write("netcdf many {\ndimensions:\n  t = 10 ;\nvariables:\n")
+                for i in range(1000):
+                    f.write(f"  float v{i}(t) ;\n    v{i}:units = \"m\" ;\n"
+                            f"    v{i}:long_name = \"variable {i}\" ;\n")
+                f.write("data:\n")
+                for i in range(1000):
+                    f.write(f" v{i} = " + ", ".join(str(i + k) for k in range(10)) + " ;\n")
+                f.write("}\n")
+            mode = "nczarr,file" + (",consolidated" if consolidated else "")
+            env = dict(self.base_env, LD_PRELOAD=self.lib)
+            r = subprocess.run(["ncgen", "-4", "-o", f"file://{path}#mode={mode}", cdl], env=env,
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                raise RuntimeError(f"generating {path}: {r.stderr.strip()}")
+            open(stamp, "w").close()
+        return path
+
+    # ---- how each contender runs a case ---------------------------------------------------
+
+    def argv(self, case, who):
+        """(argv, env, timed_by) for a contender, or a string saying why it cannot run."""
+        if case.workload == "open1000":
+            return self.open_argv(case, who)
+        if who == "B" and case.codec != "none":
+            return "n/a (Debian 4.9.0 has no codec filters)"
+        if case.workload == "write":
+            return self.write_argv(case, who)
+        src = self.dataset(case)
+        url = f"file://{src}#mode=zarr,file"
+        if who == "cat":
+            if case.workload != "read_all" or case.codec != "none":
+                return "n/a"
+            chunks = sorted(
+                os.path.join(src, "data", n)
+                for n in os.listdir(os.path.join(src, "data"))
+                if n[0].isdigit()
+            )
+            return ["cat"] + chunks, self.base_env, "wall"
+        if who in ("A", "B", "C"):
+            argv, run_env = self.nc_argv(who, [self.ncbench, case.workload, url, "data"])
+            return argv, run_env, "self"
+        if who == "D":
+            return [self.zarr_py, os.path.join(ROOT, "bench", "zarr_python.py"), case.workload,
+                    src, "data"], self.base_env, "self"
+        if who == "E":
+            if not os.path.exists(self.zarrs):
+                return "n/a (zarrs program not built)"
+            return [self.zarrs, case.workload, src, "data"], self.base_env, "self"
+        return "n/a"
+
+    def nc_argv(self, who, argv):
+        """Runs argv on one netCDF implementation; returns (argv, env)."""
+        if who == "A":
+            return argv, dict(self.base_env, LD_PRELOAD=self.lib)
+        if who == "B":
+            return argv, self.base_env
+        if not self.with410:
+            raise RuntimeError("with-netcdf-4.10 not found")
+        return [self.with410] + argv, self.base_env
+
+    def write_argv(self, case, who):
+        (t, y, x), (ct, cy, cx) = geometry(case.dtype, case.chunking, self.args.size)
+        dest = os.path.join(self.scratch, f"{who}.zarr")
+        shutil.rmtree(dest, ignore_errors=True)
+        os.makedirs(self.scratch, exist_ok=True)
+        dims = [case.dtype, t, y, x, ct, cy, cx, case.codec]
+        if who in ("A", "B", "C"):
+            url = f"file://{dest}#mode=nczarr,file"
+            argv, env = self.nc_argv(who, [self.ncbench, "write", url, "data"] + dims)
+            return [str(a) for a in argv], env, "self"
+        if who == "D":
+            return [str(a) for a in [self.zarr_py, os.path.join(ROOT, "bench", "zarr_python.py"),
+                                     "write", dest, "data"] + dims], self.base_env, "self"
+        if who == "E":
+            if not os.path.exists(self.zarrs):
+                return "n/a (zarrs program not built)"
+            # zarrs writes every chunk of an array whose metadata exist: those of the read
+            # dataset with the same geometry and codec.
+            src = self.dataset(case)
+            os.makedirs(os.path.join(dest, "data"))
+            for meta in (".zgroup", ".zattrs"):
+                if os.path.exists(os.path.join(src, meta)):
+                    shutil.copy(os.path.join(src, meta), dest)
+            shutil.copy(os.path.join(src, "data", ".zarray"), os.path.join(dest, "data"))
+            return [self.zarrs, "write", dest, "data"], self.base_env, "self"
+        return "n/a"
+
+    def open_argv(self, case, who):
+        consolidated = case.extra == "consolidated"
+        src = self.many_vars(consolidated)
+        if who in ("A", "B", "C"):
+            # What `ncdump -h` does (every variable and attribute inquired), timed inside the
+            # process so that start-up costs (larger for the 4.10.1 wrapper) do not count.
+            mode = "nczarr,file" + (",consolidated" if consolidated else "")
+            argv, env = self.nc_argv(who, [self.ncbench, "open", f"file://{src}#mode={mode}"])
+            return argv, env, "self"
+        if who == "D":
+            argv = [self.zarr_py, os.path.join(ROOT, "bench", "zarr_python.py"), "open", src]
+            return argv + (["consolidated"] if consolidated else []), self.base_env, "self"
+        if who == "E":
+            if consolidated:
+                return "n/a (zarrs does not read .zmetadata)"
+            if not os.path.exists(self.zarrs):
+                return "n/a (zarrs program not built)"
+            return [self.zarrs, "open", src], self.base_env, "self"
+        return "n/a"
+
+
+def store_unavailable(store):
+    """Why a store cannot be benchmarked yet. Zip needs the library's zip backend; S3 needs the
+    S3 backend and an s3s-fs server on loopback. When those exist, this returns the locations
+    and the argv builders above take a URL per store."""
+    if store == "file":
+        return None
+    if store == "zip":
+        return "n/a (zip store not in this build)"
+    if store == "s3":
+        return "n/a (S3 store not in this build; needs s3s-fs on loopback)"
+    return f"n/a (unknown store {store})"
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+class Runner:
+    """Runs children with wait4 so each run's peak RSS is known."""
+
+    @staticmethod
+    def run(argv, env, timed_by):
+        t0 = time.perf_counter()
+        # `cat` output goes to /dev/null, not through a pipe we would have to drain.
+        sink = subprocess.DEVNULL if argv[0] == "cat" else subprocess.PIPE
+        p = subprocess.Popen([str(a) for a in argv], env=env, stdout=sink,
+                             stderr=subprocess.PIPE)
+        # Drain pipes without reaping, then reap with wait4 for the rusage.
+        out = p.stdout.read() if p.stdout else b""
+        err = p.stderr.read()
+        _, status, ru = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+        code = p.returncode
+        if code != 0:
+            last = (err.decode(errors="replace").strip().splitlines() or [f"exit {code}"])[-1]
+            raise RuntimeError(last[:160], code)
+        cpu = ru.ru_utime + ru.ru_stime
+        m = re.search(r"elapsed ([0-9.]+) checksum ([0-9a-f]+)", out.decode(errors="replace"))
+        if timed_by == "self" and m:
+            return float(m.group(1)), ru.ru_maxrss, m.group(2), cpu
+        return wall, ru.ru_maxrss, "", cpu
+
+
+def run_case(env, case, who, reps):
+    r = Result(case, who)
+    try:
+        how = env.argv(case, who)
+    except RuntimeError as e:
+        r.status = f"n/a ({e.args[0]})"
+        return r
+    if isinstance(how, str):
+        r.status = how
+        return r
+    for i in range(reps):
+        if case.workload == "write" and i > 0:
+            how = env.argv(case, who)  # fresh destination every time
+        argv, run_env, timed_by = how
+        try:
+            secs, rss, checksum, cpu = Runner.run(argv, run_env or env.base_env, timed_by)
+        except RuntimeError as e:
+            reason, code = e.args[0], e.args[1] if len(e.args) > 1 else 1
+            r.status = ("n/a" if code == 3 else "error") + f" ({reason})"
+            r.times = []
+            return r
+        if case.workload == "write":
+            wrong = written_codec_mismatch(env, case, who)
+            if wrong:
+                r.status, r.times = f"n/a ({wrong})", []
+                return r
+        r.times.append(secs)
+        r.cpu.append(cpu)
+        r.rss_kib = max(r.rss_kib, rss)
+        r.checksum = checksum
+    return r
+
+
+# What a variable's .zarray says for each codec we ask for (compressor id, filter ids).
+EXPECTED_CODEC = {
+    "none": (None, []),
+    "zlib1": ("zlib", ["shuffle"]),
+    "zstd3": ("zstd", []),
+    "blosc-lz4": ("blosc", []),
+}
+
+
+def written_codec_mismatch(env, case, who):
+    """Some libraries accept a codec request and silently store data uncompressed (Debian's
+    4.9.0 returns success from nc_def_var_zstandard without zstd); such a write is not the
+    case asked for. Returns the reason, or None when the stored metadata match."""
+    path = os.path.join(env.scratch, f"{who}.zarr", "data", ".zarray")
+    try:
+        with open(path) as f:
+            meta = json.load(f)
+    except (OSError, ValueError):
+        return None
+    comp = (meta.get("compressor") or {}).get("id")
+    filters = [f.get("id") for f in (meta.get("filters") or [])]
+    if (comp, filters) != EXPECTED_CODEC[case.codec]:
+        return f"codec request ignored: stored compressor {comp}, filters {filters}"
+    return None
+
+
+def fmt_time(s):
+    if s is None:
+        return "-"
+    return f"{s * 1000:.1f}ms" if s < 1 else f"{s:.2f}s"
+
+
+def main():
+    ap = argparse.ArgumentParser(prog="scripts/bench")
+    ap.add_argument("--size", default="1G", help="bytes per variable: 1G, 256M, ...")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help="a smoke run of a few seconds")
+    ap.add_argument("--only", help="regex over case names (workload/type/chunking/codec/store)")
+    ap.add_argument("--contenders", default="A,B,C,D,E,cat")
+    ap.add_argument("--target", required=True)
+    ap.add_argument("--data-dir", required=True)
+    ap.add_argument("--out-dir", required=True)
+    ap.add_argument("--zarr-python", required=True)
+    ap.add_argument("--with-netcdf-410", default="")
+    ap.add_argument("--no-plot", action="store_true")
+    ap.add_argument("--references-without-ours", action="store_true",
+                    help="also time the other contenders on cases our library cannot run")
+    args = ap.parse_args()
+    args.size = parse_size(args.size)
+    if args.quick:
+        args.size = min(args.size, 8 * MiB)
+        args.reps = 1
+    env = Env(args)
+    who_all = [w for w in args.contenders.split(",") if w]
+    results = []
+    cases = build_cases(args)
+    log(f"scripts/bench: {len(cases)} cases, size {args.size // MiB} MiB, {args.reps} reps")
+    skipped = {}
+    for case in cases:
+        why = store_unavailable(case.store)
+        if why:
+            skipped.setdefault(case.store, (why, []))[1].append(case)
+            continue
+        row = []
+        for who in who_all:
+            ours = row[0] if row and row[0].who == "A" else None
+            if ours and not ours.times and not args.references_without_ours:
+                r = Result(case, who, status="n/a (skipped: ours n/a)")
+            else:
+                r = run_case(env, case, who, args.reps)
+            results.append(r)
+            row.append(r)
+        check_checksums(row)
+        log(summary_line(case, row))
+    stamp = datetime.datetime.now().strftime("%Y-%m-%d-%H%M%S")
+    os.makedirs(args.out_dir, exist_ok=True)
+    csv_path = os.path.join(args.out_dir, f"{stamp}.csv")
+    write_csv(csv_path, results, args)
+    table = render_table(results, who_all)
+    for store, (why, skipped_cases) in skipped.items():
+        table += f"\nnot run: {len(skipped_cases)} cases on the {store} store: {why}"
+    print(table)
+    print(render_targets(results))
+    with open(os.path.join(args.out_dir, f"{stamp}.txt"), "w") as f:
+        f.write(table + "\n" + render_targets(results) + "\n")
+    if not args.no_plot:
+        png = os.path.join(args.out_dir, f"{stamp}.png")
+        plot(results, png)
+        print(f"plot: {png}")
+    print(f"csv: {csv_path}")
+    # A benchmark that runs but reads wrong values, or fails, must not look like a result.
+    broken = [r for r in results if r.status.startswith("error") or "checksum" in r.status]
+    for r in broken:
+        print(f"FAILED: {r.case.name()} {LABEL[r.who]}: {r.status}", file=sys.stderr)
+    return 1 if broken else 0
+
+
+def parse_size(text):
+    m = re.fullmatch(r"(\d+)([KMG]?)i?B?", text.strip(), re.I)
+    if not m:
+        raise SystemExit(f"bad --size {text}")
+    mult = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[m.group(2).upper()]
+    return int(m.group(1)) * mult
+
+
+def check_checksums(row):
+    """Readers of the same data must agree; a disagreeing contender is marked, not hidden."""
+    sums = {r.who: r.checksum for r in row if r.checksum and r.times}
+    if row and row[0].case.workload in ("read_all", "read_strided", "read_series"):
+        ref = sums.get("C") or sums.get("D") or sums.get("B")
+        for r in row:
+            if ref and r.checksum and r.checksum != ref:
+                r.status = "ok (checksum differs)"
+
+
+def summary_line(case, row):
+    base = next((r for r in row if r.who == "A"), None)
+    parts = []
+    for r in row:
+        m = r.median()
+        if m is None:
+            parts.append(f"{r.who}={r.status}")
+        else:
+            ratio = ""
+            if base and base.median() and r.who != "A":
+                ratio = f" ({m / base.median():.2f}x)"
+            parts.append(f"{r.who}={fmt_time(m)}{ratio}")
+    return f"{case.name():40s} " + "  ".join(parts)
+
+
+def write_csv(path, results, args):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["case", "workload", "type", "chunking", "codec", "store", "extra", "contender",
+                    "label", "median_s", "min_s", "runs", "peak_rss_mib", "process_cpu_s", "speedup_of_ours",
+                    "status", "size_bytes"])
+        ours = {r.case.name(): r.median() for r in results if r.who == "A"}
+        for r in results:
+            m = r.median()
+            a = ours.get(r.case.name())
+            w.writerow([r.case.name(), r.case.workload, r.case.dtype, r.case.chunking,
+                        r.case.codec, r.case.store, r.case.extra, r.who, LABEL[r.who],
+                        f"{m:.6f}" if m is not None else "",
+                        f"{min(r.times):.6f}" if r.times else "", len(r.times),
+                        f"{r.rss_kib / 1024:.1f}" if r.times else "",
+                        f"{statistics.median(r.cpu):.3f}" if r.cpu else "",
+                        f"{m / a:.3f}" if (m and a) else "", r.status, args.size])
+
+
+def render_table(results, who_all):
+    by_case = {}
+    for r in results:
+        by_case.setdefault(r.case.name(), {})[r.who] = r
+    head = ["case", "ours", "RSS"] + [f"{LABEL[w]} (x)" for w in who_all if w != "A"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, row in by_case.items():
+        a = row.get("A")
+        am = a.median() if a else None
+        cells = [name, fmt_time(am) if am else (a.status if a else "-"),
+                 f"{a.rss_kib / 1024:.0f}M" if a and a.times else "-"]
+        for w in who_all:
+            if w == "A":
+                continue
+            r = row.get(w)
+            if r is None:
+                cells.append("-")
+            elif r.median() is None:
+                cells.append(r.status)
+            elif am:
+                cells.append(f"{r.median() / am:.2f} ({fmt_time(r.median())}, "
+                             f"{r.rss_kib / 1024:.0f}M)")
+            else:
+                cells.append(f"{fmt_time(r.median())}, {r.rss_kib / 1024:.0f}M")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+# Targets from the project's performance promise: (description, workload filter, reference,
+# minimum speedup of ours over the reference). Evaluated on every matching case of the run.
+TARGETS = [
+    ("whole read, none/zstd/blosc, >= 4x nc-4.10.1", "read_all", ("none", "zstd3", "blosc-lz4"),
+     "C", 4.0),
+    ("whole read, none/zstd/blosc, >= 1.0x zarrs", "read_all", ("none", "zstd3", "blosc-lz4"),
+     "E", 1.0),
+    ("whole read zlib-1, >= 2x nc-4.10.1", "read_all", ("zlib1",), "C", 2.0),
+    ("writes >= 3x nc-4.10.1", "write", tuple(CODECS), "C", 3.0),
+    ("strided read >= 5x nc-4.10.1", "read_strided", tuple(CODECS), "C", 5.0),
+    ("time-series read >= 3x nc-4.10.1", "read_series", tuple(CODECS), "C", 3.0),
+    ("uncompressed whole read within 2x of cat", "read_all", ("none",), "cat", 0.5),
+    ("1000-variable open >= 5x nc-4.10.1", "open1000", ("",), "C", 5.0),
+]
+
+
+def render_targets(results):
+    idx = {(r.case.name(), r.who): r for r in results}
+    lines = ["", "| target | cases | met | worst ratio | worst case |", "|---|---|---|---|---|"]
+    for desc, workload, codecs, ref, need in TARGETS:
+        ratios = []
+        for r in results:
+            c = r.case
+            if r.who != "A" or c.workload != workload or c.codec not in codecs or not r.times:
+                continue
+            o = idx.get((c.name(), ref))
+            if o and o.times:
+                ratios.append((o.median() / r.median(), c.name()))
+        if not ratios:
+            lines.append(f"| {desc} | 0 | n/a | - | - |")
+            continue
+        met = sum(1 for q, _ in ratios if q >= need)
+        worst = min(ratios)
+        lines.append(f"| {desc} | {len(ratios)} | {met}/{len(ratios)} | {worst[0]:.2f} | "
+                     f"{worst[1]} |")
+    return "\n".join(lines)
+
+
+def plot(results, png):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ours = {r.case.name(): r for r in results if r.who == "A" and r.times}
+    refs = ["B", "C", "D", "E"]
+    names = [n for n in ours]
+    if not names:
+        return
+    fig, ax = plt.subplots(figsize=(max(8, len(names) * 0.5), 6))
+    width = 0.8 / len(refs)
+    for k, who in enumerate(refs):
+        vals = []
+        for n in names:
+            o = next((r for r in results if r.who == who and r.case.name() == n and r.times),
+                     None)
+            vals.append(o.median() / ours[n].median() if o else 0)
+        ax.bar([i + k * width for i in range(len(names))], vals, width, label=LABEL[who])
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_yscale("log")
+    ax.set_ylabel("speedup of ours (reference time / our time)")
+    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(names))])
+    ax.set_xticklabels(names, rotation=75, ha="right", fontsize=7)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

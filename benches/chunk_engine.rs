@@ -1,0 +1,115 @@
+//! Micro-benchmarks of the chunk engine's hot paths, so regressions show: projecting requests
+//! onto the chunk grid, copying pieces between chunks and user memory (contiguous, strided,
+//! one element per chunk), and each codec's decode/encode of one chunk.
+//!
+//! Run with `cargo bench --bench chunk_engine`. The end-to-end comparison against other
+//! implementations is `scripts/bench`.
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use nczarr_rs::chunk::copy::{c_order_strides, read_piece, write_piece};
+use nczarr_rs::chunk::projection::{ChunkPiece, Projection};
+use nczarr_rs::codec;
+use std::hint::black_box;
+
+/// A 1 GiB float variable in 1 MiB chunks, as in `scripts/bench`.
+const SHAPE: [u64; 3] = [256, 1024, 1024];
+const CHUNKS: [u64; 3] = [1, 512, 512];
+
+fn projection(c: &mut Criterion) {
+    let mut g = c.benchmark_group("projection");
+    g.bench_function("whole variable, 1024 chunks", |b| {
+        b.iter(|| {
+            let p = Projection::new(&SHAPE, &CHUNKS, &[0, 0, 0], &SHAPE, &[1, 1, 1]).unwrap();
+            black_box(p.pieces().count())
+        })
+    });
+    g.bench_function("strided by 4, 1024 chunks", |b| {
+        b.iter(|| {
+            let p =
+                Projection::new(&SHAPE, &CHUNKS, &[0, 0, 0], &[256, 256, 256], &[1, 4, 4]).unwrap();
+            black_box(p.pieces().count())
+        })
+    });
+    g.bench_function("time series, 256 chunks", |b| {
+        b.iter(|| {
+            let p = Projection::new(&SHAPE, &CHUNKS, &[0, 7, 7], &[256, 1, 1], &[1, 1, 1]).unwrap();
+            black_box(p.pieces().count())
+        })
+    });
+    g.finish();
+}
+
+fn first_piece(start: &[u64], count: &[u64], stride: &[u64]) -> ChunkPiece {
+    Projection::new(&SHAPE, &CHUNKS, start, count, stride)
+        .unwrap()
+        .piece(0)
+        .unwrap()
+}
+
+fn copy(c: &mut Criterion) {
+    let chunk_bytes = 512 * 512 * 4;
+    let chunk = vec![1u8; chunk_bytes];
+    let mut g = c.benchmark_group("copy");
+    g.throughput(Throughput::Bytes(chunk_bytes as u64));
+    // One chunk of a whole-variable read: 512 runs of 512 elements into a 1024-wide buffer.
+    let count = [1u64, 1024, 1024];
+    let piece = first_piece(&[0, 0, 0], &count, &[1, 1, 1]);
+    let strides = c_order_strides(&count).unwrap();
+    let mut out = vec![0u8; 1024 * 1024 * 4];
+    g.bench_function("read piece, contiguous rows", |b| {
+        b.iter(|| read_piece(&chunk, &CHUNKS, &mut out, &strides, &piece, 4).unwrap())
+    });
+    g.bench_function("write piece, contiguous rows", |b| {
+        let mut target = vec![0u8; chunk_bytes];
+        b.iter(|| write_piece(&mut target, &CHUNKS, &out, &strides, &piece, 4).unwrap())
+    });
+    // Every 4th element in both fast dimensions.
+    let count = [1u64, 256, 256];
+    let piece = first_piece(&[0, 0, 0], &count, &[1, 4, 4]);
+    let strides = c_order_strides(&count).unwrap();
+    let mut small = vec![0u8; 256 * 256 * 4];
+    g.bench_function("read piece, strided by 4", |b| {
+        b.iter(|| read_piece(&chunk, &CHUNKS, &mut small, &strides, &piece, 4).unwrap())
+    });
+    g.finish();
+}
+
+/// One 1 MiB chunk of float32 through each codec chain the benchmark harness uses (and the
+/// empty chain: the fixed cost of the codec layer itself).
+fn codecs(c: &mut Criterion) {
+    let raw: Vec<u8> = (0..(1u32 << 18))
+        .flat_map(|i| ((i % 1000) as f32 * 0.25).to_le_bytes())
+        .collect();
+    let mut g = c.benchmark_group("codec");
+    g.throughput(Throughput::Bytes(raw.len() as u64));
+    let chains: [(&str, &str); 6] = [
+        ("none", "[]"),
+        (
+            "zlib-1+shuffle",
+            r#"[{"id":"shuffle","elementsize":4},{"id":"zlib","level":1}]"#,
+        ),
+        ("zstd-3", r#"[{"id":"zstd","level":3}]"#),
+        (
+            "blosc-lz4+shuffle",
+            r#"[{"id":"blosc","cname":"lz4","clevel":5,"shuffle":1,"blocksize":0}]"#,
+        ),
+        ("lz4", r#"[{"id":"lz4","acceleration":1}]"#),
+        ("bz2-1", r#"[{"id":"bz2","level":1}]"#),
+    ];
+    for (name, json) in chains {
+        let cfgs: Vec<codec::Config> = serde_json::from_str(json).unwrap();
+        let chain =
+            codec::Chain::from_configs("v", &cfgs, codec::Context { elem_size: 4 }).unwrap();
+        let stored = chain.encode(raw.clone()).unwrap();
+        g.bench_function(format!("{name} decode"), |b| {
+            b.iter(|| chain.decode(stored.clone(), raw.len()).unwrap())
+        });
+        g.bench_function(format!("{name} encode"), |b| {
+            b.iter(|| chain.encode(raw.clone()).unwrap())
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, projection, copy, codecs);
+criterion_main!(benches);
