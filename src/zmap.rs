@@ -1,13 +1,14 @@
 //! Key/value storage ("zmap"): the store trait, validated keys, and the backends.
 //!
 //! Owns bytes under keys and nothing else: no Zarr, no JSON, no netCDF. Every backend
-//! (memory, directory tree, and later zip and S3) implements [`Store`] and passes the one
+//! (memory, directory tree, S3, and later zip) implements [`Store`] and passes the one
 //! conformance suite in `tests/zmap_conformance.rs`.
 
 pub mod file;
 pub mod key;
 pub mod memory;
 mod open;
+pub mod s3;
 
 pub use key::{StoreKey, StorePrefix};
 pub use open::{OpenHow, open_store};

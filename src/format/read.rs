@@ -560,6 +560,10 @@ pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opene
     let root_zattrs = meta.get(".zattrs")?;
     if root_zgroup.is_none() && root_zattrs.is_none() {
         let kids = raw.children("")?;
+        if kids.is_empty() {
+            // An empty location (an object-store prefix with no objects) holds no dataset.
+            return Err(Error::NotFound(store.describe()));
+        }
         if kids.iter().any(|k| k == "zarr.json") {
             return Err(Error::NotZarr(format!(
                 "{} is Zarr v3, which is not supported yet",

@@ -5,6 +5,8 @@
 
 use super::Store;
 use super::file::FileStore;
+use super::s3::S3Store;
+use super::s3::settings::S3Settings;
 use crate::error::{Error, Result};
 use crate::url::{DatasetUrl, StorageKind};
 use std::path::Path;
@@ -26,8 +28,9 @@ pub enum OpenHow {
 
 /// Opens or creates the store that `url` names.
 ///
-/// Directory trees are served by [`FileStore`]; zip archives and S3 are not built yet and fail
-/// with [`Error::NotBuilt`].
+/// Directory trees are served by [`FileStore`], S3 by [`S3Store`] (settings from the URL, the
+/// environment and the shared AWS files); zip archives are not built yet and fail with
+/// [`Error::NotBuilt`].
 pub fn open_store(url: &DatasetUrl, how: OpenHow) -> Result<Box<dyn Store>> {
     match url.storage_kind() {
         StorageKind::File => {
@@ -39,6 +42,13 @@ pub fn open_store(url: &DatasetUrl, how: OpenHow) -> Result<Box<dyn Store>> {
             Ok(Box::new(store))
         }
         StorageKind::Zip => Err(Error::NotBuilt("zip storage".into())),
-        StorageKind::S3 => Err(Error::NotBuilt("s3 storage".into())),
+        StorageKind::S3 => {
+            let settings = S3Settings::resolve(url, &|k| std::env::var(k).ok())?;
+            let store = match how {
+                OpenHow::Open { writable: _ } => S3Store::open(settings)?,
+                OpenHow::Create { clobber } => S3Store::create(settings, clobber)?,
+            };
+            Ok(Box::new(store))
+        }
     }
 }
