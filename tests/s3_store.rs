@@ -137,10 +137,8 @@ fn credentials_are_checked_by_a_signing_server() {
             Err(Error::Auth(msg)) => assert!(msg.contains(".zgroup"), "{what}: {msg}"),
             other => panic!("{what}: {other:?}"),
         }
-        assert!(matches!(
-            store.list_children(&StorePrefix::root()),
-            Err(Error::Auth(_))
-        ));
+        let listed = store.list_children(&StorePrefix::root());
+        assert!(matches!(listed, Err(Error::Auth(_))), "{what}: {listed:?}");
     }
     assert_eq!(good.get(&key(".zgroup")).unwrap(), Some(b"{}".to_vec()));
 }
@@ -194,10 +192,8 @@ fn missing_bucket_or_dataset_is_not_found() {
     let server = Server::start(Kind::S3sFs);
     let mut no_bucket = server.settings("x");
     no_bucket.bucket = "no-such-bucket".into();
-    assert!(matches!(
-        S3Store::create(no_bucket.clone(), false),
-        Err(Error::NotFound(_))
-    ));
+    let created = S3Store::create(no_bucket.clone(), false);
+    assert!(matches!(created, Err(Error::NotFound(_))), "{created:?}");
     let open = S3Store::open(no_bucket).unwrap();
     assert_eq!(open.get(&key(".zgroup")).unwrap(), None);
     assert!(matches!(

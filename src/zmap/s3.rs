@@ -72,10 +72,51 @@ fn failure_error(store: &str, credentials: &str, what: &str, f: Failure) -> Erro
         Failure::Client(e @ (E::Unauthenticated { .. } | E::PermissionDenied { .. })) => {
             Error::Auth(format!("{store}: {what} (credentials: {credentials}): {e}"))
         }
-        Failure::Client(e) => Error::Remote {
-            store: store.to_string(),
-            why: format!("{what}: {}", full_chain(&e)),
-        },
+        Failure::Client(e) => {
+            let text = full_chain(&e);
+            match s3_error_kind(&text) {
+                Some(S3ErrorKind::Auth) => Error::Auth(format!(
+                    "{store}: {what} (credentials: {credentials}): {text}"
+                )),
+                Some(S3ErrorKind::NotFound) => Error::NotFound(format!("{store}: {what}: {text}")),
+                None => Error::Remote {
+                    store: store.to_string(),
+                    why: format!("{what}: {text}"),
+                },
+            }
+        }
+    }
+}
+
+enum S3ErrorKind {
+    Auth,
+    NotFound,
+}
+
+/// S3 error codes that mean the credentials were refused.
+const AUTH_CODES: [&str; 7] = [
+    "SignatureDoesNotMatch",
+    "InvalidAccessKeyId",
+    "AccessDenied",
+    "ExpiredToken",
+    "InvalidToken",
+    "TokenRefreshRequired",
+    "AuthorizationHeaderMalformed",
+];
+
+/// The client reports some failures (listings among them) as generic errors that carry the
+/// HTTP status and the S3 error document only as text: classify them by the S3 error code.
+fn s3_error_kind(text: &str) -> Option<S3ErrorKind> {
+    let code = |c: &str| text.contains(&format!("<Code>{c}</Code>"));
+    if AUTH_CODES.iter().any(|c| code(c))
+        || text.contains("status code: 401")
+        || text.contains("status code: 403")
+    {
+        Some(S3ErrorKind::Auth)
+    } else if code("NoSuchBucket") || code("NoSuchKey") || text.contains("status code: 404") {
+        Some(S3ErrorKind::NotFound)
+    } else {
+        None
     }
 }
 
