@@ -276,3 +276,48 @@ fn throttling_is_retried() {
     assert!(matches!(failing_get(settings), Error::Remote { .. }));
     assert_eq!(fake.requests.load(Ordering::SeqCst), 1);
 }
+
+/// Without consolidated metadata, open fetches each metadata object once, in batches (the
+/// arrays of a group together), and never issues a HEAD.
+#[test]
+fn open_fetches_each_metadata_object_once() {
+    let server = Server::start(Kind::Moto);
+    let proxy = CountingProxy::start(server.port);
+    let text = format!(
+        "s3://{BUCKET}/plain#mode=nczarr,s3&aws.profile=none&aws.endpoint={}",
+        proxy.endpoint()
+    );
+    let url = DatasetUrl::parse(&text).unwrap();
+    let mut ds = Dataset::create(&url, CreateOptions::default()).unwrap();
+    let root = nczarr_rs::model::Tree::ROOT;
+    let g = ds.def_grp(root, "g").unwrap();
+    let d = ds.def_dim(root, "x", 6, false).unwrap();
+    for name in ["a", "b", "c", "d"] {
+        ds.def_var(g, name, nczarr_rs::model::NcType::Int, &[d.0 as i32])
+            .unwrap();
+    }
+    ds.close().unwrap();
+    proxy.take();
+
+    let ds = Dataset::open(&url, false).unwrap();
+    let reqs = proxy.take();
+    assert!(reqs.iter().all(|r| r.method == "GET"), "{reqs:?}");
+    let mut targets: Vec<&str> = reqs.iter().map(|r| r.target.as_str()).collect();
+    targets.sort_unstable();
+    let total = targets.len();
+    targets.dedup();
+    assert_eq!(
+        targets.len(),
+        total,
+        "an object was fetched twice: {reqs:?}"
+    );
+    for name in ["a", "b", "c", "d"] {
+        assert!(
+            targets
+                .iter()
+                .any(|t| t.ends_with(&format!("plain/g/{name}/.zarray"))),
+            "{reqs:?}"
+        );
+    }
+    drop(ds);
+}

@@ -12,6 +12,8 @@ use crate::error::{Error, Result};
 use crate::model::{Att, DimId, GroupId, NcType, Storage, Tree, Values, Var};
 use crate::zmap::{Store, StoreKey, StorePrefix};
 use serde_json::{Map, Value};
+use std::cell::RefCell;
+use std::collections::HashMap;
 
 type Obj = Map<String, Value>;
 
@@ -29,10 +31,12 @@ pub struct Opened {
     pub has_zmetadata: bool,
 }
 
-/// Metadata objects, from `.zmetadata` or the store.
+/// Metadata objects, from `.zmetadata` or the store. Objects known to be needed soon are
+/// fetched in one batch ([`Meta::prefetch`]), which a remote store serves concurrently.
 struct Meta<'a> {
     store: &'a dyn Store,
     consolidated: Option<Obj>,
+    prefetched: RefCell<HashMap<String, Option<Vec<u8>>>>,
 }
 
 fn parse_obj(key: &str, bytes: &[u8]) -> Result<Obj> {
@@ -51,7 +55,39 @@ fn join(path: &str, name: &str) -> String {
     }
 }
 
-impl Meta<'_> {
+impl<'a> Meta<'a> {
+    fn new(store: &'a dyn Store, consolidated: Option<Obj>) -> Meta<'a> {
+        Meta {
+            store,
+            consolidated,
+            prefetched: RefCell::new(HashMap::new()),
+        }
+    }
+
+    /// Fetches those of `keys` not fetched yet in one batch, for the next [`Meta::get`] calls
+    /// (nothing to do when the metadata is consolidated).
+    fn prefetch(&self, keys: &[String]) -> Result<()> {
+        if self.consolidated.is_some() {
+            return Ok(());
+        }
+        let missing: Vec<&String> = {
+            let known = self.prefetched.borrow();
+            keys.iter().filter(|k| !known.contains_key(*k)).collect()
+        };
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let store_keys = missing
+            .iter()
+            .map(|k| StoreKey::new(k))
+            .collect::<Result<Vec<_>>>()?;
+        let values = self.store.get_many(&store_keys)?;
+        self.prefetched
+            .borrow_mut()
+            .extend(missing.into_iter().cloned().zip(values));
+        Ok(())
+    }
+
     fn get(&self, key: &str) -> Result<Option<Obj>> {
         if let Some(c) = &self.consolidated {
             return match c.get(key) {
@@ -60,7 +96,9 @@ impl Meta<'_> {
                 None => Ok(None),
             };
         }
-        match self.store.get(&StoreKey::new(key)?)? {
+        self.prefetch(&[key.to_string()])?;
+        let bytes = self.prefetched.borrow().get(key).cloned().flatten();
+        match bytes {
             Some(b) => parse_obj(key, &b).map(Some),
             None => Ok(None),
         }
@@ -196,6 +234,7 @@ impl Reader<'_> {
     fn read_group(&mut self, g: GroupId, path: &str) -> Result<()> {
         let zg_key = join(path, ".zgroup");
         let za_key = join(path, ".zattrs");
+        self.meta.prefetch(&[zg_key.clone(), za_key.clone()])?;
         let zgroup = self.meta.get(&zg_key)?.unwrap_or_default();
         let zattrs = self.meta.get(&za_key)?.unwrap_or_default();
         self.tree.group_mut(g).atts = read_atts(&zattrs, &za_key)?;
@@ -534,10 +573,7 @@ impl Reader<'_> {
 
 /// Reads the dataset's metadata. `pure` forces pure-Zarr interpretation (`mode=zarr`).
 pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opened> {
-    let raw = Meta {
-        store,
-        consolidated: None,
-    };
+    let raw = Meta::new(store, None);
     let zmetadata = store.get(&StoreKey::new(".zmetadata")?)?;
     let has_zmetadata = zmetadata.is_some();
     let consolidated = match zmetadata {
@@ -552,10 +588,8 @@ pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opene
             }),
         None => None,
     };
-    let meta = Meta {
-        store,
-        consolidated,
-    };
+    let meta = Meta::new(store, consolidated);
+    meta.prefetch(&[".zgroup".to_string(), ".zattrs".to_string()])?;
     let root_zgroup = meta.get(".zgroup")?;
     let root_zattrs = meta.get(".zattrs")?;
     if root_zgroup.is_none() && root_zattrs.is_none() {
@@ -601,6 +635,17 @@ pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opene
     };
     reader.read_group(Tree::ROOT, "")?;
     for (g, path, arrays) in std::mem::take(&mut reader.pending_vars) {
+        let wanted: Vec<String> = arrays
+            .iter()
+            .filter(|n| StoreKey::new(n).is_ok() && !n.contains('/'))
+            .flat_map(|n| {
+                [
+                    join(&path, &join(n, ".zarray")),
+                    join(&path, &join(n, ".zattrs")),
+                ]
+            })
+            .collect();
+        reader.meta.prefetch(&wanted)?;
         for name in arrays {
             if name.contains('/') || name.is_empty() || name == "." || name == ".." {
                 return Err(Error::metadata(
