@@ -27,6 +27,7 @@ fn dataset_url(path: *const c_char, mode: c_int) -> crate::error::Result<Dataset
     if path.is_null() {
         return Err(Error::Invalid("NULL path".into()));
     }
+    super::signals::protect_library_threads();
     if mode & NC_INMEMORY != 0 {
         return Err(Error::NotBuilt("in-memory NCZarr datasets".into()));
     }

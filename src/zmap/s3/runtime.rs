@@ -13,11 +13,22 @@ use tokio::runtime::{Builder, Handle};
 
 static RUNTIME: OnceLock<std::result::Result<Handle, String>> = OnceLock::new();
 
+/// Runs first on the runtime thread (the C boundary blocks `SIGPIPE` there).
+static THREAD_SETUP: OnceLock<fn()> = OnceLock::new();
+
+/// Sets what the runtime thread runs first when it starts; the first setting stays.
+pub fn set_thread_setup(setup: fn()) {
+    let _ = THREAD_SETUP.set(setup);
+}
+
 fn start() -> std::result::Result<Handle, String> {
     let (tx, rx) = mpsc::sync_channel(1);
     std::thread::Builder::new()
         .name("nczarr-rs-s3".into())
         .spawn(move || {
+            if let Some(setup) = THREAD_SETUP.get() {
+                setup();
+            }
             let runtime = match Builder::new_current_thread().enable_all().build() {
                 Ok(rt) => rt,
                 Err(e) => {
