@@ -165,6 +165,10 @@ pub enum Error {
     /// Credentials were rejected.
     #[error("authorization failure: {0}")]
     Auth(String),
+    /// A remote object store failed: unreachable, timed out, dropped the connection, or
+    /// answered with an error that no more specific variant describes.
+    #[error("object store {store}: {why}")]
+    Remote { store: String, why: String },
     /// Memory could not be allocated.
     #[error("out of memory")]
     NoMem,

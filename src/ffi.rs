@@ -14,6 +14,7 @@ pub mod file_entries;
 pub mod group_entries;
 pub mod install;
 pub mod registry;
+mod signals;
 pub mod status;
 pub mod table;
 pub mod var_entries;

@@ -1,7 +1,7 @@
 //! Key/value storage ("zmap"): the store trait, validated keys, and the backends.
 //!
 //! Owns bytes under keys and nothing else: no Zarr, no JSON, no netCDF. Every backend
-//! (memory, directory tree, zip archive, and later S3) implements [`Store`] and passes the one
+//! (memory, directory tree, zip archive, S3) implements [`Store`] and passes the one
 //! conformance suite in `tests/zmap_conformance.rs`.
 
 pub mod file;
@@ -9,6 +9,7 @@ pub mod key;
 pub mod memory;
 mod open;
 pub mod overlay;
+pub mod s3;
 pub mod zip;
 
 pub use key::{StoreKey, StorePrefix};

@@ -45,6 +45,7 @@ pub const NC_ENOTBUILT: c_int = -128;
 pub const NC_EFILTER: c_int = -132;
 pub const NC_ENOFILTER: c_int = -136;
 pub const NC_ENCZARR: c_int = -137;
+pub const NC_ES3: c_int = -138;
 
 pub const NC_GLOBAL: c_int = -1;
 pub const NC_NAT: c_int = 0;

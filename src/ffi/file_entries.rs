@@ -27,10 +27,16 @@ fn dataset_url(path: *const c_char, mode: c_int) -> crate::error::Result<Dataset
     if path.is_null() {
         return Err(Error::Invalid("NULL path".into()));
     }
+    super::signals::protect_library_threads();
     if mode & NC_INMEMORY != 0 {
         return Err(Error::NotBuilt("in-memory NCZarr datasets".into()));
     }
-    DatasetUrl::parse(&String::from_utf8_lossy(&cmem::c_bytes(path)))
+    let text = String::from_utf8_lossy(&cmem::c_bytes(path)).into_owned();
+    if std::env::var_os("NCZARR_RS_DEBUG").is_some() {
+        // libnetcdf rewrites URLs before dispatching (S3 forms become path-style https).
+        eprintln!("nczarr-rs: dataset URL as received: {text}");
+    }
+    DatasetUrl::parse(&text)
 }
 
 fn register(ncid: c_int, ds: Dataset, formatx: c_int, mode: c_int) {

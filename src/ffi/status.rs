@@ -52,6 +52,7 @@ pub fn code(e: &Error) -> c_int {
         Error::Io { .. } => NC_EIO,
         Error::Access(_) => NC_EACCESS,
         Error::Auth(_) => NC_EAUTH,
+        Error::Remote { .. } => NC_ES3,
         Error::NoMem => NC_ENOMEM,
         Error::Internal(_) => NC_EINTERNAL,
     }
@@ -76,6 +77,7 @@ fn worth_reporting(e: &Error) -> bool {
             | Error::Io { .. }
             | Error::Access(_)
             | Error::Auth(_)
+            | Error::Remote { .. }
             | Error::Internal(_)
             | Error::BadKey { .. }
     )

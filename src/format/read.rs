@@ -35,11 +35,12 @@ pub struct Opened {
     pub has_zmetadata: bool,
 }
 
-/// Metadata objects, from `.zmetadata` or the store.
+/// Metadata objects, from `.zmetadata` or the store. Objects known to be needed soon are
+/// fetched in one batch ([`Meta::prefetch`]), which a remote store serves concurrently.
 struct Meta<'a> {
     store: &'a dyn Store,
     consolidated: Option<Obj>,
-    /// Objects fetched ahead in one concurrent batch, each taken by the first `get` of it.
+    /// Objects fetched so far (in concurrent batches), so none is fetched twice.
     prefetched: RefCell<HashMap<String, Option<Vec<u8>>>>,
 }
 
@@ -68,21 +69,27 @@ impl<'a> Meta<'a> {
         }
     }
 
-    /// Fetches `keys` in one batch (concurrently where the store can), so a dataset with
-    /// many variables costs one round of reads instead of one read per object. Keys that are
-    /// not valid store keys are left for `get` to report.
+    /// Fetches those of `keys` not fetched yet in one batch, for the next [`Meta::get`] calls
+    /// (nothing to do when the metadata is consolidated). Keys that are not valid store keys
+    /// are left for `get` to report.
     fn prefetch(&self, keys: &[String]) -> Result<()> {
         if self.consolidated.is_some() {
             return Ok(());
         }
-        let (names, keys): (Vec<&String>, Vec<StoreKey>) = keys
-            .iter()
-            .filter_map(|k| StoreKey::new(k).ok().map(|key| (k, key)))
-            .unzip();
-        let values = self.store.get_many(&keys)?;
+        let (missing, store_keys): (Vec<&String>, Vec<StoreKey>) = {
+            let known = self.prefetched.borrow();
+            keys.iter()
+                .filter(|k| !known.contains_key(*k))
+                .filter_map(|k| StoreKey::new(k).ok().map(|sk| (k, sk)))
+                .unzip()
+        };
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let values = self.store.get_many(&store_keys)?;
         self.prefetched
             .borrow_mut()
-            .extend(names.into_iter().cloned().zip(values));
+            .extend(missing.into_iter().cloned().zip(values));
         Ok(())
     }
 
@@ -94,8 +101,9 @@ impl<'a> Meta<'a> {
                 None => Ok(None),
             };
         }
-        let ahead = self.prefetched.borrow_mut().remove(key);
-        let bytes = match ahead {
+        self.prefetch(&[key.to_string()])?;
+        let known = self.prefetched.borrow().get(key).cloned();
+        let bytes = match known {
             Some(b) => b,
             None => self.store.get(&StoreKey::new(key)?)?,
         };
@@ -253,6 +261,7 @@ impl Reader<'_> {
     fn read_group(&mut self, g: GroupId, path: &str) -> Result<()> {
         let zg_key = join(path, ".zgroup");
         let za_key = join(path, ".zattrs");
+        self.meta.prefetch(&[zg_key.clone(), za_key.clone()])?;
         let mut zgroup = self.meta.get(&zg_key)?.unwrap_or_default();
         let mut zattrs = self.meta.get(&za_key)?.unwrap_or_default();
         self.fold_v1(path, v1::GROUP, "_NCZARR_GROUP", &mut zgroup)?;
@@ -647,11 +656,16 @@ pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opene
         None => None,
     };
     let meta = Meta::new(store, consolidated);
+    meta.prefetch(&[".zgroup".to_string(), ".zattrs".to_string()])?;
     let root_zgroup = meta.get(".zgroup")?;
     let root_zattrs = meta.get(".zattrs")?;
     let v1_superblock = raw.get(v1::SUPERBLOCK)?;
     if root_zgroup.is_none() && root_zattrs.is_none() && v1_superblock.is_none() {
         let kids = raw.children("")?;
+        if kids.is_empty() {
+            // An empty location (an object-store prefix with no objects) holds no dataset.
+            return Err(Error::NotFound(store.describe()));
+        }
         if kids.iter().any(|k| k == "zarr.json") {
             return Err(Error::NotZarr(format!(
                 "{} is Zarr v3, which is not supported yet",
@@ -696,6 +710,17 @@ pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opene
         .collect();
     reader.meta.prefetch(&ahead)?;
     for (g, path, arrays) in std::mem::take(&mut reader.pending_vars) {
+        let wanted: Vec<String> = arrays
+            .iter()
+            .filter(|n| StoreKey::new(n).is_ok() && !n.contains('/'))
+            .flat_map(|n| {
+                [
+                    join(&path, &join(n, ".zarray")),
+                    join(&path, &join(n, ".zattrs")),
+                ]
+            })
+            .collect();
+        reader.meta.prefetch(&wanted)?;
         for name in arrays {
             if name.contains('/') || name.is_empty() || name == "." || name == ".." {
                 return Err(Error::metadata(

@@ -7,8 +7,10 @@ use super::Store;
 use super::file::FileStore;
 use super::memory::MemoryStore;
 use super::overlay::OverlayStore;
+use super::s3::S3Store;
+use super::s3::settings::S3Settings;
 use super::zip::ZipStore;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::url::{DatasetUrl, StorageKind};
 use std::path::Path;
 
@@ -29,8 +31,8 @@ pub enum OpenHow {
 
 /// Opens or creates the store that `url` names.
 ///
-/// Directory trees are served by [`FileStore`], zip archives by [`ZipStore`]; S3 is not built
-/// yet and fails with [`Error::NotBuilt`].
+/// Directory trees are served by [`FileStore`], zip archives by [`ZipStore`], S3 by
+/// [`S3Store`] (settings from the URL, the environment and the shared AWS files).
 pub fn open_store(url: &DatasetUrl, how: OpenHow) -> Result<Box<dyn Store>> {
     match url.storage_kind() {
         StorageKind::File => {
@@ -49,7 +51,14 @@ pub fn open_store(url: &DatasetUrl, how: OpenHow) -> Result<Box<dyn Store>> {
             };
             Ok(Box::new(store))
         }
-        StorageKind::S3 => Err(Error::NotBuilt("s3 storage".into())),
+        StorageKind::S3 => {
+            let settings = S3Settings::resolve(url, &|k| std::env::var(k).ok())?;
+            let store = match how {
+                OpenHow::Open { writable: _ } => S3Store::open(settings)?,
+                OpenHow::Create { clobber } => S3Store::create(settings, clobber)?,
+            };
+            Ok(Box::new(store))
+        }
     }
 }
 

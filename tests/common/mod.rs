@@ -12,6 +12,7 @@
 
 pub mod diff;
 pub mod dump;
+pub mod s3;
 pub mod zarr_json;
 
 use std::fs;
@@ -228,6 +229,11 @@ impl Run {
 /// Runs `program args...` on the given host with a timeout, capturing output through files (no
 /// pipe deadlocks, no stdin).
 pub fn run(host: Host, program: &str, args: &[&str]) -> Run {
+    run_env(host, program, args, &[])
+}
+
+/// [`run`] with changes to the environment: `(name, Some(value))` sets, `(name, None)` removes.
+pub fn run_env(host: Host, program: &str, args: &[&str], env: &[(&str, Option<&str>)]) -> Run {
     let host = match (host, subject()) {
         (Host::Ours, Subject::BuiltIn) => Host::Stock,
         (Host::Ours | Host::OursOn410, Subject::Ref410) => Host::Ref410,
@@ -243,6 +249,12 @@ pub fn run(host: Host, program: &str, args: &[&str]) -> Run {
         _ => Command::new(program),
     };
     cmd.args(args);
+    for (name, value) in env {
+        match value {
+            Some(v) => cmd.env(name, v),
+            None => cmd.env_remove(name),
+        };
+    }
     cmd.env_remove("LD_PRELOAD");
     if let (Host::Ours | Host::OursOn410, Subject::Preload(lib)) = (host, subject()) {
         // with-netcdf-4.10 prepends its own libraries to an LD_PRELOAD it inherits.

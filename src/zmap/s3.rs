@@ -1,0 +1,440 @@
+//! S3 store: key `a/b` is the object `<root>/a/b` in one bucket of any S3-compatible service.
+//!
+//! Owns the mapping of store keys to object names, the translation of client errors into the
+//! crate's errors, and the concurrency of batches: `get_many`, `put_many` and `delete_prefix`
+//! keep up to `concurrency` requests in flight. Every read is one GET (never a HEAD first);
+//! listings use the `/` delimiter and follow pagination. Each object operation, retries of
+//! throttled (503 SlowDown), failed (5xx) or dropped requests included, ends within the
+//! configured timeout. A PUT replaces an object whole: S3 never shows half an upload.
+//! The client (object_store) runs on one private runtime thread ([`runtime`]); how bucket,
+//! endpoint, region and credentials are found is [`settings`]. It knows nothing of Zarr beyond
+//! the names of the top-level metadata objects that make a prefix safe to clobber.
+
+pub mod profiles;
+pub mod runtime;
+pub mod settings;
+
+use super::{Store, StoreKey, StorePrefix};
+use crate::error::{Error, Result};
+use futures::{StreamExt, TryStreamExt};
+use object_store::aws::AmazonS3Builder;
+use object_store::path::Path;
+use object_store::{
+    BackoffConfig, ClientOptions, ObjectStore, ObjectStoreExt, PutPayload, RetryConfig,
+};
+use settings::{Credentials, S3Settings};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Top-level objects that mark a prefix as a Zarr or NCZarr dataset (as for directories).
+const ZARR_MARKERS: [&str; 6] = [
+    ".zgroup",
+    ".zarray",
+    ".zattrs",
+    ".zmetadata",
+    ".nczarr",
+    "zarr.json",
+];
+
+/// Longest wait for a TCP connection, whatever the overall timeout.
+const MAX_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A [`Store`] over one key prefix of one bucket.
+#[derive(Debug)]
+pub struct S3Store {
+    client: Arc<dyn ObjectStore>,
+    settings: S3Settings,
+    described: Arc<str>,
+}
+
+/// Why an object operation failed, before it is given the store's context.
+enum Failure {
+    Client(object_store::Error),
+    TimedOut(Duration),
+}
+
+impl From<object_store::Error> for Failure {
+    fn from(e: object_store::Error) -> Self {
+        Failure::Client(e)
+    }
+}
+
+/// Turns a failure of the operation `what` into the crate error.
+fn failure_error(store: &str, credentials: &str, what: &str, f: Failure) -> Error {
+    use object_store::Error as E;
+    match f {
+        Failure::TimedOut(t) => Error::Remote {
+            store: store.to_string(),
+            why: format!("{what}: no answer within {:.1} s", t.as_secs_f64()),
+        },
+        Failure::Client(e @ E::NotFound { .. }) => Error::NotFound(format!("{store}: {what}: {e}")),
+        Failure::Client(e @ (E::Unauthenticated { .. } | E::PermissionDenied { .. })) => {
+            Error::Auth(format!("{store}: {what} (credentials: {credentials}): {e}"))
+        }
+        Failure::Client(e) => {
+            let text = full_chain(&e);
+            match s3_error_kind(&text) {
+                Some(S3ErrorKind::Auth) => Error::Auth(format!(
+                    "{store}: {what} (credentials: {credentials}): {text}"
+                )),
+                Some(S3ErrorKind::NotFound) => Error::NotFound(format!("{store}: {what}: {text}")),
+                None => Error::Remote {
+                    store: store.to_string(),
+                    why: format!("{what}: {text}"),
+                },
+            }
+        }
+    }
+}
+
+enum S3ErrorKind {
+    Auth,
+    NotFound,
+}
+
+/// S3 error codes that mean the credentials were refused.
+const AUTH_CODES: [&str; 7] = [
+    "SignatureDoesNotMatch",
+    "InvalidAccessKeyId",
+    "AccessDenied",
+    "ExpiredToken",
+    "InvalidToken",
+    "TokenRefreshRequired",
+    "AuthorizationHeaderMalformed",
+];
+
+/// The client reports some failures (listings among them) as generic errors that carry the
+/// HTTP status and the S3 error document only as text: classify them by the S3 error code.
+fn s3_error_kind(text: &str) -> Option<S3ErrorKind> {
+    let code = |c: &str| text.contains(&format!("<Code>{c}</Code>"));
+    if AUTH_CODES.iter().any(|c| code(c))
+        || text.contains("status code: 401")
+        || text.contains("status code: 403")
+    {
+        Some(S3ErrorKind::Auth)
+    } else if code("NoSuchBucket") || code("NoSuchKey") || text.contains("status code: 404") {
+        Some(S3ErrorKind::NotFound)
+    } else {
+        None
+    }
+}
+
+/// The error and its causes on one line ("connection refused" hides several levels down).
+fn full_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let s_text = s.to_string();
+        if !text.contains(&s_text) {
+            text.push_str(": ");
+            text.push_str(&s_text);
+        }
+        source = s.source();
+    }
+    text
+}
+
+fn build_client(s: &S3Settings) -> Result<Arc<dyn ObjectStore>> {
+    let retry = RetryConfig {
+        backoff: BackoffConfig {
+            init_backoff: Duration::from_millis(100),
+            max_backoff: s.timeout.min(Duration::from_secs(5)),
+            base: 2.0,
+        },
+        max_retries: s.retries,
+        retry_timeout: s.timeout,
+    };
+    let options = ClientOptions::new()
+        .with_timeout(s.timeout)
+        .with_connect_timeout(s.timeout.min(MAX_CONNECT_TIMEOUT))
+        .with_allow_http(true);
+    let mut builder = AmazonS3Builder::new()
+        .with_bucket_name(&s.bucket)
+        .with_region(&s.region)
+        .with_retry(retry)
+        .with_client_options(options)
+        .with_virtual_hosted_style_request(false);
+    if let Some(endpoint) = &s.endpoint {
+        builder = builder.with_endpoint(endpoint);
+    }
+    builder = match &s.credentials {
+        Credentials::Anonymous => builder.with_skip_signature(true),
+        Credentials::Keys {
+            access_key_id,
+            secret_access_key,
+            session_token,
+        } => {
+            let b = builder
+                .with_access_key_id(access_key_id)
+                .with_secret_access_key(secret_access_key);
+            match session_token {
+                Some(t) => b.with_token(t),
+                None => b,
+            }
+        }
+    };
+    let client = builder.build().map_err(|e| Error::Url {
+        url: describe(s),
+        why: e.to_string(),
+    })?;
+    Ok(Arc::new(client))
+}
+
+fn describe(s: &S3Settings) -> String {
+    let at = match &s.endpoint {
+        Some(e) => format!(" at {e}"),
+        None => format!(" (AWS {})", s.region),
+    };
+    if s.root.is_empty() {
+        format!("s3://{}{at}", s.bucket)
+    } else {
+        format!("s3://{}/{}{at}", s.bucket, s.root)
+    }
+}
+
+impl S3Store {
+    /// A store for `settings`; nothing is sent yet.
+    pub fn connect(settings: S3Settings) -> Result<S3Store> {
+        let client = build_client(&settings)?;
+        let described = describe(&settings).into();
+        Ok(S3Store {
+            client,
+            settings,
+            described,
+        })
+    }
+
+    /// Opens the dataset prefix. No request is made: whether a dataset is there is found by
+    /// the first reads (a missing bucket or an empty prefix is [`Error::NotFound`]).
+    pub fn open(settings: S3Settings) -> Result<S3Store> {
+        S3Store::connect(settings)
+    }
+
+    /// Prepares the prefix for a new dataset.
+    ///
+    /// - nothing below the prefix: used as is (the bucket must exist: else [`Error::NotFound`]);
+    /// - objects below it: without `clobber`, [`Error::Exists`]; with `clobber`, every object
+    ///   below it is deleted **only if it looks like a Zarr or NCZarr dataset** (one of
+    ///   `.zgroup`, `.zarray`, `.zattrs`, `.zmetadata`, `.nczarr`, `zarr.json` at its top);
+    ///   any other prefix is refused with [`Error::Exists`].
+    pub fn create(settings: S3Settings, clobber: bool) -> Result<S3Store> {
+        let store = S3Store::connect(settings)?;
+        let children = store.list_children(&StorePrefix::root())?;
+        if !children.is_empty() {
+            if !clobber {
+                return Err(Error::Exists(store.describe()));
+            }
+            if !children.iter().any(|c| ZARR_MARKERS.contains(&c.as_str())) {
+                return Err(Error::Exists(format!(
+                    "{} (holds objects but no Zarr dataset; refusing to clobber it)",
+                    store.describe()
+                )));
+            }
+            store.delete_prefix(&StorePrefix::root())?;
+        }
+        Ok(store)
+    }
+
+    /// The resolved settings.
+    pub fn settings(&self) -> &S3Settings {
+        &self.settings
+    }
+
+    /// The object name of a key or prefix (`""`: the dataset root).
+    fn object_path(&self, rel: &str) -> Result<Path> {
+        let full = match (self.settings.root.is_empty(), rel.is_empty()) {
+            (true, _) => rel.to_string(),
+            (false, true) => self.settings.root.clone(),
+            (false, false) => format!("{}/{rel}", self.settings.root),
+        };
+        Path::parse(&full).map_err(|e| Error::BadKey {
+            key: rel.to_string(),
+            why: e.to_string(),
+        })
+    }
+
+    /// The store key of an object name below the root, if it can be one.
+    fn key_of(&self, path: &Path) -> Option<StoreKey> {
+        let raw = path.as_ref();
+        let rel = if self.settings.root.is_empty() {
+            raw
+        } else {
+            raw.strip_prefix(self.settings.root.as_str())?
+                .strip_prefix('/')?
+        };
+        StoreKey::new(rel).ok()
+    }
+
+    /// Runs `op` on the runtime, bounded by the timeout, and names `what` in any error.
+    fn run<T, F>(&self, what: String, op: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: Future<Output = std::result::Result<T, Failure>> + Send + 'static,
+    {
+        let timeout = self.settings.timeout;
+        let outcome = runtime::run(async move {
+            match tokio::time::timeout(timeout, op).await {
+                Ok(r) => r,
+                Err(_) => Err(Failure::TimedOut(timeout)),
+            }
+        })?;
+        outcome.map_err(|f| self.error(&what, f))
+    }
+
+    fn error(&self, what: &str, f: Failure) -> Error {
+        failure_error(&self.described, &self.settings.credentials_source, what, f)
+    }
+
+    /// Runs one operation per item, at most `concurrency` at a time, each bounded by the
+    /// timeout; results come back in input order. The first failure is returned.
+    fn run_many<I, T, F, Fut>(&self, items: Vec<I>, op: F) -> Result<Vec<T>>
+    where
+        I: Send + 'static,
+        T: Send + 'static,
+        F: Fn(Arc<dyn ObjectStore>, I) -> (String, Fut) + Send + 'static,
+        Fut: Future<Output = std::result::Result<T, Failure>> + Send + 'static,
+    {
+        if items.is_empty() {
+            return Ok(Vec::new());
+        }
+        let client = Arc::clone(&self.client);
+        let timeout = self.settings.timeout;
+        let concurrency = self.settings.concurrency;
+        let outcome = runtime::run(async move {
+            futures::stream::iter(items)
+                .map(move |item| {
+                    let (what, fut) = op(Arc::clone(&client), item);
+                    async move {
+                        match tokio::time::timeout(timeout, fut).await {
+                            Ok(Ok(v)) => Ok(v),
+                            Ok(Err(f)) => Err((what, f)),
+                            Err(_) => Err((what, Failure::TimedOut(timeout))),
+                        }
+                    }
+                })
+                .buffered(concurrency)
+                .try_collect::<Vec<T>>()
+                .await
+        })?;
+        outcome.map_err(|(what, f)| self.error(&what, f))
+    }
+}
+
+/// One GET; a missing object is `None`.
+async fn get_object(
+    client: Arc<dyn ObjectStore>,
+    path: Path,
+) -> std::result::Result<Option<Vec<u8>>, Failure> {
+    match client.get(&path).await {
+        Ok(result) => Ok(Some(result.bytes().await?.to_vec())),
+        Err(object_store::Error::NotFound { .. }) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// One DELETE; a missing object is fine.
+async fn delete_object(
+    client: Arc<dyn ObjectStore>,
+    path: Path,
+) -> std::result::Result<(), Failure> {
+    match client.delete(&path).await {
+        Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+impl Store for S3Store {
+    fn get(&self, key: &StoreKey) -> Result<Option<Vec<u8>>> {
+        let path = self.object_path(key.as_str())?;
+        let client = Arc::clone(&self.client);
+        self.run(format!("GET {path}"), get_object(client, path))
+    }
+
+    fn get_many(&self, keys: &[StoreKey]) -> Result<Vec<Option<Vec<u8>>>> {
+        let paths = keys
+            .iter()
+            .map(|k| self.object_path(k.as_str()))
+            .collect::<Result<Vec<_>>>()?;
+        self.run_many(paths, |client, path| {
+            (format!("GET {path}"), get_object(client, path))
+        })
+    }
+
+    fn put(&self, key: &StoreKey, value: &[u8]) -> Result<()> {
+        self.put_many(&[(key.clone(), value.to_vec())])
+    }
+
+    fn put_many(&self, items: &[(StoreKey, Vec<u8>)]) -> Result<()> {
+        let work = items
+            .iter()
+            .map(|(k, v)| Ok((self.object_path(k.as_str())?, PutPayload::from(v.clone()))))
+            .collect::<Result<Vec<_>>>()?;
+        self.run_many(work, |client, (path, payload)| {
+            let what = format!("PUT {path}");
+            (what, async move {
+                client.put(&path, payload).await?;
+                Ok(())
+            })
+        })?;
+        Ok(())
+    }
+
+    fn delete(&self, key: &StoreKey) -> Result<()> {
+        let path = self.object_path(key.as_str())?;
+        let client = Arc::clone(&self.client);
+        self.run(format!("DELETE {path}"), delete_object(client, path))
+    }
+
+    fn delete_prefix(&self, prefix: &StorePrefix) -> Result<()> {
+        let keys = self.list_keys(prefix)?;
+        let paths = keys
+            .iter()
+            .map(|k| self.object_path(k.as_str()))
+            .collect::<Result<Vec<_>>>()?;
+        self.run_many(paths, |client, path| {
+            (format!("DELETE {path}"), delete_object(client, path))
+        })?;
+        Ok(())
+    }
+
+    fn list_children(&self, prefix: &StorePrefix) -> Result<Vec<String>> {
+        let path = self.object_path(prefix.as_str())?;
+        let client = Arc::clone(&self.client);
+        let listed = self.run(format!("LIST {path}/"), async move {
+            let at = (!path.as_ref().is_empty()).then_some(&path);
+            Ok(client.list_with_delimiter(at).await?)
+        })?;
+        let mut names: Vec<String> = listed
+            .common_prefixes
+            .iter()
+            .chain(listed.objects.iter().map(|o| &o.location))
+            .filter_map(|p| p.filename())
+            .filter(|n| StoreKey::new(n).is_ok())
+            .map(str::to_string)
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        Ok(names)
+    }
+
+    fn list_keys(&self, prefix: &StorePrefix) -> Result<Vec<StoreKey>> {
+        let path = self.object_path(prefix.as_str())?;
+        let client = Arc::clone(&self.client);
+        let listed = self.run(format!("LIST {path}/ (recursive)"), async move {
+            let at = (!path.as_ref().is_empty()).then_some(&path);
+            Ok(client
+                .list(at)
+                .map_ok(|meta| meta.location)
+                .try_collect::<Vec<Path>>()
+                .await?)
+        })?;
+        let mut keys: Vec<StoreKey> = listed.iter().filter_map(|p| self.key_of(p)).collect();
+        keys.sort_unstable();
+        Ok(keys)
+    }
+
+    fn describe(&self) -> String {
+        self.described.to_string()
+    }
+}

@@ -1,0 +1,656 @@
+//! Where an S3 dataset lives and how to reach it: bucket, root key, endpoint, region,
+//! credentials, and the client's limits.
+//!
+//! Owns the reading of the URL forms (`s3://bucket/key`, path style, virtual host, Google Cloud
+//! Storage, any S3-compatible `http(s)://host:port/bucket/key`) and the precedence of the
+//! fragment keys, the `AWS_*` environment variables and the shared AWS configuration files.
+//! Environment lookups go through a function so that tests can supply their own. It knows
+//! nothing of HTTP or of the client library.
+//!
+//! Precedence (first found wins; README.md "S3" documents the same list):
+//! - endpoint: fragment `aws.endpoint`, `AWS_ENDPOINT_URL_S3`, `AWS_ENDPOINT_URL`, profile
+//!   `endpoint_url`, the URL's own host when it is not an AWS host, else AWS for the region;
+//! - region: fragment `aws.region`, the region in an AWS host name of the URL (unless an
+//!   endpoint override is in force), `AWS_REGION`, `AWS_DEFAULT_REGION`, profile `region`,
+//!   `us-east-1`;
+//! - profile: fragment `aws.profile`, `AWS_PROFILE`, `default`;
+//! - credentials: profile `none`/`no` means anonymous; a profile named in the fragment is used
+//!   as is; then `AWS_ACCESS_KEY_ID` + `AWS_SECRET_ACCESS_KEY` (+ `AWS_SESSION_TOKEN`); then
+//!   the profile's keys in the files; else anonymous, unsigned requests.
+
+use super::profiles::Profiles;
+use crate::error::{Error, Result};
+use crate::url::DatasetUrl;
+use crate::zmap::StorePrefix;
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Environment variable: most object requests in flight at once per batch.
+pub const CONCURRENCY_ENV: &str = "NCZARR_RS_S3_CONCURRENCY";
+/// Environment variable: seconds one object operation may take, retries included.
+pub const TIMEOUT_ENV: &str = "NCZARR_RS_S3_TIMEOUT";
+/// Environment variable: how often a throttled, failed or dropped request is retried.
+pub const RETRIES_ENV: &str = "NCZARR_RS_S3_RETRIES";
+
+const DEFAULT_CONCURRENCY: usize = 32;
+const MAX_CONCURRENCY: usize = 1024;
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+const DEFAULT_RETRIES: usize = 4;
+const DEFAULT_REGION: &str = "us-east-1";
+const GOOGLE_ENDPOINT: &str = "https://storage.googleapis.com";
+
+/// How requests are signed.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Credentials {
+    /// Unsigned requests (public buckets).
+    Anonymous,
+    /// Signed with these keys.
+    Keys {
+        access_key_id: String,
+        secret_access_key: String,
+        session_token: Option<String>,
+    },
+}
+
+impl fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Credentials::Anonymous => f.write_str("Anonymous"),
+            Credentials::Keys {
+                access_key_id,
+                session_token,
+                ..
+            } => write!(
+                f,
+                "Keys({access_key_id}, secret hidden{})",
+                if session_token.is_some() {
+                    ", session token"
+                } else {
+                    ""
+                }
+            ),
+        }
+    }
+}
+
+/// Everything needed to talk to the bucket that holds one dataset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct S3Settings {
+    pub bucket: String,
+    /// Key of the dataset root inside the bucket, without leading or trailing `/`
+    /// (empty: the bucket root).
+    pub root: String,
+    /// `scheme://host[:port]` of an S3-compatible service; `None` means AWS for `region`.
+    pub endpoint: Option<String>,
+    pub region: String,
+    pub credentials: Credentials,
+    /// Where the credentials came from ("environment", "profile dev", "anonymous").
+    pub credentials_source: String,
+    pub concurrency: usize,
+    pub timeout: Duration,
+    pub retries: usize,
+}
+
+/// Bucket, root and what the URL's host says about endpoint and region.
+#[derive(Debug, PartialEq, Eq)]
+struct Location {
+    bucket: String,
+    root: String,
+    endpoint: Option<String>,
+    region: Option<String>,
+}
+
+fn url_error(url: &DatasetUrl, why: impl Into<String>) -> Error {
+    Error::Url {
+        url: url.original.clone(),
+        why: why.into(),
+    }
+}
+
+/// `bucket/key/...` -> (bucket, key).
+fn split_bucket(path: &str) -> (String, String) {
+    let path = path.trim_matches('/');
+    match path.split_once('/') {
+        Some((b, k)) => (b.to_string(), k.to_string()),
+        None => (path.to_string(), String::new()),
+    }
+}
+
+/// Reads an AWS host name: `s3[.region].amazonaws.com` (path style) or
+/// `bucket.s3[.region].amazonaws.com` (virtual host). Returns (bucket if virtual, region).
+fn aws_host(host: &str) -> Option<(Option<String>, Option<String>)> {
+    let stem = host.strip_suffix(".amazonaws.com")?;
+    let region_of = |rest: &str| {
+        let region = rest.trim_start_matches("dualstack.");
+        (!region.is_empty()).then(|| region.to_string())
+    };
+    if stem == "s3" {
+        return Some((None, None));
+    }
+    if let Some(rest) = stem.strip_prefix("s3.") {
+        return Some((None, region_of(rest)));
+    }
+    if let Some(rest) = stem.strip_prefix("s3-") {
+        return Some((None, region_of(rest)));
+    }
+    if let Some((bucket, rest)) = stem.split_once(".s3.") {
+        return Some((Some(bucket.to_string()), region_of(rest)));
+    }
+    stem.strip_suffix(".s3")
+        .map(|bucket| (Some(bucket.to_string()), None))
+}
+
+fn locate(url: &DatasetUrl) -> Result<Location> {
+    let scheme = url.scheme.as_deref().unwrap_or("");
+    let host = url
+        .host
+        .clone()
+        .ok_or_else(|| url_error(url, "no bucket or host"))?;
+    let mut loc = match scheme {
+        "s3" | "gs3" => Location {
+            bucket: host,
+            root: url.path.trim_matches('/').to_string(),
+            endpoint: (scheme == "gs3").then(|| GOOGLE_ENDPOINT.to_string()),
+            region: None,
+        },
+        "http" | "https" => match aws_host(&host) {
+            Some((Some(bucket), region)) => Location {
+                bucket,
+                root: url.path.trim_matches('/').to_string(),
+                endpoint: None,
+                region,
+            },
+            Some((None, region)) => {
+                let (bucket, root) = split_bucket(&url.path);
+                Location {
+                    bucket,
+                    root,
+                    endpoint: None,
+                    region,
+                }
+            }
+            None => {
+                let (bucket, root) = split_bucket(&url.path);
+                let host_text = if host.contains(':') {
+                    format!("[{host}]")
+                } else {
+                    host
+                };
+                let port = url.port.map(|p| format!(":{p}")).unwrap_or_default();
+                Location {
+                    bucket,
+                    root,
+                    endpoint: Some(format!("{scheme}://{host_text}{port}")),
+                    region: None,
+                }
+            }
+        },
+        other => return Err(url_error(url, format!("scheme {other:?} is not S3"))),
+    };
+    if loc.bucket.is_empty() {
+        return Err(url_error(url, "no bucket name"));
+    }
+    if loc.bucket.contains(['/', '\\']) || loc.bucket.chars().any(char::is_control) {
+        return Err(url_error(url, format!("bad bucket name {:?}", loc.bucket)));
+    }
+    loc.root = loc.root.trim_matches('/').to_string();
+    StorePrefix::new(&loc.root).map_err(|e| url_error(url, e.to_string()))?;
+    Ok(loc)
+}
+
+/// A non-empty, trimmed environment value.
+fn env_value(env: &dyn Fn(&str) -> Option<String>, key: &str) -> Option<String> {
+    env(key)
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+}
+
+fn parse_limit<T: std::str::FromStr>(
+    env: &dyn Fn(&str) -> Option<String>,
+    key: &str,
+    default: T,
+    ok: impl Fn(&T) -> bool,
+) -> Result<T> {
+    match env_value(env, key) {
+        None => Ok(default),
+        Some(text) => text
+            .parse::<T>()
+            .ok()
+            .filter(ok)
+            .ok_or_else(|| Error::Invalid(format!("{key}={text:?} is out of range"))),
+    }
+}
+
+/// The shared AWS files named by the environment (or below `$HOME/.aws`).
+fn profile_files(env: &dyn Fn(&str) -> Option<String>) -> (Option<PathBuf>, Option<PathBuf>) {
+    let home = env_value(env, "HOME").map(PathBuf::from);
+    let file = |var: &str, name: &str| {
+        env_value(env, var)
+            .map(PathBuf::from)
+            .or_else(|| home.as_ref().map(|h| h.join(".aws").join(name)))
+    };
+    (
+        file("AWS_CONFIG_FILE", "config"),
+        file("AWS_SHARED_CREDENTIALS_FILE", "credentials"),
+    )
+}
+
+/// The keys a profile holds, if it holds both halves.
+fn profile_keys(profiles: &Profiles, profile: &str) -> Option<Credentials> {
+    Some(Credentials::Keys {
+        access_key_id: profiles.get(profile, "aws_access_key_id")?.to_string(),
+        secret_access_key: profiles.get(profile, "aws_secret_access_key")?.to_string(),
+        session_token: profiles
+            .get(profile, "aws_session_token")
+            .map(str::to_string),
+    })
+}
+
+fn is_anonymous_profile(profile: &str) -> bool {
+    profile.eq_ignore_ascii_case("none") || profile.eq_ignore_ascii_case("no")
+}
+
+/// Chooses the credentials (see the module documentation for the order).
+fn resolve_credentials(
+    url: &DatasetUrl,
+    env: &dyn Fn(&str) -> Option<String>,
+    profiles: &Profiles,
+    profile: &str,
+) -> Result<(Credentials, String)> {
+    let anonymous = || (Credentials::Anonymous, "anonymous".to_string());
+    if is_anonymous_profile(profile) {
+        return Ok(anonymous());
+    }
+    let missing = |why: String| {
+        let files: Vec<String> = profiles
+            .sources
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        Error::Auth(format!("{why} (files read: [{}])", files.join(", ")))
+    };
+    let from_profile = || {
+        profile_keys(profiles, profile).ok_or_else(|| {
+            missing(if profiles.has(profile) {
+                format!("AWS profile {profile:?} has no aws_access_key_id/aws_secret_access_key")
+            } else {
+                format!("AWS profile {profile:?} not found")
+            })
+        })
+    };
+    if url.param("aws.profile").is_some() {
+        return Ok((from_profile()?, format!("profile {profile}")));
+    }
+    match (
+        env_value(env, "AWS_ACCESS_KEY_ID"),
+        env_value(env, "AWS_SECRET_ACCESS_KEY"),
+    ) {
+        (Some(access_key_id), Some(secret_access_key)) => {
+            let session_token = env_value(env, "AWS_SESSION_TOKEN");
+            return Ok((
+                Credentials::Keys {
+                    access_key_id,
+                    secret_access_key,
+                    session_token,
+                },
+                "environment".to_string(),
+            ));
+        }
+        (Some(_), None) => {
+            return Err(Error::Auth(
+                "AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not".into(),
+            ));
+        }
+        _ => {}
+    }
+    if env_value(env, "AWS_PROFILE").is_some() {
+        return Ok((from_profile()?, format!("profile {profile}")));
+    }
+    Ok(match profile_keys(profiles, profile) {
+        Some(keys) => (keys, format!("profile {profile}")),
+        None => anonymous(),
+    })
+}
+
+impl S3Settings {
+    /// Resolves the settings for `url`, reading the environment through `env` and the shared
+    /// AWS files it names.
+    pub fn resolve(url: &DatasetUrl, env: &dyn Fn(&str) -> Option<String>) -> Result<S3Settings> {
+        let loc = locate(url)?;
+        let profile = url
+            .param("aws.profile")
+            .map(|p| p.trim().to_string())
+            .filter(|p| !p.is_empty())
+            .or_else(|| env_value(env, "AWS_PROFILE"))
+            .unwrap_or_else(|| "default".to_string());
+        let (config, credentials_file) = profile_files(env);
+        let profiles = Profiles::load(config.as_deref(), credentials_file.as_deref());
+        let from_profile = |key: &str| profiles.get(&profile, key).map(str::to_string);
+
+        let fragment = |key: &str| {
+            url.param(key)
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+        };
+        let overridden = fragment("aws.endpoint")
+            .or_else(|| env_value(env, "AWS_ENDPOINT_URL_S3"))
+            .or_else(|| env_value(env, "AWS_ENDPOINT_URL"))
+            .or_else(|| from_profile("endpoint_url"));
+        let endpoint = match overridden.as_deref() {
+            Some(e) => Some(check_endpoint(url, e)?),
+            None => loc.endpoint.clone(),
+        };
+        let region = fragment("aws.region")
+            .or_else(|| overridden.is_none().then(|| loc.region.clone()).flatten())
+            .or_else(|| env_value(env, "AWS_REGION"))
+            .or_else(|| env_value(env, "AWS_DEFAULT_REGION"))
+            .or_else(|| from_profile("region"))
+            .unwrap_or_else(|| DEFAULT_REGION.to_string());
+        let (credentials, credentials_source) = resolve_credentials(url, env, &profiles, &profile)?;
+        let timeout_secs = parse_limit(env, TIMEOUT_ENV, DEFAULT_TIMEOUT.as_secs_f64(), |t| {
+            t.is_finite() && *t > 0.0 && *t <= 86_400.0
+        })?;
+        Ok(S3Settings {
+            bucket: loc.bucket,
+            root: loc.root,
+            endpoint,
+            region,
+            credentials,
+            credentials_source,
+            concurrency: parse_limit(env, CONCURRENCY_ENV, DEFAULT_CONCURRENCY, |n| {
+                (1..=MAX_CONCURRENCY).contains(n)
+            })?,
+            timeout: Duration::from_secs_f64(timeout_secs),
+            retries: parse_limit(env, RETRIES_ENV, DEFAULT_RETRIES, |n| *n <= 100)?,
+        })
+    }
+}
+
+/// An endpoint must be `http(s)://host[:port]` (a trailing `/` is dropped).
+fn check_endpoint(url: &DatasetUrl, endpoint: &str) -> Result<String> {
+    let e = endpoint.trim_end_matches('/');
+    let ok = e
+        .split_once("://")
+        .is_some_and(|(s, rest)| (s == "http" || s == "https") && !rest.is_empty());
+    if !ok {
+        return Err(url_error(
+            url,
+            format!("endpoint {endpoint:?} is not http(s)://host[:port]"),
+        ));
+    }
+    Ok(e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn resolve(text: &str, vars: &[(&str, &str)]) -> Result<S3Settings> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let url = DatasetUrl::parse(text).unwrap();
+        S3Settings::resolve(&url, &|k| map.get(k).cloned())
+    }
+
+    fn ok(text: &str, vars: &[(&str, &str)]) -> S3Settings {
+        resolve(text, vars).unwrap_or_else(|e| panic!("{text}: {e}"))
+    }
+
+    fn keys(id: &str, secret: &str, token: Option<&str>) -> Credentials {
+        Credentials::Keys {
+            access_key_id: id.into(),
+            secret_access_key: secret.into(),
+            session_token: token.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn url_forms() {
+        let cases = [
+            ("s3://bkt/a/b#mode=nczarr,s3", "bkt", "a/b", None, None),
+            (
+                "https://s3.eu-west-1.amazonaws.com/bkt/a/b#mode=s3,s3,nczarr",
+                "bkt",
+                "a/b",
+                None,
+                Some("eu-west-1"),
+            ),
+            (
+                "https://s3.amazonaws.com/bkt/k/#mode=nczarr,s3",
+                "bkt",
+                "k",
+                None,
+                None,
+            ),
+            (
+                "https://bkt.s3.us-west-2.amazonaws.com/x.zarr#mode=zarr,s3",
+                "bkt",
+                "x.zarr",
+                None,
+                Some("us-west-2"),
+            ),
+            (
+                "https://my.bkt.s3.amazonaws.com/x#mode=nczarr,s3",
+                "my.bkt",
+                "x",
+                None,
+                None,
+            ),
+            (
+                "http://127.0.0.1:9000/bkt/x.zarr#mode=zarr,s3",
+                "bkt",
+                "x.zarr",
+                Some("http://127.0.0.1:9000"),
+                None,
+            ),
+            (
+                "https://[::1]:9000/bkt#mode=zarr,s3",
+                "bkt",
+                "",
+                Some("https://[::1]:9000"),
+                None,
+            ),
+            (
+                "gs3://gbkt/d/x#mode=nczarr,s3",
+                "gbkt",
+                "d/x",
+                Some(GOOGLE_ENDPOINT),
+                None,
+            ),
+            (
+                "https://storage.googleapis.com/gbkt/d#mode=nczarr,s3",
+                "gbkt",
+                "d",
+                Some(GOOGLE_ENDPOINT),
+                None,
+            ),
+        ];
+        for (text, bucket, root, endpoint, region) in cases {
+            let s = ok(text, &[]);
+            assert_eq!(
+                (s.bucket.as_str(), s.root.as_str(), s.endpoint.as_deref()),
+                (bucket, root, endpoint),
+                "{text}"
+            );
+            assert_eq!(s.region, region.unwrap_or(DEFAULT_REGION), "{text}");
+            assert_eq!(s.credentials, Credentials::Anonymous, "{text}");
+        }
+        for bad in [
+            "https://s3.amazonaws.com/#mode=s3",
+            "s3://b/a//c#mode=s3",
+            "s3://b/a/../c#mode=s3",
+        ] {
+            assert!(matches!(resolve(bad, &[]), Err(Error::Url { .. })), "{bad}");
+        }
+    }
+
+    #[test]
+    fn endpoint_overrides_beat_the_rewritten_host() {
+        // What libnetcdf 4.9.0 hands over for `s3://bkt/key` and for an http endpoint.
+        let rewritten = "https://s3.us-east-1.amazonaws.com/bkt/key#mode=s3,s3,nczarr";
+        let env = [("AWS_ENDPOINT_URL", "http://127.0.0.1:9000/")];
+        let s = ok(rewritten, &env);
+        assert_eq!(s.endpoint.as_deref(), Some("http://127.0.0.1:9000"));
+        assert_eq!((s.bucket.as_str(), s.root.as_str()), ("bkt", "key"));
+        let both = [
+            ("AWS_ENDPOINT_URL", "http://a:1"),
+            ("AWS_ENDPOINT_URL_S3", "http://b:2"),
+        ];
+        assert_eq!(ok(rewritten, &both).endpoint.as_deref(), Some("http://b:2"));
+        let frag = format!("{rewritten}&aws.endpoint=http://c:3");
+        assert_eq!(ok(&frag, &both).endpoint.as_deref(), Some("http://c:3"));
+        let https_local = "https://127.0.0.1:9000/bkt/k#mode=zarr,s3";
+        assert_eq!(
+            ok(https_local, &env).endpoint.as_deref(),
+            Some("http://127.0.0.1:9000")
+        );
+        let bad = format!("{rewritten}&aws.endpoint=ftp://x");
+        assert!(matches!(resolve(&bad, &[]), Err(Error::Url { .. })));
+    }
+
+    #[test]
+    fn region_precedence() {
+        let url = "https://s3.eu-west-1.amazonaws.com/b/k#mode=nczarr,s3";
+        let env = [("AWS_REGION", "ap-south-1"), ("AWS_DEFAULT_REGION", "x")];
+        assert_eq!(ok(url, &env).region, "eu-west-1");
+        assert_eq!(
+            ok(&format!("{url}&aws.region=sa-east-1"), &env).region,
+            "sa-east-1"
+        );
+        let over = [
+            ("AWS_REGION", "ap-south-1"),
+            ("AWS_ENDPOINT_URL", "http://h:1"),
+        ];
+        assert_eq!(ok(url, &over).region, "ap-south-1");
+        assert_eq!(ok("s3://b/k#mode=s3", &env).region, "ap-south-1");
+        assert_eq!(
+            ok("s3://b/k#mode=s3", &[("AWS_DEFAULT_REGION", "x")]).region,
+            "x"
+        );
+    }
+
+    fn aws_dir(config: &str, credentials: &str) -> tempfile::TempDir {
+        let dir = tempfile::TempDir::new().unwrap();
+        std::fs::create_dir(dir.path().join(".aws")).unwrap();
+        std::fs::write(dir.path().join(".aws/config"), config).unwrap();
+        std::fs::write(dir.path().join(".aws/credentials"), credentials).unwrap();
+        dir
+    }
+
+    #[test]
+    fn credential_precedence() {
+        let home = aws_dir(
+            "[default]\nregion = eu-north-1\n[profile dev]\nregion = us-west-1\n\
+             endpoint_url = http://devhost:9000\n",
+            "[default]\naws_access_key_id = DEF\naws_secret_access_key = defsecret\n\
+             [dev]\naws_access_key_id = DEV\naws_secret_access_key = devsecret\n\
+             aws_session_token = devtoken\n",
+        );
+        let h = home.path().to_str().unwrap();
+        let url = "s3://b/k#mode=nczarr,s3";
+        let env_keys = [
+            ("HOME", h),
+            ("AWS_ACCESS_KEY_ID", "ENV"),
+            ("AWS_SECRET_ACCESS_KEY", "envsecret"),
+            ("AWS_SESSION_TOKEN", "envtoken"),
+        ];
+
+        let s = ok(url, &[("HOME", h)]);
+        assert_eq!(s.credentials, keys("DEF", "defsecret", None));
+        assert_eq!(
+            (s.region.as_str(), s.endpoint.as_deref()),
+            ("eu-north-1", None)
+        );
+
+        let s = ok(url, &env_keys);
+        assert_eq!(s.credentials, keys("ENV", "envsecret", Some("envtoken")));
+        assert_eq!(s.credentials_source, "environment");
+
+        let with_profile = [env_keys.as_slice(), &[("AWS_PROFILE", "dev")]].concat();
+        let s = ok(url, &with_profile);
+        assert_eq!(s.credentials, keys("ENV", "envsecret", Some("envtoken")));
+        assert_eq!(s.region, "us-west-1");
+        assert_eq!(s.endpoint.as_deref(), Some("http://devhost:9000"));
+
+        let s = ok(url, &[("HOME", h), ("AWS_PROFILE", "dev")]);
+        assert_eq!(s.credentials, keys("DEV", "devsecret", Some("devtoken")));
+
+        let s = ok(&format!("{url}&aws.profile=dev"), &env_keys);
+        assert_eq!(s.credentials, keys("DEV", "devsecret", Some("devtoken")));
+        assert_eq!(s.credentials_source, "profile dev");
+
+        for anon in ["none", "no", "NONE"] {
+            let s = ok(&format!("{url}&aws.profile={anon}"), &env_keys);
+            assert_eq!(s.credentials, Credentials::Anonymous);
+            let s = ok(url, &[("HOME", h), ("AWS_PROFILE", anon)]);
+            assert_eq!(s.credentials, Credentials::Anonymous);
+        }
+
+        let elsewhere = aws_dir(
+            "",
+            "[other]\naws_access_key_id=O\naws_secret_access_key=o\n",
+        );
+        let other_credentials = elsewhere.path().join(".aws/credentials");
+        let other_config = elsewhere.path().join(".aws/config");
+        let files = [
+            ("HOME", h),
+            (
+                "AWS_SHARED_CREDENTIALS_FILE",
+                other_credentials.to_str().unwrap(),
+            ),
+            ("AWS_CONFIG_FILE", other_config.to_str().unwrap()),
+        ];
+        assert_eq!(ok(url, &files).credentials, Credentials::Anonymous);
+        let s = ok(&format!("{url}&aws.profile=other"), &files);
+        assert_eq!(s.credentials, keys("O", "o", None));
+
+        for missing in [
+            resolve(&format!("{url}&aws.profile=ghost"), &[("HOME", h)]),
+            resolve(url, &[("HOME", h), ("AWS_PROFILE", "ghost")]),
+            resolve(url, &[("AWS_ACCESS_KEY_ID", "half")]),
+        ] {
+            assert!(matches!(missing, Err(Error::Auth(_))), "{missing:?}");
+        }
+        assert!(!format!("{:?}", ok(url, &env_keys)).contains("envsecret"));
+    }
+
+    #[test]
+    fn limits_come_from_the_environment() {
+        let s = ok("s3://b/k#mode=s3", &[]);
+        assert_eq!(
+            (s.concurrency, s.timeout, s.retries),
+            (DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT, DEFAULT_RETRIES)
+        );
+        let s = ok(
+            "s3://b/k#mode=s3",
+            &[
+                (CONCURRENCY_ENV, "3"),
+                (TIMEOUT_ENV, "0.5"),
+                (RETRIES_ENV, "0"),
+            ],
+        );
+        assert_eq!(
+            (s.concurrency, s.timeout, s.retries),
+            (3, Duration::from_millis(500), 0)
+        );
+        for (k, v) in [
+            (CONCURRENCY_ENV, "0"),
+            (CONCURRENCY_ENV, "many"),
+            (TIMEOUT_ENV, "-1"),
+            (TIMEOUT_ENV, "NaN"),
+            (RETRIES_ENV, "1000"),
+        ] {
+            assert!(
+                matches!(
+                    resolve("s3://b/k#mode=s3", &[(k, v)]),
+                    Err(Error::Invalid(_))
+                ),
+                "{k}={v}"
+            );
+        }
+    }
+}

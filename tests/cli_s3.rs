@@ -1,0 +1,424 @@
+//! S3 end to end through Debian's stock `ncgen`, `ncdump` and `nccopy` with the library
+//! preloaded, against s3s-fs (checks SigV4 signatures) and moto, both on loopback.
+//!
+//! What libnetcdf 4.9.0 does to the URL before our `open` sees it is checked here too: `s3://`
+//! and `http://host:port/...` arrive as `https://` path-style URLs, so the endpoint comes from
+//! `AWS_ENDPOINT_URL` (or the `aws.endpoint` fragment key), which wins over the rewritten host.
+
+mod common;
+
+use common::s3::{ACCESS_KEY, BUCKET, CountingProxy, Kind, SECRET_KEY, Server};
+use common::{Host, Report, Run, case_name, cdl_files, dump, run_env, scratch, url};
+use std::fs;
+use std::path::Path;
+
+/// Every AWS variable a developer's shell might carry; each run starts without them.
+const AWS_VARS: [&str; 11] = [
+    "AWS_PROFILE",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_S3",
+    "AWS_CONFIG_FILE",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "NCZARR_RS_S3_TIMEOUT",
+];
+
+/// Extra environment of one case.
+type Vars<'a> = Vec<(&'a str, &'a str)>;
+
+/// A clean AWS environment with `HOME` pointing at an empty directory, plus `extra`.
+fn env_with<'a>(home: &'a Path, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, Option<&'a str>)> {
+    let mut env: Vec<(&str, Option<&str>)> = AWS_VARS.iter().map(|v| (*v, None)).collect();
+    env.push(("HOME", Some(home.to_str().unwrap())));
+    env.extend(extra.iter().map(|(k, v)| (*k, Some(*v))));
+    env
+}
+
+fn tool(program: &str, args: &[&str], env: &[(&str, Option<&str>)]) -> Run {
+    run_env(Host::Ours, program, args, env)
+}
+
+fn ncdump_ok(target: &str, env: &[(&str, Option<&str>)]) -> Result<String, String> {
+    tool("ncdump", &[target], env)
+        .output()
+        .map(|d| dump::normalise_name(&d))
+}
+
+/// `ncgen` into S3 and `ncdump` back give exactly what the same CDL gives on a directory store.
+fn corpus_round_trip(kind: Kind, cases: &[std::path::PathBuf]) {
+    let server = Server::start(kind);
+    let dir = scratch("s3-corpus");
+    let endpoint = server.endpoint();
+    let env = env_with(
+        dir.path(),
+        &[
+            ("AWS_ENDPOINT_URL", &endpoint),
+            ("AWS_ACCESS_KEY_ID", ACCESS_KEY),
+            ("AWS_SECRET_ACCESS_KEY", SECRET_KEY),
+        ],
+    );
+    let mut report = Report::new(&format!("corpus on {kind:?}"));
+    for cdl in cases {
+        let name = case_name(cdl);
+        let file_store = url(&dir.path().join(format!("{name}.zarr")), "nczarr,file");
+        let s3 = format!("s3://{BUCKET}/corpus/{name}#mode=nczarr,s3");
+        let outcome = (|| {
+            let cdl = cdl.to_str().unwrap();
+            tool("ncgen", &["-4", "-o", &file_store, cdl], &env).output()?;
+            tool("ncgen", &["-4", "-o", &s3, cdl], &env).output()?;
+            let want = ncdump_ok(&file_store, &env)?;
+            let got = ncdump_ok(&s3, &env)?;
+            match common::diff::diff(&want, &got) {
+                None => Ok(()),
+                Some(d) => Err(format!("(- file store, + S3)\n{d}")),
+            }
+        })();
+        report.case(&name, outcome);
+    }
+    report.finish(cases.len());
+}
+
+#[test]
+fn corpus_through_s3s_fs_equals_the_file_store() {
+    corpus_round_trip(Kind::S3sFs, &cdl_files());
+}
+
+#[test]
+fn corpus_through_moto_equals_the_file_store() {
+    let some: Vec<_> = cdl_files()
+        .into_iter()
+        .filter(|p| {
+            ["atomic_vars", "groups", "strings", "unlimited"].contains(&case_name(p).as_str())
+        })
+        .collect();
+    corpus_round_trip(Kind::Moto, &some);
+}
+
+fn sample_cdl(dir: &Path) -> std::path::PathBuf {
+    let cdl = dir.join("sample.cdl");
+    let values: Vec<String> = (0..160).map(|i| i.to_string()).collect();
+    fs::write(
+        &cdl,
+        format!(
+            "netcdf sample {{\ndimensions:\n  x = 40 ;\n  y = 4 ;\nvariables:\n  int v(x, y) ;\n    \
+             v:_ChunkSizes = 1, 4 ;\n    v:units = \"m\" ;\ndata:\n  v = {} ;\n}}\n",
+            values.join(", ")
+        ),
+    )
+    .unwrap();
+    cdl
+}
+
+/// The URL our `open` receives is libnetcdf's rewrite, and the endpoint override wins over it.
+#[test]
+fn libnetcdf_rewrites_the_url_and_the_endpoint_override_wins() {
+    let server = Server::start(Kind::S3sFs);
+    let dir = scratch("s3-rewrite");
+    let cdl = sample_cdl(dir.path());
+    let endpoint = server.endpoint();
+    let keys = [
+        ("AWS_ACCESS_KEY_ID", ACCESS_KEY),
+        ("AWS_SECRET_ACCESS_KEY", SECRET_KEY),
+        ("NCZARR_RS_DEBUG", "1"),
+        ("NCZARR_RS_S3_TIMEOUT", "3"),
+    ];
+    let with_endpoint = [keys.as_slice(), &[("AWS_ENDPOINT_URL", endpoint.as_str())]].concat();
+    let env = env_with(dir.path(), &with_endpoint);
+
+    let s3 = format!("s3://{BUCKET}/rewrite/a#mode=nczarr,s3");
+    let r = tool("ncgen", &["-4", "-o", &s3, cdl.to_str().unwrap()], &env);
+    assert!(r.success(), "{}", r.describe());
+    let seen = format!("https://s3.us-east-1.amazonaws.com/{BUCKET}/rewrite/a#mode=");
+    assert!(r.stderr.contains(&seen), "{}", r.stderr);
+
+    let http = format!(
+        "http://127.0.0.1:{}/{BUCKET}/rewrite/a#mode=nczarr,s3",
+        server.port
+    );
+    let r = tool("ncdump", &["-h", &http], &env);
+    assert!(r.success(), "{}", r.describe());
+    let seen = format!("https://127.0.0.1:{}/{BUCKET}/rewrite/a#mode=", server.port);
+    assert!(r.stderr.contains(&seen), "{}", r.stderr);
+
+    // Without the override the rewritten https:// URL cannot reach a plain-http server: an
+    // error, quickly, not a hang.
+    let r = tool("ncdump", &["-h", &http], &env_with(dir.path(), &keys));
+    assert!(!r.success() && !r.crashed(), "{}", r.describe());
+
+    // The fragment key survives the rewrite and beats the environment.
+    let frag = format!("{http}&aws.endpoint={endpoint}");
+    let wrong = [
+        keys.as_slice(),
+        &[("AWS_ENDPOINT_URL", "http://127.0.0.1:1")],
+    ]
+    .concat();
+    let r = tool("ncdump", &["-h", &frag], &env_with(dir.path(), &wrong));
+    assert!(r.success(), "{}", r.describe());
+    assert!(r.stderr.contains("aws.endpoint="), "{}", r.stderr);
+
+    // AWS_ENDPOINT_URL_S3 beats AWS_ENDPOINT_URL.
+    let both = [
+        wrong.as_slice(),
+        &[("AWS_ENDPOINT_URL_S3", endpoint.as_str())],
+    ]
+    .concat();
+    let r = tool("ncdump", &["-h", &s3], &env_with(dir.path(), &both));
+    assert!(r.success(), "{}", r.describe());
+}
+
+/// Each credential source, checked by s3s-fs's signature verification.
+#[test]
+fn every_credential_source_reaches_a_signing_server() {
+    let server = Server::start(Kind::S3sFs);
+    let dir = scratch("s3-creds");
+    let cdl = sample_cdl(dir.path());
+    let endpoint = server.endpoint();
+    let base = [
+        ("AWS_ENDPOINT_URL", endpoint.as_str()),
+        ("NCZARR_RS_S3_TIMEOUT", "5"),
+    ];
+    let s3 = format!("s3://{BUCKET}/creds/a#mode=nczarr,s3");
+    let env_keys = [
+        base.as_slice(),
+        &[
+            ("AWS_ACCESS_KEY_ID", ACCESS_KEY),
+            ("AWS_SECRET_ACCESS_KEY", SECRET_KEY),
+        ],
+    ]
+    .concat();
+    let r = tool(
+        "ncgen",
+        &["-4", "-o", &s3, cdl.to_str().unwrap()],
+        &env_with(dir.path(), &env_keys),
+    );
+    assert!(r.success(), "{}", r.describe());
+    let want = ncdump_ok(&s3, &env_with(dir.path(), &env_keys)).unwrap();
+
+    let good = format!("aws_access_key_id = {ACCESS_KEY}\naws_secret_access_key = {SECRET_KEY}\n");
+    let bad = "aws_access_key_id = nczarr-test\naws_secret_access_key = wrong\n";
+    let home = dir.path().join("home");
+    fs::create_dir_all(home.join(".aws")).unwrap();
+    fs::write(
+        home.join(".aws/credentials"),
+        format!("[default]\n{good}[bad]\n{bad}"),
+    )
+    .unwrap();
+    fs::write(
+        home.join(".aws/config"),
+        format!("[default]\nregion = eu-west-1\n[profile cfg]\n{good}"),
+    )
+    .unwrap();
+    let other = dir.path().join("elsewhere");
+    fs::write(&other, format!("[tester]\n{good}")).unwrap();
+    let other_cfg = dir.path().join("elsewhere-config");
+    fs::write(&other_cfg, format!("[profile fromconfig]\n{good}")).unwrap();
+    let (other, other_cfg) = (other.to_str().unwrap(), other_cfg.to_str().unwrap());
+
+    let cases: Vec<(&str, String, &Path, Vars)> = vec![
+        (
+            "default profile in ~/.aws/credentials",
+            s3.clone(),
+            &home,
+            vec![],
+        ),
+        (
+            "AWS_PROFILE in AWS_SHARED_CREDENTIALS_FILE",
+            s3.clone(),
+            dir.path(),
+            vec![
+                ("AWS_PROFILE", "tester"),
+                ("AWS_SHARED_CREDENTIALS_FILE", other),
+            ],
+        ),
+        (
+            "aws.profile fragment in AWS_CONFIG_FILE",
+            format!("{s3}&aws.profile=fromconfig"),
+            dir.path(),
+            vec![("AWS_CONFIG_FILE", other_cfg)],
+        ),
+        (
+            "aws.profile fragment beats a wrong environment",
+            format!("{s3}&aws.profile=cfg"),
+            &home,
+            vec![("AWS_ACCESS_KEY_ID", "x"), ("AWS_SECRET_ACCESS_KEY", "y")],
+        ),
+        (
+            "environment keys beat AWS_PROFILE",
+            s3.clone(),
+            &home,
+            vec![
+                ("AWS_PROFILE", "bad"),
+                ("AWS_ACCESS_KEY_ID", ACCESS_KEY),
+                ("AWS_SECRET_ACCESS_KEY", SECRET_KEY),
+            ],
+        ),
+    ];
+    for (what, target, home, extra) in &cases {
+        let all = [base.as_slice(), extra.as_slice()].concat();
+        let got = ncdump_ok(target, &env_with(home, &all));
+        assert_eq!(got.as_ref(), Ok(&want), "{what}");
+    }
+
+    let refused: Vec<(&str, String, Vars)> = vec![
+        (
+            "wrong secret in the environment",
+            s3.clone(),
+            vec![
+                ("AWS_ACCESS_KEY_ID", ACCESS_KEY),
+                ("AWS_SECRET_ACCESS_KEY", "wrong"),
+            ],
+        ),
+        (
+            "wrong secret in a profile",
+            s3.clone(),
+            vec![("AWS_PROFILE", "bad")],
+        ),
+        (
+            "anonymous (profile none)",
+            format!("{s3}&aws.profile=none"),
+            vec![],
+        ),
+    ];
+    for (what, target, extra) in &refused {
+        let all = [base.as_slice(), extra.as_slice()].concat();
+        let r = tool("ncdump", &["-h", target], &env_with(&home, &all));
+        assert!(!r.success() && !r.crashed(), "{what}: {}", r.describe());
+        assert!(
+            r.stderr.contains("Authorization failure"),
+            "{what}: {}",
+            r.describe()
+        );
+    }
+}
+
+/// `nccopy` directory store -> S3 -> directory store loses nothing.
+#[test]
+fn nccopy_file_store_to_s3_and_back() {
+    let server = Server::start(Kind::Moto);
+    let dir = scratch("s3-nccopy");
+    let endpoint = server.endpoint();
+    let env = env_with(
+        dir.path(),
+        &[("AWS_ENDPOINT_URL", &endpoint), ("AWS_PROFILE", "none")],
+    );
+    let cdl = sample_cdl(dir.path());
+    let source = url(&dir.path().join("src.zarr"), "nczarr,file");
+    let back = url(&dir.path().join("back.zarr"), "nczarr,file");
+    let s3 = format!("s3://{BUCKET}/copy/a#mode=nczarr,s3");
+    for (program, args) in [
+        ("ncgen", vec!["-4", "-o", &source, cdl.to_str().unwrap()]),
+        ("nccopy", vec![&source, &s3]),
+        ("nccopy", vec![&s3, &back]),
+    ] {
+        let r = tool(program, &args, &env);
+        assert!(r.success(), "{}", r.describe());
+    }
+    let want = ncdump_ok(&source, &env).unwrap();
+    assert_eq!(ncdump_ok(&s3, &env).unwrap(), want);
+    assert_eq!(ncdump_ok(&back, &env).unwrap(), want);
+}
+
+/// `nccopy` directory store -> S3 -> zip archive -> directory store: every step loses nothing.
+#[test]
+fn nccopy_file_store_to_s3_to_zip() {
+    let server = Server::start(Kind::Moto);
+    let dir = scratch("s3-zip");
+    let endpoint = server.endpoint();
+    let env = env_with(
+        dir.path(),
+        &[("AWS_ENDPOINT_URL", &endpoint), ("AWS_PROFILE", "none")],
+    );
+    let cdl = sample_cdl(dir.path());
+    let source = url(&dir.path().join("src.zarr"), "nczarr,file");
+    let s3 = format!("s3://{BUCKET}/zip/a#mode=nczarr,s3");
+    let zip = format!(
+        "file://{}#mode=nczarr,zip",
+        dir.path().join("out.zip").display()
+    );
+    for (program, args) in [
+        ("ncgen", vec!["-4", "-o", &source, cdl.to_str().unwrap()]),
+        ("nccopy", vec![&source, &s3]),
+    ] {
+        let r = tool(program, &args, &env);
+        assert!(r.success(), "{}", r.describe());
+    }
+    let back = url(&dir.path().join("back.zarr"), "nczarr,file");
+    for (from, to) in [(&s3, &zip), (&zip, &back)] {
+        let r = tool("nccopy", &[from, to], &env);
+        assert!(r.success(), "{}", r.describe());
+    }
+    let want = ncdump_ok(&source, &env).unwrap();
+    assert_eq!(ncdump_ok(&zip, &env).unwrap(), want);
+    assert_eq!(ncdump_ok(&back, &env).unwrap(), want);
+}
+
+/// `ncdump` of a variable of 40 chunks: one GET per chunk, no HEAD at all.
+#[test]
+fn ncdump_reads_each_chunk_with_one_get_and_no_head() {
+    let server = Server::start(Kind::Moto);
+    let proxy = CountingProxy::start(server.port);
+    let dir = scratch("s3-count");
+    let endpoint = proxy.endpoint();
+    let env = env_with(
+        dir.path(),
+        &[("AWS_ENDPOINT_URL", &endpoint), ("AWS_PROFILE", "none")],
+    );
+    let cdl = sample_cdl(dir.path());
+    let s3 = format!("s3://{BUCKET}/count/a#mode=nczarr,s3");
+    let r = tool("ncgen", &["-4", "-o", &s3, cdl.to_str().unwrap()], &env);
+    assert!(r.success(), "{}", r.describe());
+    let writes = proxy.take();
+    let chunk_puts = writes
+        .iter()
+        .filter(|r| r.method == "PUT" && r.target.contains("/count/a/v/"))
+        .filter(|r| !r.target.contains("/."))
+        .count();
+    assert_eq!(chunk_puts, 40, "{writes:?}");
+
+    let r = tool("ncdump", &[&s3], &env);
+    assert!(r.success(), "{}", r.describe());
+    let reqs = proxy.take();
+    let chunk_gets: Vec<&str> = reqs
+        .iter()
+        .filter(|r| r.method == "GET" && r.target.contains("/count/a/v/"))
+        .filter(|r| !r.target.contains("/."))
+        .map(|r| r.target.as_str())
+        .collect();
+    let mut unique = chunk_gets.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!((chunk_gets.len(), unique.len()), (40, 40), "{reqs:?}");
+    assert!(reqs.iter().all(|r| r.method != "HEAD"), "{reqs:?}");
+}
+
+/// A server that went away: a netCDF error from the tool, within the configured timeout.
+#[test]
+fn a_stopped_server_fails_the_tool_cleanly() {
+    let server = Server::start(Kind::S3sFs);
+    let dir = scratch("s3-stopped");
+    let endpoint = server.endpoint();
+    server.stop();
+    let env = env_with(
+        dir.path(),
+        &[
+            ("AWS_ENDPOINT_URL", &endpoint),
+            ("AWS_PROFILE", "none"),
+            ("NCZARR_RS_S3_TIMEOUT", "2"),
+        ],
+    );
+    let r = tool(
+        "ncdump",
+        &[&format!("s3://{BUCKET}/gone#mode=nczarr,s3")],
+        &env,
+    );
+    assert!(!r.success() && !r.crashed(), "{}", r.describe());
+    assert!(
+        r.stderr.contains("nczarr-rs: object store"),
+        "{}",
+        r.describe()
+    );
+}

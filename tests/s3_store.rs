@@ -1,0 +1,323 @@
+//! The S3 backend beyond the conformance suite: requests counted at the wire (one GET per
+//! object, no HEAD, batches spread over several connections, consolidated open is one GET),
+//! credentials (right, wrong, anonymous on a public and on a protected server), creation rules
+//! (clobber, noclobber, missing bucket), and failures that must end in a clear error, never a
+//! hang: a stopped server, a silent one, one that drops or stalls mid-GET, and throttling that
+//! a retry overcomes.
+
+mod common;
+
+use common::s3::{
+    BUCKET, CountingProxy, FakeServer, Kind, Misbehaviour, Server, settings_at, within,
+};
+use nczarr_rs::Error;
+use nczarr_rs::api::{CreateOptions, Dataset};
+use nczarr_rs::url::DatasetUrl;
+use nczarr_rs::zmap::s3::S3Store;
+use nczarr_rs::zmap::s3::settings::{Credentials, S3Settings};
+use nczarr_rs::zmap::{Store, StoreKey, StorePrefix};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+/// Longest any single case may take before it counts as a hang.
+const HANG: Duration = Duration::from_secs(60);
+
+fn key(s: &str) -> StoreKey {
+    StoreKey::new(s).unwrap()
+}
+
+fn chunk_keys(n: usize) -> Vec<StoreKey> {
+    (0..n).map(|i| key(&format!("v/{i}.0"))).collect()
+}
+
+#[test]
+fn many_chunks_are_one_get_each_over_several_connections() {
+    for kind in [Kind::S3sFs, Kind::Moto] {
+        let server = Server::start(kind);
+        let proxy = CountingProxy::start(server.port);
+        let mut settings = settings_at(&proxy.endpoint(), &server.fresh_root("count"));
+        settings.concurrency = 8;
+        let store = S3Store::create(settings, false).unwrap();
+        let keys = chunk_keys(64);
+        let items: Vec<(StoreKey, Vec<u8>)> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (k.clone(), vec![i as u8; 100 + i]))
+            .collect();
+        store.put_many(&items).unwrap();
+        let puts = proxy.take();
+        assert_eq!(puts.iter().filter(|r| r.method == "PUT").count(), 64);
+
+        let mut asked = keys.clone();
+        asked.push(key("v/missing"));
+        let got = store.get_many(&asked).unwrap();
+        for (i, v) in got.iter().take(64).enumerate() {
+            assert_eq!(v.as_deref(), Some(&vec![i as u8; 100 + i][..]), "{kind:?}");
+        }
+        assert_eq!(got[64], None);
+        let reqs = proxy.take();
+        let gets = reqs.iter().filter(|r| r.method == "GET").count();
+        let heads = reqs.iter().filter(|r| r.method == "HEAD").count();
+        assert_eq!((gets, heads, reqs.len()), (65, 0, 65), "{kind:?}: {reqs:?}");
+        let mut connections: Vec<usize> = reqs.iter().map(|r| r.connection).collect();
+        connections.sort_unstable();
+        connections.dedup();
+        assert!(
+            connections.len() > 1,
+            "{kind:?}: the batch used one connection, so it was not concurrent"
+        );
+        assert!(reqs.iter().all(|r| r.signed), "{kind:?}");
+    }
+}
+
+/// A dataset written with consolidated metadata opens with exactly one GET, through the
+/// public URL path (endpoint and anonymous profile from the fragment; moto is public).
+#[test]
+fn consolidated_open_is_a_single_get() {
+    let server = Server::start(Kind::Moto);
+    let proxy = CountingProxy::start(server.port);
+    let text = format!(
+        "s3://{BUCKET}/consolidated#mode=nczarr,s3,consolidated&aws.profile=none&aws.endpoint={}",
+        proxy.endpoint()
+    );
+    let url = DatasetUrl::parse(&text).unwrap();
+    let mut ds = Dataset::create(&url, CreateOptions::default()).unwrap();
+    let root = nczarr_rs::model::Tree::ROOT;
+    let d = ds.def_dim(root, "x", 6, false).unwrap();
+    ds.def_var(root, "v", nczarr_rs::model::NcType::Int, &[d.0 as i32])
+        .unwrap();
+    ds.close().unwrap();
+    let written = proxy.take();
+    assert!(
+        written.iter().all(|r| !r.signed),
+        "anonymous requests are unsigned"
+    );
+    assert!(written.iter().any(|r| r.target.ends_with("/.zmetadata")));
+
+    let ds = Dataset::open(&url, false).unwrap();
+    let reqs = proxy.take();
+    assert_eq!(reqs.len(), 1, "{reqs:?}");
+    assert_eq!(reqs[0].method, "GET");
+    assert!(
+        reqs[0].target.ends_with("consolidated/.zmetadata"),
+        "{reqs:?}"
+    );
+    drop(ds);
+}
+
+#[test]
+fn credentials_are_checked_by_a_signing_server() {
+    let server = Server::start(Kind::S3sFs);
+    let good = S3Store::create(server.settings("auth"), false).unwrap();
+    good.put(&key(".zgroup"), b"{}").unwrap();
+    let root = good.settings().root.clone();
+
+    let wrong = |credentials: Credentials| {
+        let mut s = settings_at(&server.endpoint(), &root);
+        s.credentials = credentials;
+        S3Store::open(s).unwrap()
+    };
+    let bad_secret = wrong(Credentials::Keys {
+        access_key_id: common::s3::ACCESS_KEY.into(),
+        secret_access_key: "not-the-secret".into(),
+        session_token: None,
+    });
+    let bad_key = wrong(Credentials::Keys {
+        access_key_id: "nobody".into(),
+        secret_access_key: "x".into(),
+        session_token: None,
+    });
+    let anonymous = wrong(Credentials::Anonymous);
+    for (what, store) in [
+        ("wrong secret", &bad_secret),
+        ("unknown key", &bad_key),
+        ("anonymous on a protected server", &anonymous),
+    ] {
+        match store.get(&key(".zgroup")) {
+            Err(Error::Auth(msg)) => assert!(msg.contains(".zgroup"), "{what}: {msg}"),
+            other => panic!("{what}: {other:?}"),
+        }
+        let listed = store.list_children(&StorePrefix::root());
+        assert!(matches!(listed, Err(Error::Auth(_))), "{what}: {listed:?}");
+    }
+    assert_eq!(good.get(&key(".zgroup")).unwrap(), Some(b"{}".to_vec()));
+}
+
+#[test]
+fn anonymous_reads_of_a_public_bucket() {
+    let server = Server::start(Kind::Moto);
+    let proxy = CountingProxy::start(server.port);
+    let mut settings = settings_at(&proxy.endpoint(), &server.fresh_root("public"));
+    settings.credentials = Credentials::Anonymous;
+    let store = S3Store::create(settings, false).unwrap();
+    store.put(&key("a/.zgroup"), b"{}").unwrap();
+    assert_eq!(store.get(&key("a/.zgroup")).unwrap(), Some(b"{}".to_vec()));
+    assert_eq!(store.list_children(&StorePrefix::root()).unwrap(), ["a"]);
+    let reqs = proxy.take();
+    assert!(
+        !reqs.is_empty() && reqs.iter().all(|r| !r.signed),
+        "{reqs:?}"
+    );
+}
+
+#[test]
+fn create_clobbers_only_datasets_and_only_when_asked() {
+    let server = Server::start(Kind::S3sFs);
+    let settings = server.settings("create");
+    let first = S3Store::create(settings.clone(), false).unwrap();
+    first.put(&key(".zgroup"), b"{}").unwrap();
+    first.put(&key("v/0.0"), b"old").unwrap();
+    assert!(matches!(
+        S3Store::create(settings.clone(), false),
+        Err(Error::Exists(_))
+    ));
+    assert_eq!(first.get(&key("v/0.0")).unwrap(), Some(b"old".to_vec()));
+    let again = S3Store::create(settings.clone(), true).unwrap();
+    assert!(again.list_keys(&StorePrefix::root()).unwrap().is_empty());
+
+    let other = server.settings("create-foreign");
+    let foreign = S3Store::create(other.clone(), false).unwrap();
+    foreign.put(&key("notes/readme.txt"), b"keep me").unwrap();
+    for clobber in [false, true] {
+        assert!(matches!(
+            S3Store::create(other.clone(), clobber),
+            Err(Error::Exists(_))
+        ));
+    }
+    assert!(foreign.get(&key("notes/readme.txt")).unwrap().is_some());
+}
+
+#[test]
+fn missing_bucket_or_dataset_is_not_found() {
+    let server = Server::start(Kind::S3sFs);
+    let mut no_bucket = server.settings("x");
+    no_bucket.bucket = "no-such-bucket".into();
+    let created = S3Store::create(no_bucket.clone(), false);
+    assert!(matches!(created, Err(Error::NotFound(_))), "{created:?}");
+    let open = S3Store::open(no_bucket).unwrap();
+    assert_eq!(open.get(&key(".zgroup")).unwrap(), None);
+    assert!(matches!(
+        open.list_children(&StorePrefix::root()),
+        Err(Error::NotFound(_))
+    ));
+
+    let empty = S3Store::open(server.settings("nothing-here")).unwrap();
+    let r = nczarr_rs::format::read::read_dataset(&empty, false, true);
+    assert!(matches!(r, Err(Error::NotFound(_))), "{r:?}");
+}
+
+fn failing_get(settings: S3Settings) -> Error {
+    within(HANG, move || {
+        let store = S3Store::open(settings).unwrap();
+        store.get(&key("v/0.0")).unwrap_err()
+    })
+}
+
+fn short(endpoint: &str) -> S3Settings {
+    let mut s = settings_at(endpoint, "t");
+    s.timeout = Duration::from_millis(1500);
+    s
+}
+
+#[test]
+fn a_stopped_server_is_an_error() {
+    let server = Server::start(Kind::S3sFs);
+    let settings = short(&server.endpoint());
+    server.stop();
+    match failing_get(settings) {
+        Error::Remote { why, .. } => assert!(why.contains("GET"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_silent_server_times_out() {
+    let fake = FakeServer::start(Misbehaviour::Silent);
+    match failing_get(short(&fake.endpoint())) {
+        Error::Remote { why, .. } => assert!(why.contains("GET"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_connection_dropped_mid_get_is_an_error_not_short_data() {
+    let fake = FakeServer::start(Misbehaviour::DropsMidBody);
+    assert!(matches!(
+        failing_get(short(&fake.endpoint())),
+        Error::Remote { .. }
+    ));
+    assert!(fake.requests.load(Ordering::SeqCst) >= 1);
+}
+
+#[test]
+fn a_server_stalling_mid_get_times_out() {
+    let fake = FakeServer::start(Misbehaviour::StallsMidBody);
+    assert!(matches!(
+        failing_get(short(&fake.endpoint())),
+        Error::Remote { .. }
+    ));
+}
+
+#[test]
+fn throttling_is_retried() {
+    let fake = FakeServer::start(Misbehaviour::ThrottlesTwice);
+    let mut settings = short(&fake.endpoint());
+    settings.retries = 3;
+    settings.timeout = Duration::from_secs(20);
+    let got = within(HANG, move || {
+        S3Store::open(settings).unwrap().get(&key("v/0.0")).unwrap()
+    });
+    assert_eq!(got, Some(b"fine".to_vec()));
+    assert_eq!(fake.requests.load(Ordering::SeqCst), 3);
+
+    let fake = FakeServer::start(Misbehaviour::ThrottlesTwice);
+    let mut settings = short(&fake.endpoint());
+    settings.retries = 0;
+    assert!(matches!(failing_get(settings), Error::Remote { .. }));
+    assert_eq!(fake.requests.load(Ordering::SeqCst), 1);
+}
+
+/// Without consolidated metadata, open fetches each metadata object once, in batches (the
+/// arrays of a group together), and never issues a HEAD.
+#[test]
+fn open_fetches_each_metadata_object_once() {
+    let server = Server::start(Kind::Moto);
+    let proxy = CountingProxy::start(server.port);
+    let text = format!(
+        "s3://{BUCKET}/plain#mode=nczarr,s3&aws.profile=none&aws.endpoint={}",
+        proxy.endpoint()
+    );
+    let url = DatasetUrl::parse(&text).unwrap();
+    let mut ds = Dataset::create(&url, CreateOptions::default()).unwrap();
+    let root = nczarr_rs::model::Tree::ROOT;
+    let g = ds.def_grp(root, "g").unwrap();
+    let d = ds.def_dim(root, "x", 6, false).unwrap();
+    for name in ["a", "b", "c", "d"] {
+        ds.def_var(g, name, nczarr_rs::model::NcType::Int, &[d.0 as i32])
+            .unwrap();
+    }
+    ds.close().unwrap();
+    proxy.take();
+
+    let ds = Dataset::open(&url, false).unwrap();
+    let reqs = proxy.take();
+    assert!(reqs.iter().all(|r| r.method == "GET"), "{reqs:?}");
+    let mut targets: Vec<&str> = reqs.iter().map(|r| r.target.as_str()).collect();
+    targets.sort_unstable();
+    let total = targets.len();
+    targets.dedup();
+    assert_eq!(
+        targets.len(),
+        total,
+        "an object was fetched twice: {reqs:?}"
+    );
+    for name in ["a", "b", "c", "d"] {
+        assert!(
+            targets
+                .iter()
+                .any(|t| t.ends_with(&format!("plain/g/{name}/.zarray"))),
+            "{reqs:?}"
+        );
+    }
+    drop(ds);
+}
