@@ -47,8 +47,20 @@ fn run_python(env: &str, args: &[&str]) -> Values {
     serde_json::from_slice(&out.stdout).expect("JSON from codec_cases.py")
 }
 
-/// The values of `var` in an `ncdump` data section (fill `_` as NaN).
+/// The `_FillValue` attribute of `var` in an `ncdump` header (NaN when there is none).
+fn declared_fill(dump: &str, var: &str) -> f64 {
+    let prefix = format!("{var}:_FillValue = ");
+    dump.lines()
+        .find_map(|l| l.trim().strip_prefix(&prefix))
+        .map(|v| v.trim_end_matches(" ;"))
+        .map(|v| v.trim_end_matches(|c: char| "fFsSbBuUlL".contains(c)))
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or(f64::NAN)
+}
+
+/// The values of `var` in an `ncdump` data section (`_` as the declared fill value).
 fn ncdump_values(dump: &str, var: &str) -> Result<Vec<f64>, String> {
+    let fill = declared_fill(dump, var);
     let data = dump
         .split_once("\ndata:\n")
         .ok_or_else(|| format!("no data section in:\n{dump}"))?
@@ -63,7 +75,7 @@ fn ncdump_values(dump: &str, var: &str) -> Result<Vec<f64>, String> {
         .filter(|s| !s.is_empty())
         .map(|s| {
             if s == "_" {
-                Ok(f64::NAN)
+                Ok(fill)
             } else {
                 s.parse::<f64>().map_err(|e| format!("{s:?}: {e}"))
             }

@@ -659,7 +659,20 @@ pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opene
     meta.prefetch(&[".zgroup".to_string(), ".zattrs".to_string()])?;
     let root_zgroup = meta.get(".zgroup")?;
     let root_zattrs = meta.get(".zattrs")?;
-    let v1_superblock = raw.get(v1::SUPERBLOCK)?;
+    // Only netcdf-c 4.8 wrote the V1 superblock object: not looked for when the root says
+    // otherwise (today's and 4.9's keys, consolidated metadata) or pure Zarr was asked for.
+    let has_key = |o: &Option<Obj>, keys: &[&str]| {
+        o.as_ref()
+            .is_some_and(|m| keys.iter().any(|k| m.contains_key(*k)))
+    };
+    let newer = has_zmetadata
+        || has_key(&root_zattrs, &[SUPERBLOCK])
+        || has_key(&root_zgroup, &[SUPERBLOCK, "_NCZARR_SUPERBLOCK"]);
+    let v1_superblock = if pure || newer {
+        None
+    } else {
+        raw.get(v1::SUPERBLOCK)?
+    };
     if root_zgroup.is_none() && root_zattrs.is_none() && v1_superblock.is_none() {
         let kids = raw.children("")?;
         if kids.is_empty() {
