@@ -17,6 +17,18 @@ pub use open::{OpenHow, open_diskless, open_store};
 
 use crate::error::Result;
 
+/// Top-level objects that mark a directory, archive root or key prefix as a Zarr or NCZarr
+/// dataset (the only Zarr knowledge of this layer: it decides what `create` may clobber and
+/// where a dataset starts inside an archive).
+pub const ZARR_MARKERS: [&str; 6] = [
+    ".zgroup",
+    ".zarray",
+    ".zattrs",
+    ".zmetadata",
+    ".nczarr",
+    "zarr.json",
+];
+
 /// A flat key/value store with `/`-separated keys relative to a dataset root.
 ///
 /// Contract shared by every backend:

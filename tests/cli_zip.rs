@@ -21,24 +21,6 @@ fn compare(expected: &str, actual: &str, what: &str) -> Result<(), String> {
     }
 }
 
-/// Every object of a directory store, by key.
-fn directory_objects(root: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
-                out.insert(rel, fs::read(&p).unwrap());
-            }
-        }
-    }
-    out
-}
-
 /// Every entry of an archive, by name.
 fn archive_entries(path: &Path) -> BTreeMap<String, Vec<u8>> {
     use std::io::Read;
@@ -105,7 +87,7 @@ fn zip_stores_match_hdf5_ground_truth_and_directory_stores() {
             )?);
             compare(&truth, &ours, "ncdump of our zip store vs HDF5")?;
             // The archive is the directory store under one top-level directory named after it.
-            let expected: BTreeMap<String, Vec<u8>> = directory_objects(&tree)
+            let expected: BTreeMap<String, Vec<u8>> = common::directory_objects(&tree)
                 .into_iter()
                 .map(|(k, v)| (format!("{name}/{k}"), v))
                 .collect();

@@ -18,24 +18,6 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-/// Every object of a directory store, by relative path.
-fn objects(root: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
-                out.insert(rel, fs::read(&p).unwrap());
-            }
-        }
-    }
-    out
-}
-
 /// A valid dataset: its mode list and its objects.
 type Seed = (String, BTreeMap<String, Vec<u8>>);
 
@@ -52,7 +34,7 @@ fn seeds() -> &'static Vec<Seed> {
                     .path()
                     .join(format!("{case}.{}.zarr", mode.replace(',', "_")));
                 ncgen(Host::Ours, &cdl, &url(&store, mode)).unwrap_or_else(|e| panic!("{e}"));
-                out.push((mode.to_string(), objects(&store)));
+                out.push((mode.to_string(), common::directory_objects(&store)));
             }
         }
         out

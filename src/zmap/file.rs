@@ -12,7 +12,7 @@
 //! are invisible. Symbolic links inside the tree are followed for reads and listed as children,
 //! but `list_keys` does not descend into linked directories, so a link loop cannot trap it.
 
-use super::{Store, StoreKey, StorePrefix};
+use super::{Store, StoreKey, StorePrefix, ZARR_MARKERS};
 use crate::error::{Error, Result};
 use rayon::prelude::*;
 use std::fs::{self, OpenOptions};
@@ -22,16 +22,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Names starting with this are temporary files of an unfinished `put`.
 const TMP_MARK: &str = ".nczarr-tmp.";
-
-/// Top-level objects that mark a directory as a Zarr or NCZarr dataset.
-const ZARR_MARKERS: [&str; 6] = [
-    ".zgroup",
-    ".zarray",
-    ".zattrs",
-    ".zmetadata",
-    ".nczarr",
-    "zarr.json",
-];
 
 /// How often `put` retries when a concurrent delete pruned its directory.
 const PUT_RETRIES: usize = 8;

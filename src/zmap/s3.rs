@@ -14,7 +14,7 @@ pub mod profiles;
 pub mod runtime;
 pub mod settings;
 
-use super::{Store, StoreKey, StorePrefix};
+use super::{Store, StoreKey, StorePrefix, ZARR_MARKERS};
 use crate::error::{Error, Result};
 use futures::{StreamExt, TryStreamExt};
 use object_store::aws::AmazonS3Builder;
@@ -26,16 +26,6 @@ use settings::{Credentials, S3Settings};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// Top-level objects that mark a prefix as a Zarr or NCZarr dataset (as for directories).
-const ZARR_MARKERS: [&str; 6] = [
-    ".zgroup",
-    ".zarray",
-    ".zattrs",
-    ".zmetadata",
-    ".nczarr",
-    "zarr.json",
-];
 
 /// Longest wait for a TCP connection, whatever the overall timeout.
 const MAX_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);

@@ -18,7 +18,7 @@
 //! as netcdf-c and zarr-python do (chunks are compressed by their codecs, not by the archive).
 //! Entries whose names cannot be keys (`..`, absolute paths, control characters) are invisible.
 
-use super::{Store, StoreKey, StorePrefix};
+use super::{Store, StoreKey, StorePrefix, ZARR_MARKERS};
 use crate::error::{Error, Result};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
@@ -30,16 +30,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, ZipArchive, ZipWriter};
-
-/// Top-level objects that mark the archive root as the dataset root.
-const ZARR_MARKERS: [&str; 6] = [
-    ".zgroup",
-    ".zarray",
-    ".zattrs",
-    ".zmetadata",
-    ".nczarr",
-    "zarr.json",
-];
 
 /// Largest buffer reserved up front for one entry, whatever size the archive declares.
 const MAX_RESERVE: u64 = 64 << 20;

@@ -395,3 +395,21 @@ pub fn scratch(label: &str) -> tempfile::TempDir {
     }
     b.tempdir().expect("tempdir")
 }
+
+/// Every object of a directory store, by key (its path relative to `root`).
+pub fn directory_objects(root: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+                out.insert(rel, fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
