@@ -23,8 +23,9 @@ pub const VIRTUAL: [&str; 4] = [
     "_Codecs",
 ];
 
-/// Converts values to `to`; the flag says some value was out of range.
-pub fn convert_values(values: &Values, to: NcType) -> Result<(Values, bool)> {
+/// Converts values to `to` (with the classic model's rules when `classic_model`); the flag says
+/// some value was out of range.
+pub fn convert_values(values: &Values, to: NcType, classic_model: bool) -> Result<(Values, bool)> {
     match values {
         Values::Strings(_) if to == NcType::String => Ok((values.clone(), false)),
         Values::Strings(_) => Err(Error::Char),
@@ -37,11 +38,8 @@ pub fn convert_values(values: &Values, to: NcType) -> Result<(Values, bool)> {
                 return Err(Error::Char);
             }
             let mut out = vec![0u8; values.len() * to.size()];
-            match convert::convert(*ty, bytes, to, &mut out) {
-                Ok(()) => Ok((Values::fixed(to, out), false)),
-                Err(Error::Range) => Ok((Values::fixed(to, out), true)),
-                Err(e) => Err(e),
-            }
+            let range = convert::convert_flagging_range(*ty, bytes, to, &mut out, classic_model)?;
+            Ok((Values::fixed(to, out), range))
         }
     }
 }
@@ -143,7 +141,7 @@ impl Dataset {
         let v = self.att_values(owner, name)?;
         match memtype {
             None => Ok((v, false)),
-            Some(t) => convert_values(&v, t),
+            Some(t) => convert_values(&v, t, self.classic_model),
         }
     }
 
@@ -161,7 +159,7 @@ impl Dataset {
         if VIRTUAL.contains(&name) || name.starts_with("_nczarr_") || name == "_ARRAY_DIMENSIONS" {
             return Err(Error::AttMeta(name.to_string()));
         }
-        let (stored, range) = convert_values(&values, file_type)?;
+        let (stored, range) = convert_values(&values, file_type, self.classic_model)?;
         if name == "_FillValue" {
             if let Owner::Var(g, v) = owner {
                 let var = &self.tree.group(g).vars[v];

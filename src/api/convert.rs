@@ -50,6 +50,23 @@ pub fn convert(src_ty: NcType, src: &[u8], dst_ty: NcType, dst: &mut [u8]) -> Re
     convert_in_model(src_ty, src, dst_ty, dst, false)
 }
 
+/// [`convert_in_model`] that reports out-of-range values as `true` rather than as an error: every
+/// value is converted all the same, and the caller answers `NC_ERANGE` after finishing its work,
+/// as netCDF does.
+pub fn convert_flagging_range(
+    src_ty: NcType,
+    src: &[u8],
+    dst_ty: NcType,
+    dst: &mut [u8],
+    classic_model: bool,
+) -> Result<bool> {
+    match convert_in_model(src_ty, src, dst_ty, dst, classic_model) {
+        Ok(()) => Ok(false),
+        Err(Error::Range) => Ok(true),
+        Err(e) => Err(e),
+    }
+}
+
 /// [`convert`] for a dataset that is, or is not, in the classic model (`NC_CLASSIC_MODEL`).
 ///
 /// The classic model differs in one rule: byte <-> ubyte never reports a range error (the

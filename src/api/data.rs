@@ -356,22 +356,28 @@ impl Dataset {
         }
         let mut tmp = vec![0u8; n * geo.esize];
         self.read_into(g, v, &geo, &slab, &mut tmp, &c_strides)?;
-        let mut converted = vec![0u8; n * memtype.size()];
-        let range = match convert::convert(geo.ty, &tmp, memtype, &mut converted) {
-            Ok(()) => false,
-            Err(Error::Range) => true,
-            Err(e) => return Err(e),
-        };
+        let msize = memtype.size();
+        let classic = self.classic_model;
         match mem_strides {
             None => {
                 let dst = out
-                    .get_mut(..converted.len())
+                    .get_mut(..n * msize)
                     .ok_or_else(|| Error::Invalid("output buffer too small".into()))?;
-                dst.copy_from_slice(&converted);
+                convert::convert_flagging_range(geo.ty, &tmp, memtype, dst, classic)
             }
-            Some(strides) => scatter(&converted, &slab.count, out, strides, memtype.size())?,
+            Some(strides) => {
+                let mut converted = vec![0u8; n * msize];
+                let range = convert::convert_flagging_range(
+                    geo.ty,
+                    &tmp,
+                    memtype,
+                    &mut converted,
+                    classic,
+                )?;
+                scatter(&converted, &slab.count, out, strides, msize)?;
+                Ok(range)
+            }
         }
-        Ok(range)
     }
 
     /// Reads an NC_STRING hyperslab, in C order over `count`.
@@ -663,32 +669,26 @@ impl Dataset {
                 .get(..n * msize)
                 .ok_or_else(|| Error::Invalid("input buffer too small".into()))?,
         };
-        let mut range = false;
-        let converted;
-        let values: &[u8] = if let Some(q) = geo.quantize {
-            let mut out = vec![0u8; n * geo.ty.size()];
-            match convert::convert(memtype, src, geo.ty, &mut out) {
-                Ok(()) => {}
-                Err(Error::Range) => range = true,
-                Err(e) => return Err(e),
-            }
-            quantize_in_place(q, geo.ty, &geo.fill, &mut out);
-            converted = out;
-            &converted
-        } else if memtype == geo.ty {
-            src
-        } else {
-            let mut out = vec![0u8; n * geo.ty.size()];
-            match convert::convert(memtype, src, geo.ty, &mut out) {
-                Ok(()) => {}
-                Err(Error::Range) => range = true,
-                Err(e) => return Err(e),
-            }
-            converted = out;
-            &converted
-        };
+        // Converted to the variable's type (and quantized) only when needed.
+        let (values, range): (std::borrow::Cow<[u8]>, bool) =
+            if memtype == geo.ty && geo.quantize.is_none() {
+                (std::borrow::Cow::Borrowed(src), false)
+            } else {
+                let mut out = vec![0u8; n * geo.ty.size()];
+                let range = convert::convert_flagging_range(
+                    memtype,
+                    src,
+                    geo.ty,
+                    &mut out,
+                    self.classic_model,
+                )?;
+                if let Some(q) = geo.quantize {
+                    quantize_in_place(q, geo.ty, &geo.fill, &mut out);
+                }
+                (std::borrow::Cow::Owned(out), range)
+            };
         self.grow_unlimited(g, v, &slab);
-        self.write_from(g, v, &slab, values, &c_strides)?;
+        self.write_from(g, v, &slab, &values, &c_strides)?;
         Ok(range)
     }
 
