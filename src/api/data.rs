@@ -129,8 +129,18 @@ pub fn codec_chain(var: &Var) -> Result<codec::Chain> {
 }
 
 impl Dataset {
+    /// The facts of variable `v` its data path needs; a variable whose data cannot be served
+    /// (unknown codec, unsupported feature) fails here, for every read and write alike.
     fn geometry(&self, g: GroupId, v: usize) -> Result<Geometry> {
         let var = &self.tree.group(g).vars[v];
+        // An unknown codec answers NC_ENOFILTER, before any other reason.
+        let chain = codec_chain(var)?;
+        if let Some(why) = &var.unreadable {
+            return Err(Error::Unsupported {
+                var: var.name.clone(),
+                why: why.clone(),
+            });
+        }
         let (shape, chunks) = if var.is_scalar() {
             (vec![1], vec![1])
         } else {
@@ -143,7 +153,7 @@ impl Dataset {
         Ok(Geometry {
             ty: var.ty,
             scalar: var.is_scalar(),
-            chain: codec_chain(var)?,
+            chain,
             quantize: var.quantize_algorithm(),
             fill: fill_element(var),
             cacheable: chunk_bytes <= var.cache.size / 4,
@@ -157,19 +167,6 @@ impl Dataset {
             swap: var.endian != Endian::native() && var.ty.is_numeric() && esize > 1,
             fortran: var.fortran_order && var.dims.len() > 1,
         })
-    }
-
-    /// Fails with the reason the variable's data cannot be served, if any.
-    fn check_readable(&self, g: GroupId, v: usize) -> Result<()> {
-        let var = &self.tree.group(g).vars[v];
-        codec_chain(var)?;
-        match &var.unreadable {
-            Some(why) => Err(Error::Unsupported {
-                var: var.name.clone(),
-                why: why.clone(),
-            }),
-            None => Ok(()),
-        }
     }
 }
 
@@ -335,7 +332,6 @@ impl Dataset {
     ) -> Result<bool> {
         self.ensure_data_mode()?;
         self.check_slab(g, v, slab, false)?;
-        self.check_readable(g, v)?;
         let geo = self.geometry(g, v)?;
         if memtype == NcType::String || geo.ty == NcType::String {
             return Err(Error::Char);
@@ -384,7 +380,6 @@ impl Dataset {
     pub fn get_strings(&mut self, g: GroupId, v: usize, slab: &Slab) -> Result<Vec<Vec<u8>>> {
         self.ensure_data_mode()?;
         self.check_slab(g, v, slab, false)?;
-        self.check_readable(g, v)?;
         let geo = self.geometry(g, v)?;
         if geo.ty != NcType::String {
             return Err(Error::Char);
@@ -641,7 +636,6 @@ impl Dataset {
         self.check_writable()?;
         self.ensure_data_mode()?;
         self.check_slab(g, v, slab, true)?;
-        self.check_readable(g, v)?;
         let geo = self.geometry(g, v)?;
         if memtype == NcType::String
             || geo.ty == NcType::String
@@ -688,7 +682,7 @@ impl Dataset {
                 (std::borrow::Cow::Owned(out), range)
             };
         self.grow_unlimited(g, v, &slab);
-        self.write_from(g, v, &slab, &values, &c_strides)?;
+        self.write_from(g, v, geo, &slab, &values, &c_strides)?;
         Ok(range)
     }
 
@@ -716,6 +710,7 @@ impl Dataset {
         }
         let (maxstrlen, data_written) = (var.maxstrlen, var.data_written);
         let slab = scalar_slab(var.is_scalar(), slab);
+        let geo = self.geometry(g, v)?;
         let n = product(&slab.count)?;
         if n == 0 {
             return Ok(());
@@ -724,7 +719,8 @@ impl Dataset {
             .get(..n)
             .ok_or_else(|| Error::Invalid("too few strings".into()))?;
         let longest = data.iter().map(Vec::len).max().unwrap_or(0);
-        if longest > maxstrlen && !data_written {
+        let widened = longest > maxstrlen && !data_written;
+        if widened {
             self.tree.group_mut(g).vars[v].maxstrlen = longest;
             self.caches.remove(&(g.0, v));
         }
@@ -737,8 +733,9 @@ impl Dataset {
             }
             dst[..len].copy_from_slice(&s[..len]);
         }
+        let geo = if widened { self.geometry(g, v)? } else { geo };
         self.grow_unlimited(g, v, &slab);
-        self.write_from(g, v, &slab, &fixed, &c_order_strides(&slab.count)?)
+        self.write_from(g, v, geo, &slab, &fixed, &c_order_strides(&slab.count)?)
     }
 
     fn grow_unlimited(&mut self, g: GroupId, v: usize, slab: &Slab) {
@@ -753,15 +750,20 @@ impl Dataset {
     }
 
     /// Core write: `values` (variable type, native order, laid out with `strides`) into chunks.
+    /// `geo` was computed before unlimited dimensions grew; its shape is brought up to date.
     fn write_from(
         &mut self,
         g: GroupId,
         v: usize,
+        mut geo: Geometry,
         slab: &Slab,
         values: &[u8],
         strides: &[i64],
     ) -> Result<()> {
-        let geo = self.geometry(g, v)?;
+        let var = &self.tree.group(g).vars[v];
+        if !var.is_scalar() {
+            geo.shape = self.tree.var_shape(var);
+        }
         let proj = Projection::new(
             &geo.shape,
             &geo.chunks,
@@ -897,13 +899,16 @@ impl Dataset {
         if !(0.0..=1.0).contains(&preemption) {
             return Err(Error::Invalid(format!("preemption {preemption}")));
         }
-        let geo = self.geometry(g, v)?;
         self.tree.group_mut(g).vars[v].cache = crate::model::CacheSettings {
             size,
             nelems,
             preemption,
         };
         let evicted = self.cache_for(g, v).set_limits(size, nelems);
+        if evicted.is_empty() {
+            return Ok(());
+        }
+        let geo = self.geometry(g, v)?;
         for (idx, data) in evicted {
             self.store_chunk(&geo, &idx, data)?;
         }

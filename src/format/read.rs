@@ -378,6 +378,8 @@ impl Reader<'_> {
                 || i.get("storage").and_then(Value::as_str) == Some("scalar")
         });
         let mut var = Var::new(&name, dt.ty, Vec::new());
+        // A stored array may hold chunks: its layout (string width included) is fixed.
+        var.data_written = true;
         var.endian = dt.endian;
         var.maxstrlen = dt.width;
         var.ucs4 = dt.ucs4;

@@ -129,7 +129,8 @@ pub struct Var {
     /// Store path (relative to the dataset root, no leading `/`) of the array as it is on
     /// disk now; `None` until its metadata is first written.
     pub stored_path: Option<String>,
-    /// Set once any data has been written (some properties are then frozen).
+    /// Set once any data has been written, and for every variable read from a store (some
+    /// properties, such as the string width, are then frozen).
     pub data_written: bool,
     /// Why this variable's data cannot be read, when its metadata uses a feature we do not
     /// serve; the variable is still listed and inquirable.

@@ -1,0 +1,106 @@
+//! Data-path rules on reopened datasets, through the Rust API on a directory store: a string
+//! variable that already holds data keeps its stored width (longer strings are cut, the stored
+//! chunks stay readable), and a variable whose data cannot be served refuses writes without
+//! touching the dataset (no unlimited dimension grows, no chunk is written).
+
+use nczarr_rs::api::{CreateOptions, Dataset, Slab};
+use nczarr_rs::error::Error;
+use nczarr_rs::model::{GroupId, NcType, Tree};
+use nczarr_rs::url::DatasetUrl;
+use std::fs;
+use std::path::Path;
+
+const G: GroupId = Tree::ROOT;
+
+fn url(root: &Path) -> DatasetUrl {
+    DatasetUrl::parse(&format!("file://{}#mode=nczarr,file", root.display())).unwrap()
+}
+
+fn slab(start: u64, count: u64) -> Slab {
+    Slab {
+        start: vec![start],
+        count: vec![count],
+        stride: vec![1],
+    }
+}
+
+/// A dataset with an unlimited dimension `t` and a string variable `s(t)` holding `first`.
+fn make(root: &Path, first: &[&str]) {
+    let mut ds = Dataset::create(&url(root), CreateOptions::default()).unwrap();
+    let t = ds.def_dim(G, "t", 0, true).unwrap();
+    ds.def_var(G, "s", NcType::String, &[t.0 as i32]).unwrap();
+    ds.enddef().unwrap();
+    let data: Vec<Vec<u8>> = first.iter().map(|s| s.as_bytes().to_vec()).collect();
+    ds.put_strings(G, 0, &slab(0, data.len() as u64), &data)
+        .unwrap();
+    ds.close().unwrap();
+}
+
+fn strings(root: &Path, n: u64) -> Vec<String> {
+    let mut ds = Dataset::open(&url(root), false).unwrap();
+    ds.get_strings(G, 0, &slab(0, n))
+        .unwrap()
+        .into_iter()
+        .map(|s| String::from_utf8(s).unwrap())
+        .collect()
+}
+
+#[test]
+fn stored_string_width_survives_longer_strings_after_reopening() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let root = dir.path().join("s.zarr");
+    make(&root, &["a", "b"]);
+    let zarray = fs::read_to_string(root.join("s/.zarray")).unwrap();
+    let long = "x".repeat(300);
+    let mut ds = Dataset::open(&url(&root), true).unwrap();
+    ds.put_strings(G, 0, &slab(1, 1), &[long.as_bytes().to_vec()])
+        .unwrap();
+    ds.close().unwrap();
+    assert_eq!(
+        fs::read_to_string(root.join("s/.zarray")).unwrap(),
+        zarray,
+        "the stored dtype (string width) must not change once chunks exist"
+    );
+    let got = strings(&root, 2);
+    assert_eq!(got[0], "a");
+    assert!(
+        long.starts_with(&got[1]) && got[1].len() < long.len(),
+        "{got:?}"
+    );
+}
+
+#[test]
+fn a_variable_that_cannot_be_served_refuses_writes_and_changes_nothing() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let root = dir.path().join("u.zarr");
+    make(&root, &["a", "b"]);
+    // An unknown codec: the variable is listed but its data cannot be served.
+    let zpath = root.join("s/.zarray");
+    let zarray = fs::read_to_string(&zpath).unwrap();
+    fs::write(
+        &zpath,
+        zarray.replace(
+            "\"compressor\": null",
+            "\"compressor\": {\"id\": \"no-such-codec\"}",
+        ),
+    )
+    .unwrap();
+    let before: Vec<_> = fs::read_dir(root.join("s"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    let mut ds = Dataset::open(&url(&root), true).unwrap();
+    let err = ds
+        .put_strings(G, 0, &slab(5, 1), &[b"late".to_vec()])
+        .unwrap_err();
+    assert!(matches!(err, Error::NoFilter { .. }), "{err:?}");
+    assert_eq!(ds.tree.dims[0].len, 2, "the unlimited dimension grew");
+    ds.close().unwrap();
+    let after: Vec<_> = fs::read_dir(root.join("s"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(before.len(), after.len(), "a chunk was written");
+}
