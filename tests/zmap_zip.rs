@@ -250,3 +250,42 @@ fn discarding_a_new_archive_removes_it() {
     s.discard().unwrap();
     assert!(!path.exists());
 }
+
+/// Files in the staging directories beside an archive.
+fn staged_files(dir: &Path) -> usize {
+    fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains("nczarr-staging"))
+        .map(|e| fs::read_dir(e.path()).unwrap().count())
+        .sum()
+}
+
+#[test]
+fn rewritten_and_deleted_objects_leave_no_staged_copies() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("x.zip");
+    let s = ZipStore::create(&path, false).unwrap();
+    for round in 0..5u8 {
+        s.put(&key("meta"), &[round; 8]).unwrap();
+    }
+    s.put(&key("g/a"), b"1").unwrap();
+    s.put(&key("g/b"), b"2").unwrap();
+    s.put(&key("gone"), b"3").unwrap();
+    s.delete(&key("gone")).unwrap();
+    s.delete_prefix(&StorePrefix::new("g").unwrap()).unwrap();
+    assert_eq!(
+        staged_files(dir.path()),
+        1,
+        "only the live `meta` may be staged"
+    );
+    s.flush().unwrap();
+    assert_eq!(staged_files(dir.path()), 0);
+    assert_eq!(
+        ZipStore::open(&path, false)
+            .unwrap()
+            .get(&key("meta"))
+            .unwrap(),
+        Some(vec![4u8; 8])
+    );
+}

@@ -290,6 +290,18 @@ impl ZipStore {
                     .ok_or_else(|| Error::Internal("zip entry without archive".into()))?;
                 let mut entry = archive.by_index(*i).map_err(|e| zip_error(&self.path, e))?;
                 let declared = entry.size();
+                // No deflate stream expands more than 1032 times: a larger declared size is a
+                // damaged or hostile header, refused before anything is allocated.
+                let bound = entry
+                    .compressed_size()
+                    .saturating_mul(1032)
+                    .saturating_add(1024);
+                if entry.compression() != CompressionMethod::Stored && declared > bound {
+                    return Err(Error::io(
+                        format!("{}:{key}", show(&self.path)),
+                        io::Error::new(ErrorKind::InvalidData, "implausible uncompressed size"),
+                    ));
+                }
                 let mut out = Vec::with_capacity(declared.min(MAX_RESERVE) as usize);
                 let what = || format!("{}:{key}", show(&self.path));
                 (&mut entry)
@@ -385,7 +397,20 @@ impl ZipStore {
         if let Ok(old) = fs::metadata(&self.path) {
             fs::set_permissions(tmp, old.permissions()).map_err(|e| Error::io(show(tmp), e))?;
         }
-        fs::rename(tmp, &self.path).map_err(|e| Error::io(show(&self.path), e))
+        fs::rename(tmp, &self.path).map_err(|e| Error::io(show(&self.path), e))?;
+        // The rename itself is durable only once the directory is synced.
+        let dir = parent_dir(&self.path);
+        File::open(&dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| Error::io(show(&dir), e))
+    }
+}
+
+/// Removes the staged file of an entry that was replaced or deleted (best effort: the staging
+/// directory goes at the next flush anyway).
+fn unstage(old: Option<Source>) {
+    if let Some(Source::Staged(file)) = old {
+        let _ = fs::remove_file(file);
     }
 }
 
@@ -417,11 +442,14 @@ impl Store for ZipStore {
 
     fn put(&self, key: &StoreKey, value: &[u8]) -> Result<()> {
         self.check_writable()?;
-        let staged = self.stage(value)?;
+        // Staged under the lock, so a concurrent flush cannot drop the staging directory
+        // between the copy and the index entry.
         let mut state = self.write_lock()?;
-        state
+        let staged = self.stage(value)?;
+        let old = state
             .index
             .insert(key.as_str().to_string(), Source::Staged(staged));
+        unstage(old);
         state.dirty = true;
         Ok(())
     }
@@ -429,7 +457,8 @@ impl Store for ZipStore {
     fn delete(&self, key: &StoreKey) -> Result<()> {
         self.check_writable()?;
         let mut state = self.write_lock()?;
-        if state.index.remove(key.as_str()).is_some() {
+        if let Some(old) = state.index.remove(key.as_str()) {
+            unstage(Some(old));
             state.dirty = true;
         }
         Ok(())
@@ -438,14 +467,22 @@ impl Store for ZipStore {
     fn delete_prefix(&self, prefix: &StorePrefix) -> Result<()> {
         self.check_writable()?;
         let mut state = self.write_lock()?;
-        let before = state.index.len();
-        if prefix.is_root() {
-            state.index.clear();
+        let pre = if prefix.is_root() {
+            String::new()
         } else {
-            let pre = format!("{}/", prefix.as_str());
-            state.index.retain(|k, _| !k.starts_with(&pre));
+            format!("{}/", prefix.as_str())
+        };
+        let doomed: Vec<String> = state
+            .index
+            .range(pre.clone()..)
+            .map(|(k, _)| k)
+            .take_while(|k| k.starts_with(&pre))
+            .cloned()
+            .collect();
+        for k in &doomed {
+            unstage(state.index.remove(k));
         }
-        if state.index.len() != before {
+        if !doomed.is_empty() {
             state.dirty = true;
         }
         Ok(())
