@@ -122,6 +122,15 @@ int small_round_trip(const char *path, int want_formatx) {
         fprintf(stderr, "%s: data read back differs\n", path);
         bad++;
     }
+    /* Served by this library, not by a built-in NCZarr that answers the same format codes. */
+    size_t plen = 0;
+    char props[512] = "";
+    CHECK(nc_inq_attlen(ncid, NC_GLOBAL, "_NCProperties", &plen));
+    if (plen < sizeof props) CHECK(nc_get_att_text(ncid, NC_GLOBAL, "_NCProperties", props));
+    if (strstr(props, "nczarr-rs=") == NULL) {
+        fprintf(stderr, "%s: _NCProperties \"%s\" does not name nczarr-rs\n", path, props);
+        bad++;
+    }
     char title[5] = "";
     CHECK(nc_get_att_text(ncid, NC_GLOBAL, "title", title));
     if (memcmp(title, "test", 4) != 0) {
