@@ -225,14 +225,40 @@ static int zarr_only(const target *t) {
     return bad;
 }
 
+/* Error codes of definitions netCDF-4 refuses: a second unlimited dimension in the classic model,
+ * contiguous storage for a variable with an unlimited dimension or with a filter. */
+static void define_errors(const target *t, trace *tr) {
+    int ncid, u, x, v, w, tmp;
+    CHECK(nc_create(t->path, NC_NETCDF4 | NC_CLASSIC_MODEL | NC_CLOBBER, &ncid));
+    TRACE_RC(tr, nc_def_dim(ncid, "u1", NC_UNLIMITED, &tmp));
+    TRACE_RC(tr, nc_def_dim(ncid, "u2", NC_UNLIMITED, &tmp));
+    CHECK(nc_close(ncid));
+    CHECK(nc_create(t->path, NC_NETCDF4 | NC_CLOBBER, &ncid));
+    CHECK(nc_def_dim(ncid, "u", NC_UNLIMITED, &u));
+    CHECK(nc_def_dim(ncid, "x", 4, &x));
+    CHECK(nc_def_var(ncid, "v", NC_INT, 1, &u, &v));
+    TRACE_RC(tr, nc_def_var_chunking(ncid, v, NC_CONTIGUOUS, NULL));
+    CHECK(nc_def_var(ncid, "w", NC_INT, 1, &x, &w));
+    TRACE_RC(tr, nc_def_var_deflate(ncid, w, 0, 1, 1));
+    TRACE_RC(tr, nc_def_var_chunking(ncid, w, NC_CONTIGUOUS, NULL));
+    CHECK(nc_close(ncid));
+}
+
 int main(int argc, char **argv) {
     const char *dir = test_dir(argc, argv);
     target h5, zr;
     trace a = {0}, b = {0};
+    trace c = {0}, d = {0};
+    make_targets(dir, "define_errors", &h5, &zr);
+    define_errors(&h5, &c);
+    define_errors(&zr, &d);
+    int define_bad = trace_compare("definition errors", &c, &d);
+    trace_free(&c);
+    trace_free(&d);
     make_targets(dir, "basic", &h5, &zr);
     scenario(&h5, &a);
     scenario(&zr, &b);
-    int bad = trace_compare("dataset life cycle", &a, &b) + explicit_failures;
+    int bad = trace_compare("dataset life cycle", &a, &b) + explicit_failures + define_bad;
     bad += zarr_only(&zr);
     trace_free(&a);
     trace_free(&b);

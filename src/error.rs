@@ -67,7 +67,8 @@ pub enum Error {
     /// Bad chunk sizes for a variable.
     #[error("bad chunk sizes for {var}: {why}")]
     BadChunk { var: String, why: String },
-    /// Both contiguous and chunked requested, or an unknown storage kind.
+    /// A storage layout the variable cannot have (contiguous with an unlimited dimension or a
+    /// filter): `NC_EINVAL`, as netCDF-4 answers.
     #[error("bad storage request: {0}")]
     Storage(String),
     /// A netCDF-4 feature this data model does not have (user-defined types).
@@ -76,6 +77,12 @@ pub enum Error {
     /// A non-classic operation on a dataset created with `NC_CLASSIC_MODEL`.
     #[error("not allowed in classic model: {0}")]
     StrictNc3(String),
+    /// The dataset is in a layout we read but do not write (older NCZarr generations).
+    #[error("{0}")]
+    ReadOnlyLayout(String),
+    /// A second unlimited dimension in the classic model.
+    #[error("the classic model allows one unlimited dimension")]
+    SecondUnlimited,
     /// An argument that is wrong in a way no more specific code describes.
     #[error("invalid argument: {0}")]
     Invalid(String),

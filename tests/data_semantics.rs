@@ -104,3 +104,30 @@ fn a_variable_that_cannot_be_served_refuses_writes_and_changes_nothing() {
         .collect();
     assert_eq!(before.len(), after.len(), "a chunk was written");
 }
+
+/// Copies a directory tree.
+fn copy_tree(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for e in fs::read_dir(from).unwrap().flatten() {
+        let target = to.join(e.file_name());
+        if e.path().is_dir() {
+            copy_tree(&e.path(), &target);
+        } else {
+            fs::copy(e.path(), target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn older_layouts_open_for_writing_but_refuse_changes() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let root = dir.path().join("old.zarr");
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/netcdf/nc490.zarr");
+    copy_tree(&golden, &root);
+    let mut ds = Dataset::open(&url(&root), true).unwrap();
+    let err = ds.redef().unwrap_err();
+    assert!(
+        matches!(&err, Error::ReadOnlyLayout(why) if why.contains("copy it to write")),
+        "{err:?}"
+    );
+}

@@ -142,7 +142,7 @@ impl Dataset {
             return Err(Error::ReadOnly);
         }
         if let Some(why) = &self.read_only_reason {
-            return Err(Error::Access(format!(
+            return Err(Error::ReadOnlyLayout(format!(
                 "{}: {why}; copy it to write",
                 self.store.describe()
             )));

@@ -31,7 +31,7 @@ impl Dataset {
             return Err(Error::NameInUse(name.to_string()));
         }
         if self.classic_model && unlimited && self.tree.dims.iter().any(|d| d.unlimited) {
-            return Err(Error::StrictNc3("only one unlimited dimension".into()));
+            return Err(Error::SecondUnlimited);
         }
         if !unlimited && (len == 0 || len > i64::MAX as u64) {
             return Err(Error::DimSize(len));

@@ -24,9 +24,11 @@ pub fn code(e: &Error) -> c_int {
         Error::LateDef(_) => NC_ELATEDEF,
         Error::LateFill(_) => NC_ELATEFILL,
         Error::BadChunk { .. } => NC_EBADCHUNK,
-        Error::Storage(_) => NC_ESTORAGE,
+        Error::Storage(_) => NC_EINVAL,
         Error::NotNc4(_) => NC_ENOTNC4,
         Error::StrictNc3(_) => NC_ESTRICTNC3,
+        Error::SecondUnlimited => NC_EUNLIMIT,
+        Error::ReadOnlyLayout(_) => NC_EPERM,
         Error::Invalid(_) => NC_EINVAL,
         Error::AttMeta(_) => NC_EATTMETA,
         Error::InvalidCoords { .. } => NC_EINVALCOORDS,
@@ -76,6 +78,7 @@ fn worth_reporting(e: &Error) -> bool {
             | Error::NotBuilt(_)
             | Error::Io { .. }
             | Error::Access(_)
+            | Error::ReadOnlyLayout(_)
             | Error::Auth(_)
             | Error::Remote { .. }
             | Error::Internal(_)
