@@ -30,13 +30,6 @@ fn write_ours(dir: &Path, cdl: &Path, mode: &str) -> Result<String, String> {
     Ok(u)
 }
 
-fn compare(expected: &str, actual: &str, what: &str) -> Result<(), String> {
-    match diff::diff(expected, actual) {
-        None => Ok(()),
-        Some(d) => Err(format!("{what} (- expected, + actual)\n{d}")),
-    }
-}
-
 /// (a)+(b): ours write + ours read equals the HDF5 ground truth, in default and full precision.
 #[test]
 fn ncdump_matches_hdf5_ground_truth() {
@@ -50,7 +43,7 @@ fn ncdump_matches_hdf5_ground_truth() {
             let outcome = store.clone().and_then(|u| {
                 let truth = dump::normalise_name(&hdf5_truth(dir.path(), &cdl, opts));
                 let ours = dump::normalise_name(&ncdump(Host::Ours, opts, &u)?);
-                compare(&truth, &ours, "ncdump of our store vs HDF5")
+                diff::compare(&truth, &ours, "ncdump of our store vs HDF5")
             });
             report.case(&format!("{name} [{variant}]"), outcome);
         }
@@ -372,7 +365,7 @@ fn nccopy_round_trip_is_lossless() {
             run(Host::Ours, "nccopy", &[&u, y.to_str().unwrap()]).output()?;
             let back =
                 dump::normalise_name(&ncdump(Host::Stock, &["-p", "9,17"], y.to_str().unwrap())?);
-            compare(&truth, &back, "HDF5 -> our store -> HDF5")
+            diff::compare(&truth, &back, "HDF5 -> our store -> HDF5")
         })();
         report.case(&name, outcome);
     }
@@ -480,7 +473,7 @@ fn ours_on_netcdf_4101_host() {
             let u = url(&dir.path().join(format!("{name}.zarr")), NCZARR);
             ncgen(Host::OursOn410, &cdl, &u)?;
             let ours = dump::normalise_name(&ncdump(Host::OursOn410, &["-p", "9,17"], &u)?);
-            compare(&truth, &ours, "ncdump on 4.10.1 host vs HDF5")
+            diff::compare(&truth, &ours, "ncdump on 4.10.1 host vs HDF5")
         })();
         report.case(&name, outcome);
     }

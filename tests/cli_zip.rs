@@ -12,14 +12,6 @@ use common::{
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-
-fn compare(expected: &str, actual: &str, what: &str) -> Result<(), String> {
-    match common::diff::diff(expected, actual) {
-        None => Ok(()),
-        Some(d) => Err(format!("{what} (- expected, + actual)\n{d}")),
-    }
-}
 
 /// Every entry of an archive, by name.
 fn archive_entries(path: &Path) -> BTreeMap<String, Vec<u8>> {
@@ -33,35 +25,6 @@ fn archive_entries(path: &Path) -> BTreeMap<String, Vec<u8>> {
         out.insert(e.name().unwrap().into_owned(), bytes);
     }
     out
-}
-
-/// Runs a Python script in one of the pinned environments (`scripts/pyenv`); returns stdout.
-fn python(env: &str, script: &str, args: &[&str]) -> Result<String, String> {
-    let pyenv = Command::new(repo_root().join("scripts/pyenv"))
-        .arg(env)
-        .output()
-        .map_err(|e| format!("scripts/pyenv: {e}"))?;
-    if !pyenv.status.success() {
-        return Err(format!(
-            "scripts/pyenv {env}: {}",
-            String::from_utf8_lossy(&pyenv.stderr)
-        ));
-    }
-    let py = String::from_utf8_lossy(&pyenv.stdout).trim().to_string();
-    let out = Command::new(py)
-        .arg("-c")
-        .arg(script)
-        .args(args)
-        .env_remove("LD_PRELOAD")
-        .output()
-        .map_err(|e| format!("python: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "python failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 fn zip_url(path: &Path, mode: &str) -> String {
@@ -85,7 +48,7 @@ fn zip_stores_match_hdf5_ground_truth_and_directory_stores() {
                 &[],
                 &zip_url(&archive, "nczarr"),
             )?);
-            compare(&truth, &ours, "ncdump of our zip store vs HDF5")?;
+            common::diff::compare(&truth, &ours, "ncdump of our zip store vs HDF5")?;
             // The archive is the directory store under one top-level directory named after it.
             let expected: BTreeMap<String, Vec<u8>> = common::directory_objects(&tree)
                 .into_iter()
@@ -146,12 +109,12 @@ fn nccopy_moves_datasets_between_directory_and_zip() {
             let dump = |u: &str, opts: &[&str]| -> Result<String, String> {
                 Ok(common::dump::normalise_name(&ncdump(Host::Ours, opts, u)?))
             };
-            compare(
+            common::diff::compare(
                 &dump(&src, &[])?,
                 &dump(&back, &[])?,
                 "source vs through zip",
             )?;
-            compare(
+            common::diff::compare(
                 &dump(&back2, &["-s"])?,
                 &dump(&back, &["-s"])?,
                 "through directories vs through zip (-s)",
@@ -191,7 +154,7 @@ fn reads_archives_made_by_other_tools() {
                     ncgen(Host::Ours, &cdl, &tree_url)?;
                 }
                 let archive = dir.path().join(format!("{name}.{layout}.zip"));
-                python(
+                common::python::run_script(
                     "zarr3",
                     ZIP_A_DIRECTORY,
                     &[tree.to_str().unwrap(), archive.to_str().unwrap(), top],
@@ -202,7 +165,7 @@ fn reads_archives_made_by_other_tools() {
                     &[],
                     &zip_url(&archive, "nczarr"),
                 )?);
-                compare(
+                common::diff::compare(
                     &expected,
                     &got,
                     "zipped directory store vs the directory store",
@@ -253,7 +216,7 @@ fn dumped_values(dump: &str, var: &str, fill: f64) -> Vec<f64> {
 fn reads_zarr_python_zip_stores() {
     let dir = scratch("zarr-zip");
     let archive = dir.path().join("from-zarr.zip");
-    let json = python("zarr3", ZARR_WRITES_ZIP, &[archive.to_str().unwrap()])
+    let json = common::python::run_script("zarr3", ZARR_WRITES_ZIP, &[archive.to_str().unwrap()])
         .unwrap_or_else(|e| panic!("{e}"));
     let expected: BTreeMap<String, Vec<f64>> = serde_json::from_str(&json).unwrap();
     let dump =
@@ -321,7 +284,7 @@ fn zarr_python_reads_our_zip_stores() {
     }
     let arg_refs: Vec<&str> = args.iter().map(String::as_str).collect();
     for env in ["zarr2", "zarr3"] {
-        let output = python(env, ZARR_READS, &arg_refs);
+        let output = common::python::run_script(env, ZARR_READS, &arg_refs);
         let mut lines = output.as_deref().unwrap_or("").lines();
         for (name, written) in &cases {
             let outcome = written.clone().and(output.clone()).and_then(|_| {
@@ -332,7 +295,7 @@ fn zarr_python_reads_our_zip_stores() {
                         return Err(format!("zarr-python could not read the {what}: {digest}"));
                     }
                 }
-                compare(
+                common::diff::compare(
                     &from_tree,
                     &from_zip,
                     "zarr-python: directory store vs zip store",

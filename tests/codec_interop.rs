@@ -16,35 +16,19 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 type Values = BTreeMap<String, Vec<f64>>;
-
-fn python(env: &str) -> String {
-    let out = Command::new(repo_root().join("scripts/pyenv"))
-        .arg(env)
-        .output()
-        .expect("scripts/pyenv runs");
-    assert!(out.status.success(), "scripts/pyenv {env} failed");
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
 
 fn cases_script() -> PathBuf {
     repo_root().join("tests/py/codec_cases.py")
 }
 
 fn run_python(env: &str, args: &[&str]) -> Values {
-    let out = Command::new(python(env))
-        .arg(cases_script())
-        .args(args)
-        .output()
-        .expect("python runs");
-    assert!(
-        out.status.success(),
-        "codec_cases.py {args:?} ({env}) failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("JSON from codec_cases.py")
+    let script = cases_script();
+    let mut all = vec![script.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let out = common::python::run(env, &all).unwrap_or_else(|e| panic!("{e}"));
+    serde_json::from_str(&out).expect("JSON from codec_cases.py")
 }
 
 /// The `_FillValue` attribute of `var` in an `ncdump` header (NaN when there is none).

@@ -7,9 +7,8 @@
 
 mod common;
 
-use common::{Host, ncdump, repo_root, run, scratch, url};
+use common::{Host, ncdump, run, scratch, url};
 use serde_json::Value;
-use std::process::Command;
 
 const ATTRS: &str = r#"{
   "title": "json attributes",
@@ -46,28 +45,7 @@ print(json.dumps({"group": dict(root.attrs), "v": dict(root["v"].attrs)}))
 "#;
 
 fn python(script: &str, args: &[&str]) -> String {
-    let py = Command::new(repo_root().join("scripts/pyenv"))
-        .arg("zarr2")
-        .output()
-        .expect("scripts/pyenv");
-    assert!(
-        py.status.success(),
-        "{}",
-        String::from_utf8_lossy(&py.stderr)
-    );
-    let out = Command::new(String::from_utf8_lossy(&py.stdout).trim())
-        .arg("-c")
-        .arg(script)
-        .args(args)
-        .env_remove("LD_PRELOAD")
-        .output()
-        .expect("python");
-    assert!(
-        out.status.success(),
-        "python: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    common::python::run_script("zarr2", script, args).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// What zarr-python must read back from our copy for an attribute it wrote.

@@ -239,6 +239,14 @@ pub fn fill_not_recognised(ours: &str, reference: &str) -> bool {
     (ours == "_" && number(reference).is_some()) || (reference == "_" && number(ours).is_some())
 }
 
+/// `Ok` when `actual` equals `expected`, else the diff under the heading `what`.
+pub fn compare(expected: &str, actual: &str, what: &str) -> Result<(), String> {
+    match diff(expected, actual) {
+        None => Ok(()),
+        Some(d) => Err(format!("{what} (- expected, + actual)\n{d}")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

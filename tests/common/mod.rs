@@ -12,6 +12,7 @@
 
 pub mod diff;
 pub mod dump;
+pub mod python;
 pub mod s3;
 pub mod zarr_json;
 

@@ -12,7 +12,6 @@ use nczarr_rs::model::NcType;
 use nczarr_rs::url::DatasetUrl;
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::process::Command;
 
 /// One variable as we read it.
 #[derive(Debug)]
@@ -115,27 +114,13 @@ pub fn ours(url: &str) -> BTreeMap<String, OurVar> {
 /// What `read_zarr.py` prints for `store`, run with the python of `env` (`zarr2`/`zarr3`);
 /// `kind` is `zarr` or `xarray`.
 pub fn theirs(env: &str, kind: &str, store: &std::path::Path) -> Value {
-    let root = repo_root();
-    let py = Command::new(root.join("scripts/pyenv"))
-        .arg(env)
-        .output()
-        .unwrap();
-    assert!(py.status.success(), "scripts/pyenv {env} failed");
-    let python = String::from_utf8(py.stdout).unwrap().trim().to_string();
-    let out = Command::new(python)
-        .arg(root.join("tests/data/read_zarr.py"))
-        .arg(kind)
-        .arg(store)
-        .env_remove("LD_PRELOAD")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "read_zarr.py {env} {kind} {}: {}",
-        store.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    let script = repo_root().join("tests/data/read_zarr.py");
+    let out = super::python::run(
+        env,
+        &[script.to_str().unwrap(), kind, store.to_str().unwrap()],
+    )
+    .unwrap_or_else(|e| panic!("read_zarr.py {kind} {}: {e}", store.display()));
+    serde_json::from_str(&out).unwrap()
 }
 
 /// Compares one of our variables with their array entry; returns the differences.
