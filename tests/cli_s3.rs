@@ -79,6 +79,7 @@ fn corpus_round_trip(kind: Kind, cases: &[std::path::PathBuf]) {
         })();
         report.case(&name, outcome);
     }
+    assert!(!cases.is_empty(), "no CDL files");
     report.finish(cases.len());
 }
 
@@ -95,6 +96,11 @@ fn corpus_through_moto_equals_the_file_store() {
             ["atomic_vars", "groups", "strings", "unlimited"].contains(&case_name(p).as_str())
         })
         .collect();
+    assert_eq!(
+        some.len(),
+        4,
+        "the moto subset of the corpus is missing files"
+    );
     corpus_round_trip(Kind::Moto, &some);
 }
 
