@@ -958,26 +958,12 @@ fn quantize_in_place(q: codec::quantize::Quantize, ty: NcType, fill: &[u8], buf:
 
 /// Copies C-ordered `src` (shape `count`) into `dst` laid out with element strides.
 fn scatter(src: &[u8], count: &[u64], dst: &mut [u8], strides: &[i64], esize: usize) -> Result<()> {
-    let piece = whole_piece(count);
+    let piece = ChunkPiece::whole(count);
     read_piece(src, count, dst, strides, &piece, esize)
 }
 
 /// Copies `src` laid out with element strides into C-ordered `dst` (shape `count`).
 fn gather(src: &[u8], strides: &[i64], count: &[u64], dst: &mut [u8], esize: usize) -> Result<()> {
-    let piece = whole_piece(count);
+    let piece = ChunkPiece::whole(count);
     write_piece(dst, count, src, strides, &piece, esize)
-}
-
-/// A piece covering a whole C-ordered buffer of shape `count`.
-fn whole_piece(count: &[u64]) -> ChunkPiece {
-    let zeros = vec![0u64; count.len()];
-    let ones = vec![1u64; count.len()];
-    Projection::new(count, count, &zeros, count, &ones)
-        .ok()
-        .and_then(|p| p.piece(0))
-        .unwrap_or_else(|| ChunkPiece {
-            chunk: Vec::new(),
-            chunk_region: Default::default(),
-            request_region: Default::default(),
-        })
 }

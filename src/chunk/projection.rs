@@ -50,6 +50,28 @@ pub struct ChunkPiece {
     pub request_region: Region,
 }
 
+impl ChunkPiece {
+    /// The piece covering a whole box of `shape` (chunk 0, all of it, same place in the
+    /// request): a whole chunk, or a whole request.
+    pub fn whole(shape: &[u64]) -> ChunkPiece {
+        let region = Region {
+            spans: shape
+                .iter()
+                .map(|&count| Span {
+                    start: 0,
+                    step: 1,
+                    count,
+                })
+                .collect(),
+        };
+        ChunkPiece {
+            chunk: vec![0; shape.len()],
+            chunk_region: region.clone(),
+            request_region: region,
+        }
+    }
+}
+
 /// The chunks touched by one dimension of a request, computed on demand.
 #[derive(Clone, Copy, Debug)]
 struct DimPlan {

@@ -2,52 +2,48 @@
 //!
 //! Zarr v2 arrays with `order: "F"` store each chunk with the first index varying fastest; the
 //! rest of the engine works in C order, so such chunks are reordered right after decoding and
-//! right before encoding. Knows only shapes and element sizes.
+//! right before encoding, by the contiguous-run copy engine with column-major strides on one
+//! side. Knows only shapes and element sizes.
+
+use super::copy::{read_piece, write_piece};
+use super::projection::ChunkPiece;
 
 /// Reorders `buf` (a chunk of `shape`, elements of `esize` bytes) from F order to C order.
 pub fn f_to_c(buf: &[u8], shape: &[u64], esize: usize) -> Vec<u8> {
-    reorder(buf, shape, esize, true)
+    let mut out = vec![0u8; buf.len()];
+    // The F-ordered buffer is "memory" with column-major strides; the C-ordered one the chunk.
+    let copied = f_strides(shape).and_then(|strides| {
+        write_piece(&mut out, shape, buf, &strides, &ChunkPiece::whole(shape), esize).ok()
+    });
+    if copied.is_none() {
+        out.copy_from_slice(buf);
+    }
+    out
 }
 
 /// Reorders `buf` (a chunk of `shape`, elements of `esize` bytes) from C order to F order.
 pub fn c_to_f(buf: &[u8], shape: &[u64], esize: usize) -> Vec<u8> {
-    reorder(buf, shape, esize, false)
-}
-
-/// Walks the destination in its own order and picks each element from the source. `to_c`:
-/// the destination is C order and the source F order; otherwise the reverse.
-fn reorder(buf: &[u8], shape: &[u64], esize: usize, to_c: bool) -> Vec<u8> {
     let mut out = vec![0u8; buf.len()];
-    let n: usize = shape.iter().map(|&s| s as usize).product();
-    if shape.len() < 2 || n == 0 || buf.len() < n * esize {
+    let copied = f_strides(shape).and_then(|strides| {
+        read_piece(buf, shape, &mut out, &strides, &ChunkPiece::whole(shape), esize).ok()
+    });
+    if copied.is_none() {
         out.copy_from_slice(buf);
-        return out;
-    }
-    let rank = shape.len();
-    // Element strides of the F-ordered buffer.
-    let mut f_strides = vec![1usize; rank];
-    for d in 1..rank {
-        f_strides[d] = f_strides[d - 1] * shape[d - 1] as usize;
-    }
-    let mut idx = vec![0u64; rank];
-    for c_pos in 0..n {
-        let f_pos: usize = idx
-            .iter()
-            .zip(&f_strides)
-            .map(|(i, s)| *i as usize * s)
-            .sum();
-        let (dst, src) = if to_c { (c_pos, f_pos) } else { (f_pos, c_pos) };
-        out[dst * esize..(dst + 1) * esize].copy_from_slice(&buf[src * esize..(src + 1) * esize]);
-        // Next C-order index: last dimension fastest.
-        for d in (0..rank).rev() {
-            idx[d] += 1;
-            if idx[d] < shape[d] {
-                break;
-            }
-            idx[d] = 0;
-        }
     }
     out
+}
+
+/// Element strides of a column-major (F-ordered) box of `shape`; `None` when the orders agree
+/// (fewer than 2 dimensions) or the shape overflows.
+fn f_strides(shape: &[u64]) -> Option<Vec<i64>> {
+    if shape.len() < 2 {
+        return None;
+    }
+    let mut strides = vec![1i64; shape.len()];
+    for d in 1..shape.len() {
+        strides[d] = strides[d - 1].checked_mul(i64::try_from(shape[d - 1]).ok()?)?;
+    }
+    Some(strides)
 }
 
 #[cfg(test)]
