@@ -141,10 +141,6 @@ pub fn hdf5_available(id: u32) -> bool {
 pub struct Chain(Vec<Arc<dyn Codec>>);
 
 impl Chain {
-    pub fn new(codecs: Vec<Arc<dyn Codec>>) -> Chain {
-        Chain(codecs)
-    }
-
     /// Builds the chain of numcodecs configurations; `var` names the variable in errors.
     pub fn from_configs(var: &str, cfgs: &[Config], ctx: Context) -> Result<Chain> {
         cfgs.iter()
@@ -155,10 +151,6 @@ impl Chain {
 
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
-    }
-
-    pub fn codecs(&self) -> &[Arc<dyn Codec>] {
-        &self.0
     }
 
     /// Encodes a chunk through every codec, first to last.

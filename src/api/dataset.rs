@@ -313,11 +313,6 @@ impl Dataset {
         Ok(())
     }
 
-    /// The store (for the data path).
-    pub fn store(&self) -> &dyn Store {
-        self.store.as_ref()
-    }
-
     /// Validates a group id.
     pub fn group_id(&self, g: usize) -> Result<GroupId> {
         if g < self.tree.groups.len() {

@@ -57,11 +57,6 @@ impl ChunkCache {
         })
     }
 
-    /// True when the chunk is cached and modified.
-    pub fn is_dirty(&self, idx: &[u64]) -> bool {
-        self.entries.get(idx).is_some_and(|e| e.dirty)
-    }
-
     /// Removes and returns a chunk (to modify it and put it back).
     pub fn take(&mut self, idx: &[u64]) -> Option<(Vec<u8>, bool)> {
         let e = self.entries.remove(idx)?;
@@ -121,12 +116,6 @@ impl ChunkCache {
             out.push((k.clone(), e.data.clone()));
         }
         out
-    }
-
-    /// Drops everything (dirty chunks included).
-    pub fn clear(&mut self) {
-        self.entries.clear();
-        self.bytes = 0;
     }
 }
 

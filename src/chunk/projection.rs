@@ -205,11 +205,6 @@ impl Projection {
         Ok(Projection { dims, len })
     }
 
-    /// Number of dimensions.
-    pub fn rank(&self) -> usize {
-        self.dims.len()
-    }
-
     /// Number of chunks touched, which is the number of pieces.
     pub fn len(&self) -> u64 {
         self.len

@@ -4,7 +4,6 @@
 //! `float` is shortest as a `float`, not as its widened `double`); NaN and infinities are the
 //! strings `"NaN"`, `"Infinity"` and `"-Infinity"`.
 
-use crate::error::{Error, Result};
 use crate::model::NcType;
 use serde_json::{Number, Value};
 
@@ -115,12 +114,6 @@ pub fn from_json(ty: NcType, v: &Value) -> Option<Vec<u8>> {
         NcType::Double => Some(as_f64(n).to_ne_bytes().to_vec()),
         NcType::Char | NcType::String => None,
     }
-}
-
-/// Like [`from_json`], with an error naming the object and the value.
-pub fn from_json_in(ty: NcType, v: &Value, key: &str) -> Result<Vec<u8>> {
-    from_json(ty, v)
-        .ok_or_else(|| Error::metadata(key, format!("{v} is not a valid {} value", ty.name())))
 }
 
 #[cfg(test)]

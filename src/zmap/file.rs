@@ -190,11 +190,6 @@ impl FileStore {
         Ok(FileStore { root })
     }
 
-    /// The dataset directory (canonical form).
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
-
     fn path_of(&self, rel: &str) -> PathBuf {
         if rel.is_empty() {
             self.root.clone()

@@ -184,8 +184,9 @@ fn describe(s: &S3Settings) -> String {
 }
 
 impl S3Store {
-    /// A store for `settings`; nothing is sent yet.
-    pub fn connect(settings: S3Settings) -> Result<S3Store> {
+    /// Opens the dataset prefix. No request is made: whether a dataset is there is found by
+    /// the first reads (a missing bucket or an empty prefix is [`Error::NotFound`]).
+    pub fn open(settings: S3Settings) -> Result<S3Store> {
         let client = build_client(&settings)?;
         let described = describe(&settings).into();
         Ok(S3Store {
@@ -193,12 +194,6 @@ impl S3Store {
             settings,
             described,
         })
-    }
-
-    /// Opens the dataset prefix. No request is made: whether a dataset is there is found by
-    /// the first reads (a missing bucket or an empty prefix is [`Error::NotFound`]).
-    pub fn open(settings: S3Settings) -> Result<S3Store> {
-        S3Store::connect(settings)
     }
 
     /// Prepares the prefix for a new dataset.
@@ -209,7 +204,7 @@ impl S3Store {
     ///   `.zgroup`, `.zarray`, `.zattrs`, `.zmetadata`, `.nczarr`, `zarr.json` at its top);
     ///   any other prefix is refused with [`Error::Exists`].
     pub fn create(settings: S3Settings, clobber: bool) -> Result<S3Store> {
-        let store = S3Store::connect(settings)?;
+        let store = S3Store::open(settings)?;
         let children = store.list_children(&StorePrefix::root())?;
         if !children.is_empty() {
             if !clobber {
