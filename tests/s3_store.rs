@@ -70,6 +70,33 @@ fn many_chunks_are_one_get_each_over_several_connections() {
     }
 }
 
+/// Deleting a dataset's objects is one listing and one bulk delete per 1000 objects, not one
+/// request per object; every object is gone afterwards.
+#[test]
+fn deleting_many_objects_is_a_few_bulk_requests() {
+    for kind in [Kind::S3sFs, Kind::Moto] {
+        let server = Server::start(kind);
+        let proxy = CountingProxy::start(server.port);
+        let settings = settings_at(&proxy.endpoint(), &server.fresh_root("bulk"));
+        let store = S3Store::create(settings, false).unwrap();
+        let items: Vec<(StoreKey, Vec<u8>)> = chunk_keys(40)
+            .into_iter()
+            .map(|k| (k, vec![1u8; 10]))
+            .collect();
+        store.put_many(&items).unwrap();
+        proxy.take();
+        store.delete_prefix(&StorePrefix::root()).unwrap();
+        let reqs = proxy.take();
+        let deletes = reqs.iter().filter(|r| r.method == "DELETE").count();
+        let posts = reqs.iter().filter(|r| r.method == "POST").count();
+        assert_eq!((deletes, posts), (0, 1), "{kind:?}: {reqs:?}");
+        assert!(
+            store.list_keys(&StorePrefix::root()).unwrap().is_empty(),
+            "{kind:?}: objects left"
+        );
+    }
+}
+
 /// A dataset written with consolidated metadata opens with exactly one GET, through the
 /// public URL path (endpoint and anonymous profile from the fragment; moto is public).
 #[test]

@@ -13,6 +13,9 @@ use crate::url::{DatasetUrl, Flavor};
 use crate::zmap::{self, OpenHow, Store, StoreKey, StorePrefix};
 use std::collections::HashMap;
 
+/// Objects copied per round when a renamed group or variable moves its objects.
+const MOVE_BATCH: usize = 256;
+
 /// How to create a dataset (decoded from netCDF's cmode bits by the caller).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CreateOptions {
@@ -268,15 +271,17 @@ impl Dataset {
         }
         let src = StorePrefix::new(from)?;
         let keys = self.store.list_keys(&src)?;
-        let mut moved = Vec::with_capacity(keys.len());
-        for k in &keys {
-            let rest = &k.as_str()[from.len()..];
-            let nk = StoreKey::new(&format!("{to}{rest}"))?;
-            if let Some(bytes) = self.store.get(k)? {
-                moved.push((nk, bytes));
+        // In bounded batches: each one concurrent read and one concurrent write.
+        for batch in keys.chunks(MOVE_BATCH) {
+            let mut moved = Vec::with_capacity(batch.len());
+            for (k, bytes) in batch.iter().zip(self.store.get_many(batch)?) {
+                let rest = &k.as_str()[from.len()..];
+                if let Some(bytes) = bytes {
+                    moved.push((StoreKey::new(&format!("{to}{rest}"))?, bytes));
+                }
             }
+            self.store.put_many(&moved)?;
         }
-        self.store.put_many(&moved)?;
         self.store.delete_prefix(&src)?;
         let old_prefix = format!("{from}/");
         self.written.retain(|k, _| !k.starts_with(&old_prefix));

@@ -13,7 +13,15 @@ pub fn f_to_c(buf: &[u8], shape: &[u64], esize: usize) -> Vec<u8> {
     let mut out = vec![0u8; buf.len()];
     // The F-ordered buffer is "memory" with column-major strides; the C-ordered one the chunk.
     let copied = f_strides(shape).and_then(|strides| {
-        write_piece(&mut out, shape, buf, &strides, &ChunkPiece::whole(shape), esize).ok()
+        write_piece(
+            &mut out,
+            shape,
+            buf,
+            &strides,
+            &ChunkPiece::whole(shape),
+            esize,
+        )
+        .ok()
     });
     if copied.is_none() {
         out.copy_from_slice(buf);
@@ -25,7 +33,15 @@ pub fn f_to_c(buf: &[u8], shape: &[u64], esize: usize) -> Vec<u8> {
 pub fn c_to_f(buf: &[u8], shape: &[u64], esize: usize) -> Vec<u8> {
     let mut out = vec![0u8; buf.len()];
     let copied = f_strides(shape).and_then(|strides| {
-        read_piece(buf, shape, &mut out, &strides, &ChunkPiece::whole(shape), esize).ok()
+        read_piece(
+            buf,
+            shape,
+            &mut out,
+            &strides,
+            &ChunkPiece::whole(shape),
+            esize,
+        )
+        .ok()
     });
     if copied.is_none() {
         out.copy_from_slice(buf);

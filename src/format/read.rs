@@ -725,17 +725,6 @@ pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opene
         .collect();
     reader.meta.prefetch(&ahead)?;
     for (g, path, arrays) in std::mem::take(&mut reader.pending_vars) {
-        let wanted: Vec<String> = arrays
-            .iter()
-            .filter(|n| StoreKey::new(n).is_ok() && !n.contains('/'))
-            .flat_map(|n| {
-                [
-                    join(&path, &join(n, ".zarray")),
-                    join(&path, &join(n, ".zattrs")),
-                ]
-            })
-            .collect();
-        reader.meta.prefetch(&wanted)?;
         for name in arrays {
             if name.contains('/') || name.is_empty() || name == "." || name == ".." {
                 return Err(Error::metadata(

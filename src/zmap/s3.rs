@@ -27,6 +27,9 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Keys per bulk delete request (the S3 limit).
+const DELETE_BATCH: usize = 1000;
+
 /// Longest wait for a TCP connection, whatever the overall timeout.
 const MAX_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -377,9 +380,23 @@ impl Store for S3Store {
             .iter()
             .map(|k| self.object_path(k.as_str()))
             .collect::<Result<Vec<_>>>()?;
-        self.run_many(paths, |client, path| {
-            (format!("DELETE {path}"), delete_object(client, path))
-        })?;
+        // Bulk deletes (`DeleteObjects`, up to 1000 keys a request), one bounded batch at a time.
+        for batch in paths.chunks(DELETE_BATCH) {
+            let client = Arc::clone(&self.client);
+            let batch = batch.to_vec();
+            let what = format!("DELETE {} objects below {prefix}", batch.len());
+            self.run(what, async move {
+                let locations = futures::stream::iter(batch.into_iter().map(Ok)).boxed();
+                let mut deleted = client.delete_stream(locations);
+                while let Some(outcome) = deleted.next().await {
+                    match outcome {
+                        Ok(_) | Err(object_store::Error::NotFound { .. }) => {}
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+                Ok(())
+            })?;
+        }
         Ok(())
     }
 
