@@ -19,13 +19,15 @@ int nczarr_rs_install(void);
 int nczarr_rs_register_udf(int mode_flag);
 
 /*
- `.ncrc` init hook for slot 0 (`NETCDF.UDF0.INIT=nczarr_rs_udf0_init`, netcdf-c >= 4.10).
+ `.ncrc` init hook for slot 0 (`NETCDF.UDF0.LIBRARY=<path>/libnczarr_rs.so`,
+ `NETCDF.UDF0.INIT=nczarr_rs_udf0_init`, netcdf-c >= 4.10): returns the dispatch table, which
+ libnetcdf registers itself (`NC_Dispatch *init(void)`, its self-registration contract).
  */
-int nczarr_rs_udf0_init(void);
+const void *nczarr_rs_udf0_init(void);
 
 /*
- `.ncrc` init hook for slot 1.
+ `.ncrc` init hook for slot 1, as [`nczarr_rs_udf0_init`].
  */
-int nczarr_rs_udf1_init(void);
+const void *nczarr_rs_udf1_init(void);
 
 #endif  /* NCZARR_RS_H */

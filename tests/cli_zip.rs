@@ -333,3 +333,52 @@ fn damaged_archives_give_netcdf_errors() {
         );
     }
 }
+
+/// netcdf-c >= 4.10 loads user-defined formats named in `.ncrc`. With our library in slot 0 and
+/// the zip signature as its magic number, stock `ncdump` on netcdf-c 4.10.1 (which has no zip
+/// storage of its own), with no preload, dumps a plain `x.zip` path like the HDF5 truth.
+/// (netcdf-c probes every UDF open by reading the file's magic number, so URLs and directory
+/// stores cannot take this route; archives can.)
+#[test]
+fn netcdf_4101_opens_zip_archives_through_the_ncrc_plugin_keys() {
+    let common::Subject::Preload(lib) = common::subject() else {
+        eprintln!("reference-only mode: no library to register");
+        return;
+    };
+    let mut report = Report::new("ncrc_udf_zip");
+    let dir = scratch("ncrc_udf");
+    let home = dir.path().join("home");
+    fs::create_dir_all(&home).unwrap();
+    fs::write(
+        home.join(".ncrc"),
+        format!(
+            "NETCDF.UDF0.LIBRARY={}\nNETCDF.UDF0.INIT=nczarr_rs_udf0_init\nNETCDF.UDF0.MAGIC=PK\n",
+            lib.display()
+        ),
+    )
+    .unwrap();
+    // with-netcdf-4.10 keeps its environment under $HOME unless told otherwise.
+    let cache = std::env::var("NC410_HOME")
+        .unwrap_or_else(|_| format!("{}/.cache/netcdf-4.10", std::env::var("HOME").unwrap()));
+    let env = [
+        ("HOME", Some(home.to_str().unwrap())),
+        ("NC410_HOME", Some(cache.as_str())),
+    ];
+    for cdl in cdl_files() {
+        let name = case_name(&cdl);
+        let archive = dir.path().join(format!("{name}.zip"));
+        let outcome = (|| {
+            ncgen(Host::Ours, &cdl, &zip_url(&archive, "nczarr"))?;
+            let truth = common::dump::normalise_name(&hdf5_truth(dir.path(), &cdl, &[]));
+            let dumped =
+                common::run_env(Host::Ref410, "ncdump", &[archive.to_str().unwrap()], &env);
+            if !dumped.success() {
+                return Err(format!("{}: {}", dumped.cmdline, dumped.stderr));
+            }
+            let ours = common::dump::normalise_name(&dumped.stdout);
+            common::diff::compare(&truth, &ours, "4.10.1 ncdump x.zip through .ncrc vs HDF5")
+        })();
+        report.case(&name, outcome);
+    }
+    report.finish(10);
+}

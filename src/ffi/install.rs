@@ -106,14 +106,16 @@ pub extern "C" fn nczarr_rs_register_udf(mode_flag: c_int) -> c_int {
     f(mode_flag, table, std::ptr::null())
 }
 
-/// `.ncrc` init hook for slot 0 (`NETCDF.UDF0.INIT=nczarr_rs_udf0_init`, netcdf-c >= 4.10).
+/// `.ncrc` init hook for slot 0 (`NETCDF.UDF0.LIBRARY=<path>/libnczarr_rs.so`,
+/// `NETCDF.UDF0.INIT=nczarr_rs_udf0_init`, netcdf-c >= 4.10): returns the dispatch table, which
+/// libnetcdf registers itself (`NC_Dispatch *init(void)`, its self-registration contract).
 #[unsafe(no_mangle)]
-pub extern "C" fn nczarr_rs_udf0_init() -> c_int {
-    nczarr_rs_register_udf(NC_UDF0)
+pub extern "C" fn nczarr_rs_udf0_init() -> *const c_void {
+    std::ptr::from_ref(&UDF0_TABLE).cast()
 }
 
-/// `.ncrc` init hook for slot 1.
+/// `.ncrc` init hook for slot 1, as [`nczarr_rs_udf0_init`].
 #[unsafe(no_mangle)]
-pub extern "C" fn nczarr_rs_udf1_init() -> c_int {
-    nczarr_rs_register_udf(NC_UDF1)
+pub extern "C" fn nczarr_rs_udf1_init() -> *const c_void {
+    std::ptr::from_ref(&UDF1_TABLE).cast()
 }
