@@ -8,4 +8,5 @@
 pub mod cache;
 pub mod copy;
 pub mod projection;
+pub mod runs;
 pub mod transpose;

@@ -72,6 +72,30 @@ pub trait Store: Send + Sync + std::fmt::Debug {
             .collect())
     }
 
+    /// Parts of one object read straight into caller buffers: `runs[i] = (offset, buffer)`
+    /// receives the object's bytes `offset..offset + buffer.len()`. `None` when the object is
+    /// absent, else its full length; a run reaching past the end is left partly unwritten (the
+    /// caller compares the length with the one it expects). The default reads the whole object
+    /// and copies; backends that can read ranges in place override it.
+    fn get_runs_into(&self, key: &StoreKey, runs: &mut [(u64, &mut [u8])]) -> Result<Option<u64>> {
+        let Some(value) = self.get(key)? else {
+            return Ok(None);
+        };
+        for (offset, out) in runs.iter_mut() {
+            let start = usize::try_from(*offset).unwrap_or(usize::MAX).min(value.len());
+            let n = out.len().min(value.len() - start);
+            out[..n].copy_from_slice(&value[start..start + n]);
+        }
+        Ok(Some(value.len() as u64))
+    }
+
+    /// True when reading part of an object costs about what the bytes cost (local files,
+    /// memory), so the chunk engine reads only the runs a request needs; false where every read
+    /// is a round trip and whole chunks are better fetched once and cached.
+    fn partial_reads_are_cheap(&self) -> bool {
+        false
+    }
+
     /// Writes the whole object at `key`, replacing any previous one atomically.
     fn put(&self, key: &StoreKey, value: &[u8]) -> Result<()>;
 

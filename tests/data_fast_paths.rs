@@ -246,3 +246,48 @@ fn dirty_cached_chunks_win_over_the_store() {
     assert_eq!(read(&mut ds, &slab(&[0, 0], &[4, 3], &[1, 1])), want);
     ds.close().unwrap();
 }
+
+/// Uncompressed chunks on a local store are read run by run straight into the caller's buffer
+/// when a piece is a few runs or long ones: time series through every chunk (one element
+/// each, edge chunks included), whole reads of chunks that are strided in the output, both
+/// byte orders; missing chunks are fill; a truncated chunk is an error even when the bytes
+/// asked for are still there.
+#[test]
+fn partial_reads_of_uncompressed_chunks_match_the_dense_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let shape = [9u64, 8, 130];
+    for (name, endian) in [("le.zarr", Endian::Little), ("be.zarr", Endian::Big)] {
+        make(dir.path(), name, &shape, &[2, 4, 64], endian, true);
+        let mut ds = Dataset::open(&url(dir.path(), name), false).unwrap();
+        for c in [
+            slab(&[0, 0, 0], &[9, 1, 1], &[1, 1, 1]),
+            slab(&[0, 7, 129], &[9, 1, 1], &[1, 1, 1]),
+            slab(&[0, 3, 5], &[5, 2, 1], &[2, 3, 1]),
+            slab(&[0, 0, 0], &[9, 8, 130], &[1, 1, 1]),
+            slab(&[1, 1, 60], &[7, 6, 70], &[1, 1, 1]),
+        ] {
+            assert_eq!(read(&mut ds, &c), expected(&shape, &c), "{name} {c:?}");
+        }
+    }
+    make(dir.path(), "empty.zarr", &shape, &[2, 4, 64], Endian::Big, false);
+    let mut ds = Dataset::open(&url(dir.path(), "empty.zarr"), false).unwrap();
+    let got = read(&mut ds, &slab(&[0, 0, 0], &[9, 1, 1], &[1, 1, 1]));
+    assert_eq!(got, vec![f32::from_bits(0x7cf0_0000); 9], "NC_FILL_FLOAT");
+
+    let chunk = dir.path().join("le.zarr/v/0.0.0");
+    let bytes = std::fs::read(&chunk).unwrap();
+    std::fs::write(&chunk, &bytes[..bytes.len() - 4]).unwrap();
+    let mut ds = Dataset::open(&url(dir.path(), "le.zarr"), false).unwrap();
+    let mut out = vec![0u8; 9 * 4];
+    let err = ds
+        .get_fixed(
+            G,
+            0,
+            &slab(&[0, 0, 0], &[9, 1, 1], &[1, 1, 1]),
+            None,
+            NcType::Float,
+            &mut out,
+        )
+        .unwrap_err();
+    assert!(matches!(err, Error::ChunkSize { .. }), "{err:?}");
+}

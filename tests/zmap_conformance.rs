@@ -233,6 +233,26 @@ fn get_many_into_reports_lengths(s: &dyn Store) {
     assert_eq!(bufs[3], [0; 4], "an absent object leaves its buffer alone");
 }
 
+fn get_runs_into_reads_ranges(s: &dyn Store) {
+    let value: Vec<u8> = (0..5000u32).map(|i| (i % 251) as u8).collect();
+    s.put(&key("obj"), &value).unwrap();
+    // Consecutive runs, a gap, a run out of order, a run cut by the end, one past it.
+    let spans = [(0u64, 3usize), (3, 700), (703, 1), (2000, 5), (10, 4), (4998, 4), (6000, 2)];
+    let mut bufs: Vec<Vec<u8>> = spans.iter().map(|&(_, n)| vec![0xEE; n]).collect();
+    let mut runs: Vec<(u64, &mut [u8])> = spans
+        .iter()
+        .zip(bufs.iter_mut())
+        .map(|(&(o, _), b)| (o, b.as_mut_slice()))
+        .collect();
+    assert_eq!(s.get_runs_into(&key("obj"), &mut runs).unwrap(), Some(5000));
+    for (&(o, n), b) in spans.iter().zip(&bufs).take(5) {
+        assert_eq!(b[..], value[o as usize..o as usize + n], "run at {o}");
+    }
+    assert_eq!(bufs[5][..2], value[4998..]);
+    let mut none: Vec<(u64, &mut [u8])> = Vec::new();
+    assert_eq!(s.get_runs_into(&key("missing"), &mut none).unwrap(), None);
+}
+
 fn utf8_and_spaces(s: &dyn Store) {
     let k = key("grp ü/v 1/.zarray");
     s.put(&k, "{\"ü\": 1}".as_bytes()).unwrap();
@@ -266,6 +286,7 @@ const SUITE: &[(&str, Check)] = &[
         "get_many_into_reports_lengths",
         get_many_into_reports_lengths,
     ),
+    ("get_runs_into_reads_ranges", get_runs_into_reads_ranges),
     ("utf8_and_spaces", utf8_and_spaces),
 ];
 

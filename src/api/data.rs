@@ -31,18 +31,23 @@ fn batch_len(chunk_bytes: usize) -> usize {
     (BATCH_BYTES / chunk_bytes.max(1)).clamp(threads * 2, 256)
 }
 
+mod by_runs;
+
+/// The error for a stored uncompressed chunk of `got` bytes where the shape needs another size.
+fn finish_error(geo: &Geometry, key: &StoreKey, got: u64) -> Error {
+    Error::ChunkSize {
+        key: key.to_string(),
+        got: usize::try_from(got).unwrap_or(usize::MAX),
+        expected: geo.chunk_bytes,
+    }
+}
+
 /// Completes a whole chunk read in place: a missing chunk becomes fill values, a chunk of the
 /// wrong size is an error, and stored byte order becomes native.
 fn finish_direct(geo: &Geometry, key: &StoreKey, len: Option<usize>, out: &mut [u8]) -> Result<()> {
     match len {
         None => fill_pattern(out, &geo.fill),
-        Some(n) if n != out.len() => {
-            return Err(Error::ChunkSize {
-                key: key.to_string(),
-                got: n,
-                expected: out.len(),
-            });
-        }
+        Some(n) if n != out.len() => return Err(finish_error(geo, key, n as u64)),
         Some(_) if geo.swap => convert::swap_bytes_in_place(out, geo.esize),
         Some(_) => {}
     }
@@ -432,6 +437,8 @@ impl Dataset {
         let pieces: Vec<ChunkPiece> = proj.pieces().collect();
         let mut direct: Vec<(usize, Range<usize>)> = Vec::new();
         let mut buffered: Vec<usize> = Vec::new();
+        let mut by_runs: Vec<usize> = Vec::new();
+        let runs_possible = geo.stored_as_is() && self.store.partial_reads_are_cheap();
         {
             let cache = self.cache_for(g, v);
             for (i, p) in pieces.iter().enumerate() {
@@ -441,10 +448,21 @@ impl Dataset {
                 }
                 match whole_chunk_range(&geo.chunks, out.len(), strides, p, geo.esize)? {
                     Some(range) => direct.push((i, range)),
+                    None if runs_possible && by_runs::worth_it(geo, out.len(), strides, p)? => {
+                        by_runs.push(i);
+                    }
                     None => buffered.push(i),
                 }
             }
         }
+        buffered.extend(by_runs::read(
+            self.store.as_ref(),
+            geo,
+            &pieces,
+            &by_runs,
+            out,
+            strides,
+        )?);
         // Direct targets must be disjoint (an `imap` can make them overlap): keep the first of
         // any overlapping ones direct and copy the others.
         direct.sort_by_key(|(_, r)| r.start);

@@ -14,24 +14,24 @@ use crate::error::{Error, Result};
 
 /// One loop level of a copy, in bytes; `i` is the odometer position.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Axis {
-    count: usize,
-    src: isize,
-    dst: isize,
+pub(super) struct Axis {
+    pub(super) count: usize,
+    pub(super) src: isize,
+    pub(super) dst: isize,
     i: usize,
 }
 
 /// A checked copy: starting byte offsets and the merged loop levels, innermost last.
 #[derive(Debug)]
-struct Plan {
-    src: usize,
-    dst: usize,
-    axes: Vec<Axis>,
+pub(super) struct Plan {
+    pub(super) src: usize,
+    pub(super) dst: usize,
+    pub(super) axes: Vec<Axis>,
 }
 
 /// Which buffer is the source.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Dir {
+pub(super) enum Dir {
     ChunkToMemory,
     MemoryToChunk,
 }
@@ -41,7 +41,7 @@ fn invalid(why: String) -> Error {
 }
 
 /// Validates a piece against both buffers and builds its copy plan; `None` when it is empty.
-fn plan(
+pub(super) fn plan(
     dir: Dir,
     chunk_len: usize,
     chunk_shape: &[u64],
@@ -319,12 +319,7 @@ pub fn whole_chunk_range(
     if !super::projection::is_whole_chunk(piece, chunk_shape) {
         return Ok(None);
     }
-    let chunk_len = chunk_shape
-        .iter()
-        .try_fold(esize, |n, &c| {
-            usize::try_from(c).ok().and_then(|c| n.checked_mul(c))
-        })
-        .ok_or_else(|| Error::TooLarge(format!("chunk shape {chunk_shape:?}")))?;
+    let chunk_len = chunk_len(chunk_shape, esize)?;
     let dir = Dir::ChunkToMemory;
     let Some(p) = plan(
         dir,
@@ -343,6 +338,16 @@ pub fn whole_chunk_range(
         _ => false,
     };
     Ok(contiguous.then(|| p.dst..p.dst + chunk_len))
+}
+
+/// Bytes of a full chunk of `chunk_shape` with `esize`-byte elements.
+pub(super) fn chunk_len(chunk_shape: &[u64], esize: usize) -> Result<usize> {
+    chunk_shape
+        .iter()
+        .try_fold(esize, |n, &c| {
+            usize::try_from(c).ok().and_then(|c| n.checked_mul(c))
+        })
+        .ok_or_else(|| Error::TooLarge(format!("chunk shape {chunk_shape:?}")))
 }
 
 /// Element strides of a C-order buffer over `count` (the `nc_get_vara` memory layout).

@@ -1,0 +1,195 @@
+//! The contiguous byte runs one [`ChunkPiece`] occupies in an uncompressed chunk and in user
+//! memory, for reading only those bytes of a stored chunk straight into the caller's buffer.
+//!
+//! Owns the run arithmetic (checked exactly like [`super::copy::read_piece`]) and nothing else:
+//! it does not read, and it does not know what a store is.
+
+use super::copy::{Dir, chunk_len, plan};
+use super::projection::ChunkPiece;
+use crate::error::Result;
+
+/// One contiguous run: `len` bytes at `chunk` in the chunk and at `mem` in user memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Run {
+    pub chunk: usize,
+    pub mem: usize,
+    pub len: usize,
+}
+
+/// How a piece breaks into runs: how many, and how long each is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunShape {
+    pub runs: usize,
+    pub run_len: usize,
+}
+
+/// The run shape of `piece` (arguments as [`super::copy::read_piece`], with the chunk given by
+/// its shape); `None` for an empty piece.
+pub fn run_shape(
+    chunk_shape: &[u64],
+    mem_len: usize,
+    mem_strides: &[i64],
+    piece: &ChunkPiece,
+    esize: usize,
+) -> Result<Option<RunShape>> {
+    let len = chunk_len(chunk_shape, esize)?;
+    let Some(p) = plan(
+        Dir::ChunkToMemory,
+        len,
+        chunk_shape,
+        mem_len,
+        mem_strides,
+        piece,
+        esize,
+    )?
+    else {
+        return Ok(None);
+    };
+    let Some((inner, outer)) = p.axes.split_last() else {
+        return Ok(None);
+    };
+    let outer_runs: usize = outer.iter().map(|a| a.count).product();
+    let e = esize as isize;
+    Ok(Some(if inner.src == e && inner.dst == e {
+        RunShape {
+            runs: outer_runs,
+            run_len: inner.count * esize,
+        }
+    } else {
+        RunShape {
+            runs: outer_runs * inner.count,
+            run_len: esize,
+        }
+    }))
+}
+
+/// Every run of `piece`, in chunk order (arguments as [`run_shape`]). Every offset is inside
+/// its buffer: the chunk of `chunk_shape` and the `mem_len` bytes of user memory.
+pub fn runs(
+    chunk_shape: &[u64],
+    mem_len: usize,
+    mem_strides: &[i64],
+    piece: &ChunkPiece,
+    esize: usize,
+) -> Result<Vec<Run>> {
+    let len = chunk_len(chunk_shape, esize)?;
+    let Some(mut p) = plan(
+        Dir::ChunkToMemory,
+        len,
+        chunk_shape,
+        mem_len,
+        mem_strides,
+        piece,
+        esize,
+    )?
+    else {
+        return Ok(Vec::new());
+    };
+    let e = esize as isize;
+    let Some(inner) = p.axes.pop() else {
+        return Ok(Vec::new());
+    };
+    let contiguous = inner.src == e && inner.dst == e;
+    let (mut src, mut dst) = (p.src as isize, p.dst as isize);
+    let mut out = Vec::new();
+    let mut odometer = vec![0usize; p.axes.len()];
+    loop {
+        if contiguous {
+            out.push(Run {
+                chunk: src as usize,
+                mem: dst as usize,
+                len: inner.count * esize,
+            });
+        } else {
+            let (mut s, mut d) = (src, dst);
+            for _ in 0..inner.count {
+                out.push(Run {
+                    chunk: s as usize,
+                    mem: d as usize,
+                    len: esize,
+                });
+                s += inner.src;
+                d += inner.dst;
+            }
+        }
+        let mut level = p.axes.len();
+        loop {
+            if level == 0 {
+                return Ok(out);
+            }
+            level -= 1;
+            let a = &p.axes[level];
+            if odometer[level] + 1 < a.count {
+                odometer[level] += 1;
+                src += a.src;
+                dst += a.dst;
+                break;
+            }
+            src -= a.src * odometer[level] as isize;
+            dst -= a.dst * odometer[level] as isize;
+            odometer[level] = 0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chunk::copy::{c_order_strides, read_piece};
+    use crate::chunk::projection::Projection;
+
+    /// Copying run by run gives what `read_piece` gives, for whole, partial, strided and
+    /// `imap` pieces; and the run shape counts the runs listed.
+    #[test]
+    fn runs_copy_what_read_piece_copies() {
+        let shape = [6u64, 5, 7];
+        let chunks = [4u64, 3, 7];
+        let chunk_elems: u64 = chunks.iter().product();
+        let requests: [([u64; 3], [u64; 3], [u64; 3]); 4] = [
+            ([0, 0, 0], [6, 5, 7], [1, 1, 1]),
+            ([1, 1, 2], [3, 4, 3], [1, 1, 1]),
+            ([0, 0, 0], [3, 3, 4], [2, 2, 2]),
+            ([5, 4, 6], [1, 1, 1], [1, 1, 1]),
+        ];
+        for (start, count, stride) in requests {
+            let proj = Projection::new(&shape, &chunks, &start, &count, &stride).unwrap();
+            for esize in [1usize, 4] {
+                let n: u64 = count.iter().product();
+                let mem_len = n as usize * esize;
+                for strides in [
+                    c_order_strides(&count).unwrap(),
+                    // Fortran-order memory (an imap).
+                    vec![1, count[0] as i64, (count[0] * count[1]) as i64],
+                ] {
+                    for piece in proj.pieces() {
+                        let chunk: Vec<u8> = (0..chunk_elems as usize * esize)
+                            .map(|i| (i * 7 + piece.chunk.iter().sum::<u64>() as usize) as u8)
+                            .collect();
+                        let mut want = vec![0u8; mem_len];
+                        read_piece(&chunk, &chunks, &mut want, &strides, &piece, esize).unwrap();
+                        let mut got = vec![0u8; mem_len];
+                        let list = runs(&chunks, mem_len, &strides, &piece, esize).unwrap();
+                        for r in &list {
+                            got[r.mem..r.mem + r.len].copy_from_slice(&chunk[r.chunk..r.chunk + r.len]);
+                        }
+                        assert_eq!(got, want, "{start:?} {count:?} {stride:?} {strides:?}");
+                        let s = run_shape(&chunks, mem_len, &strides, &piece, esize)
+                            .unwrap()
+                            .unwrap();
+                        assert_eq!(s.runs, list.len());
+                        assert!(list.iter().all(|r| r.len == s.run_len));
+                    }
+                }
+            }
+        }
+    }
+
+    /// A piece outside the chunk or memory too small is refused, as by `read_piece`.
+    #[test]
+    fn bad_pieces_are_refused() {
+        let piece = ChunkPiece::whole(&[4, 4]);
+        assert!(runs(&[4, 4], 15, &[4, 1], &piece, 1).is_err());
+        assert!(runs(&[3, 4], 16, &[4, 1], &piece, 1).is_err());
+        assert!(run_shape(&[4, 4], 16, &[4, 1], &piece, 1).unwrap().is_some());
+    }
+}
