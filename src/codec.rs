@@ -57,6 +57,15 @@ pub trait Codec: Send + Sync + std::fmt::Debug {
     fn encode(&self, raw: &[u8]) -> Result<Vec<u8>>;
     /// Decodes one buffer into at most `limit` bytes.
     fn decode(&self, encoded: &[u8], limit: usize) -> Result<Vec<u8>>;
+    /// Decodes one buffer into the start of `out` (at most `out.len()` bytes) and returns how
+    /// many bytes it wrote. The default decodes and copies; codecs that can write in place
+    /// override it.
+    fn decode_into(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize> {
+        let decoded = self.decode(encoded, out.len())?;
+        let n = decoded.len().min(out.len());
+        out[..n].copy_from_slice(&decoded[..n]);
+        Ok(n)
+    }
     /// The encoded length of `n` bytes when it depends only on `n`.
     fn encoded_len(&self, _n: usize) -> Option<usize> {
         None
@@ -162,24 +171,47 @@ impl Chain {
         Ok(data)
     }
 
-    /// Decodes a stored chunk, last codec first, into exactly `expected` bytes. Each stage may
-    /// produce no more than the size it had when encoding (when that is known) or a bound
-    /// that exceeds any compressor's worst-case output for `expected` bytes.
+    /// Decodes a stored chunk, last codec first, into at most `expected` bytes (each stage
+    /// within [`Chain::stage_limits`]).
     pub fn decode(&self, stored: Vec<u8>, expected: usize) -> Result<Vec<u8>> {
-        let mut sizes = Vec::with_capacity(self.0.len());
-        let mut n = Some(expected);
-        for c in &self.0 {
-            sizes.push(n);
-            n = n.and_then(|n| c.encoded_len(n));
+        let limits = self.stage_limits(expected);
+        let mut data = stored;
+        for (c, limit) in self.0.iter().zip(limits).rev() {
+            data = c.decode(&data, limit)?;
         }
+        Ok(data)
+    }
+
+    /// Decodes a stored chunk as [`Chain::decode`], the first codec (the last stage) writing
+    /// straight into `out`; returns the bytes written there (the caller checks the size).
+    pub fn decode_into(&self, stored: Vec<u8>, out: &mut [u8]) -> Result<usize> {
+        let Some((first, rest)) = self.0.split_first() else {
+            let n = stored.len().min(out.len());
+            out[..n].copy_from_slice(&stored[..n]);
+            return Ok(stored.len());
+        };
+        let limits = self.stage_limits(out.len());
+        let mut data = stored;
+        for (c, &limit) in rest.iter().zip(&limits[1..]).rev() {
+            data = c.decode(&data, limit)?;
+        }
+        first.decode_into(&data, out)
+    }
+
+    /// The most bytes each stage may produce when decoding a chunk of `expected` bytes: the
+    /// size it had when encoding (when that is known) or a bound that exceeds any
+    /// compressor's worst-case output for `expected` bytes.
+    fn stage_limits(&self, expected: usize) -> Vec<usize> {
         let loose = expected
             .saturating_add(expected / 2)
             .saturating_add(64 * 1024);
-        let mut data = stored;
-        for (c, size) in self.0.iter().zip(sizes).rev() {
-            data = c.decode(&data, size.unwrap_or(loose))?;
+        let mut limits = Vec::with_capacity(self.0.len());
+        let mut n = Some(expected);
+        for c in &self.0 {
+            limits.push(n.unwrap_or(loose));
+            n = n.and_then(|n| c.encoded_len(n));
         }
-        Ok(data)
+        limits
     }
 }
 

@@ -82,7 +82,9 @@ pub trait Store: Send + Sync + std::fmt::Debug {
             return Ok(None);
         };
         for (offset, out) in runs.iter_mut() {
-            let start = usize::try_from(*offset).unwrap_or(usize::MAX).min(value.len());
+            let start = usize::try_from(*offset)
+                .unwrap_or(usize::MAX)
+                .min(value.len());
             let n = out.len().min(value.len() - start);
             out[..n].copy_from_slice(&value[start..start + n]);
         }

@@ -237,7 +237,15 @@ fn get_runs_into_reads_ranges(s: &dyn Store) {
     let value: Vec<u8> = (0..5000u32).map(|i| (i % 251) as u8).collect();
     s.put(&key("obj"), &value).unwrap();
     // Consecutive runs, a gap, a run out of order, a run cut by the end, one past it.
-    let spans = [(0u64, 3usize), (3, 700), (703, 1), (2000, 5), (10, 4), (4998, 4), (6000, 2)];
+    let spans = [
+        (0u64, 3usize),
+        (3, 700),
+        (703, 1),
+        (2000, 5),
+        (10, 4),
+        (4998, 4),
+        (6000, 2),
+    ];
     let mut bufs: Vec<Vec<u8>> = spans.iter().map(|&(_, n)| vec![0xEE; n]).collect();
     let mut runs: Vec<(u64, &mut [u8])> = spans
         .iter()

@@ -323,6 +323,35 @@ impl Dataset {
         Ok(raw)
     }
 
+    /// Decodes a stored chunk straight into `out` (exactly `chunk_bytes` long) in native order.
+    /// Fortran-order chunks need a reordering buffer: they go through [`Self::decode_chunk`].
+    fn decode_chunk_into(
+        geo: &Geometry,
+        key: &StoreKey,
+        stored: Vec<u8>,
+        out: &mut [u8],
+    ) -> Result<()> {
+        if geo.fortran {
+            out.copy_from_slice(&Self::decode_chunk(geo, key, stored)?);
+            return Ok(());
+        }
+        let n = geo
+            .chain
+            .decode_into(stored, out)
+            .map_err(|e| in_chunk(e, key))?;
+        if n != out.len() {
+            return Err(Error::ChunkSize {
+                key: key.to_string(),
+                got: n,
+                expected: out.len(),
+            });
+        }
+        if geo.swap {
+            convert::swap_bytes_in_place(out, geo.esize);
+        }
+        Ok(())
+    }
+
     /// Reads a hyperslab of a fixed-size type into `out`, laid out with element strides
     /// `mem_strides` (C order over `count` when `None`), converted to `memtype`.
     /// Returns true when some value was out of range for `memtype`.
@@ -438,7 +467,8 @@ impl Dataset {
         let mut direct: Vec<(usize, Range<usize>)> = Vec::new();
         let mut buffered: Vec<usize> = Vec::new();
         let mut by_runs: Vec<usize> = Vec::new();
-        let runs_possible = geo.stored_as_is() && self.store.partial_reads_are_cheap();
+        let mut by_rows: Vec<usize> = Vec::new();
+        let parts_possible = geo.stored_as_is() && self.store.partial_reads_are_cheap();
         {
             let cache = self.cache_for(g, v);
             for (i, p) in pieces.iter().enumerate() {
@@ -448,9 +478,11 @@ impl Dataset {
                 }
                 match whole_chunk_range(&geo.chunks, out.len(), strides, p, geo.esize)? {
                     Some(range) => direct.push((i, range)),
-                    None if runs_possible && by_runs::worth_it(geo, out.len(), strides, p)? => {
-                        by_runs.push(i);
-                    }
+                    None if parts_possible => match by_runs::route(geo, out.len(), strides, p)? {
+                        by_runs::Route::Runs => by_runs.push(i),
+                        by_runs::Route::Rows => by_rows.push(i),
+                        by_runs::Route::Whole => buffered.push(i),
+                    },
                     None => buffered.push(i),
                 }
             }
@@ -463,6 +495,7 @@ impl Dataset {
             out,
             strides,
         )?);
+        by_runs::read_rows(self.store.as_ref(), geo, &pieces, &by_rows, out, strides)?;
         // Direct targets must be disjoint (an `imap` can make them overlap): keep the first of
         // any overlapping ones direct and copy the others.
         direct.sort_by_key(|(_, r)| r.start);
@@ -514,7 +547,7 @@ impl Dataset {
                     .try_for_each(|((key, o), stored)| {
                         match stored {
                             None => fill_pattern(o, &geo.fill),
-                            Some(b) => o.copy_from_slice(&Self::decode_chunk(geo, key, b)?),
+                            Some(b) => Self::decode_chunk_into(geo, key, b, o)?,
                         }
                         Ok(())
                     })?;
@@ -596,7 +629,8 @@ impl Dataset {
                 .map(|((slot, bytes), key)| match bytes {
                     None => Ok(false),
                     Some(b) => {
-                        *slot = Self::decode_chunk(geo, key, b)?;
+                        slot.resize(geo.chunk_bytes, 0);
+                        Self::decode_chunk_into(geo, key, b, slot)?;
                         Ok(true)
                     }
                 })

@@ -213,6 +213,26 @@ fn run(plan: &mut Plan, dst: &mut [u8], src: &[u8], esize: usize) {
     }
 }
 
+/// Copies `count` elements of `esize` bytes from `src` (first at byte `s`, then every `s_step`
+/// bytes) to `dst` (first at `d`, then every `d_step`). The caller has checked that every
+/// offset lies inside its buffer.
+pub(crate) fn copy_elements(
+    dst: &mut [u8],
+    (d, d_step): (usize, isize),
+    src: &[u8],
+    (s, s_step): (usize, isize),
+    count: usize,
+    esize: usize,
+) {
+    let inner = Axis {
+        count,
+        src: s_step,
+        dst: d_step,
+        i: 0,
+    };
+    copy_run(dst, d as isize, src, s as isize, inner, esize);
+}
+
 /// Copies the `inner.count` elements of one run.
 fn copy_run(dst: &mut [u8], d: isize, src: &[u8], s: isize, inner: Axis, esize: usize) {
     let e = esize as isize;

@@ -145,6 +145,10 @@ impl Codec for Blosc {
     fn decode(&self, encoded: &[u8], limit: usize) -> Result<Vec<u8>> {
         cblosc::decompress(encoded, limit).map_err(|e| failed(ID, e))
     }
+
+    fn decode_into(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize> {
+        cblosc::decompress_into(encoded, out).map_err(|e| failed(ID, e))
+    }
 }
 
 #[cfg(test)]

@@ -70,6 +70,32 @@ impl Codec for Lz4 {
         }
         Ok(out)
     }
+
+    fn decode_into(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize> {
+        let (head, body) = encoded.split_first_chunk::<4>().ok_or_else(|| {
+            failed(
+                ID,
+                format!("{} bytes, shorter than the header", encoded.len()),
+            )
+        })?;
+        let n = u32::from_le_bytes(*head) as usize;
+        let room = out.len();
+        let target = out.get_mut(..n).ok_or_else(|| {
+            failed(
+                ID,
+                format!("header declares {n} bytes, more than the expected {room}"),
+            )
+        })?;
+        let got = lz4_flex::block::decompress_into(body, target)
+            .map_err(|e| failed(ID, format!("corrupt block: {e}")))?;
+        if got != n {
+            return Err(failed(
+                ID,
+                format!("block holds {got} bytes, header says {n}"),
+            ));
+        }
+        Ok(n)
+    }
 }
 
 #[cfg(test)]

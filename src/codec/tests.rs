@@ -56,6 +56,50 @@ fn every_codec_round_trips_and_its_config_round_trips() {
     }
 }
 
+/// Decoding in place gives what decoding to a new buffer gives, with room to spare or none,
+/// and refuses a buffer one byte too small, for every codec alone and in a chain.
+#[test]
+fn decoding_in_place_matches_decoding() {
+    let data = sample();
+    for c in every_codec() {
+        let codec = from_config(&c, CTX).unwrap();
+        let enc = codec.encode(&data).unwrap();
+        let mut exact = vec![0u8; data.len()];
+        assert_eq!(
+            codec.decode_into(&enc, &mut exact).unwrap(),
+            data.len(),
+            "{c:?}"
+        );
+        assert_eq!(exact, data, "{c:?}");
+        let mut roomy = vec![0xAAu8; data.len() + 9];
+        assert_eq!(
+            codec.decode_into(&enc, &mut roomy).unwrap(),
+            data.len(),
+            "{c:?}"
+        );
+        assert_eq!(roomy[..data.len()], data[..], "{c:?}");
+        let mut small = vec![0u8; data.len() - 1];
+        assert!(codec.decode_into(&enc, &mut small).is_err(), "{c:?}");
+    }
+    let chain = Chain::from_configs(
+        "v",
+        &[
+            cfg(serde_json::json!({"id": "shuffle", "elementsize": 4})),
+            cfg(serde_json::json!({"id": "zlib", "level": 1})),
+        ],
+        CTX,
+    )
+    .unwrap();
+    let stored = chain.encode(data.clone()).unwrap();
+    let mut out = vec![0u8; data.len()];
+    assert_eq!(
+        chain.decode_into(stored.clone(), &mut out).unwrap(),
+        data.len()
+    );
+    assert_eq!(out, data);
+    assert_eq!(chain.decode(stored, data.len()).unwrap(), data);
+}
+
 #[test]
 fn a_chain_decodes_in_reverse_with_exact_bounds() {
     let chain = Chain::from_configs(
@@ -137,6 +181,10 @@ fn decoders_survive_truncated_corrupt_and_random_input() {
             if let Ok(out) = codec.decode(&enc[..cut], limit) {
                 assert!(out.len() <= limit, "{c:?} cut {cut}");
             }
+            let mut out = vec![0u8; limit];
+            if let Ok(n) = codec.decode_into(&enc[..cut], &mut out) {
+                assert!(n <= limit, "{c:?} cut {cut} in place");
+            }
         }
         for seed in 0..64u64 {
             let mut bad = enc.clone();
@@ -148,6 +196,12 @@ fn decoders_survive_truncated_corrupt_and_random_input() {
             let junk = noise(seed, (seed as usize * 37) % 600);
             if let Ok(out) = codec.decode(&junk, limit) {
                 assert!(out.len() <= limit, "{c:?} noise {seed}");
+            }
+            let mut out = vec![0u8; limit];
+            for input in [&bad, &junk] {
+                if let Ok(n) = codec.decode_into(input, &mut out) {
+                    assert!(n <= limit, "{c:?} seed {seed} in place");
+                }
             }
         }
     }
@@ -163,5 +217,9 @@ fn a_decompression_bomb_is_refused() {
         let codec = from_config(&c, CTX).unwrap();
         let enc = codec.encode(&zeros).unwrap();
         assert!(codec.decode(&enc, 4096).is_err(), "{c:?}");
+        assert!(
+            codec.decode_into(&enc, &mut [0u8; 4096]).is_err(),
+            "{c:?} in place"
+        );
     }
 }

@@ -2,7 +2,7 @@
 
 use super::{Codec, Config, bad_config, failed, hdf5_id, params, stream};
 use crate::error::Result;
-use flate2::{Compression, read::ZlibDecoder, write::ZlibEncoder};
+use flate2::{Compression, Decompress, read::ZlibDecoder, write::ZlibEncoder};
 use serde_json::Value;
 use std::io::Write;
 
@@ -55,6 +55,10 @@ impl Codec for Zlib {
 
     fn decode(&self, encoded: &[u8], limit: usize) -> Result<Vec<u8>> {
         stream::read_bounded(ID, ZlibDecoder::new(encoded), limit)
+    }
+
+    fn decode_into(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize> {
+        stream::inflate_into(ID, Decompress::new(true), encoded, out)
     }
 }
 

@@ -4,6 +4,7 @@
 use super::{Codec, Config, bad_config, failed, hdf5_id, params};
 use crate::error::Result;
 use serde_json::Value;
+use std::cell::RefCell;
 
 const ID: &str = "zstd";
 
@@ -77,6 +78,26 @@ impl Codec for Zstd {
         ::zstd::bulk::Decompressor::new()
             .and_then(|mut d| d.decompress(encoded, limit))
             .map_err(|e| failed(ID, format!("corrupt or oversized frame: {e}")))
+    }
+
+    /// Decompresses with this thread's reused context straight into `out`.
+    fn decode_into(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize> {
+        thread_local! {
+            static CONTEXT: RefCell<Option<::zstd::bulk::Decompressor<'static>>> =
+                const { RefCell::new(None) };
+        }
+        CONTEXT.with(|cell| {
+            let mut slot = cell.try_borrow_mut().map_err(|e| failed(ID, e))?;
+            let d = match &mut *slot {
+                Some(d) => d,
+                empty => empty.insert(
+                    ::zstd::bulk::Decompressor::new()
+                        .map_err(|e| failed(ID, format!("no decompression context: {e}")))?,
+                ),
+            };
+            d.decompress_to_buffer(encoded, out)
+                .map_err(|e| failed(ID, format!("corrupt or oversized frame: {e}")))
+        })
     }
 }
 

@@ -135,23 +135,38 @@ pub fn decompress(src: &[u8], limit: usize) -> Result<Vec<u8>, BloscError> {
         return Err(BloscError::ExceedsLimit { declared, limit });
     }
     let mut dst = vec![0u8; declared];
+    decompress_into(src, &mut dst)?;
+    Ok(dst)
+}
+
+/// Decompresses `src` into the start of `dst`, refusing buffers that declare more than
+/// `dst.len()` bytes; returns the number of bytes written.
+pub fn decompress_into(src: &[u8], dst: &mut [u8]) -> Result<usize, BloscError> {
+    let declared = declared_size(src)?;
+    if declared > dst.len() {
+        return Err(BloscError::ExceedsLimit {
+            declared,
+            limit: dst.len(),
+        });
+    }
     if declared == 0 {
-        return Ok(dst);
+        return Ok(0);
     }
     // SAFETY: `src` was validated above (its header's sizes agree with its length), `dst`
-    // is valid for `declared` bytes and c-blosc never writes past `destsize`.
+    // is valid for `declared <= dst.len()` bytes, which is the size passed, and c-blosc never
+    // writes past `destsize`.
     let n = unsafe {
         sys::blosc_decompress_ctx(
             src.as_ptr().cast::<c_void>(),
             dst.as_mut_ptr().cast::<c_void>(),
-            dst.len(),
+            declared,
             1,
         )
     };
     if n < 0 || n as usize != declared {
         return Err(BloscError::Library(n));
     }
-    Ok(dst)
+    Ok(declared)
 }
 
 /// The c-blosc version string.

@@ -1,5 +1,6 @@
-//! Reading uncompressed chunks run by run: only the bytes a request needs, straight from the
-//! store into the caller's buffer (no chunk buffer, no second copy).
+//! Reading uncompressed chunks in parts: only the bytes a request needs, run by run straight
+//! from the store into the caller's buffer (no chunk buffer, no second copy), or row span by
+//! row span for strided requests.
 //!
 //! Owns the choice of which pieces go this way and the splitting of the caller's buffer into
 //! disjoint runs; the run arithmetic is `chunk::runs`, the reading the store's
@@ -7,11 +8,11 @@
 
 use super::{Geometry, finish_error};
 use crate::api::convert;
-use crate::chunk::copy::fill_pattern;
+use crate::chunk::copy::{copy_elements, fill_pattern};
 use crate::chunk::projection::ChunkPiece;
-use crate::chunk::runs::{self, RunShape};
-use crate::error::Result;
-use crate::zmap::Store;
+use crate::chunk::runs::{self, Rows, RunShape};
+use crate::error::{Error, Result};
+use crate::zmap::{Store, StoreKey};
 use rayon::prelude::*;
 
 /// Runs at least this long are worth a read of their own.
@@ -21,21 +22,69 @@ const MIN_RUN_BYTES: usize = 256;
 const FEW_RUNS: usize = 16;
 /// Pieces whose runs are listed and read together (bounds the memory of the run lists).
 const PIECES_PER_BATCH: usize = 64;
+/// Scratch bytes for row spans read together.
+const SCRATCH_BYTES: usize = 32 << 20;
 
-/// True when `piece` of an uncompressed chunk is better read run by run than as a whole
-/// chunk followed by a copy.
-pub(super) fn worth_it(
+/// How a piece of an uncompressed chunk is best read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Route {
+    /// Run by run, straight into the caller's buffer.
+    Runs,
+    /// Row spans into a scratch buffer, then the strided elements out of it: the rows the
+    /// request skips (every 4th row, say) are never read.
+    Rows,
+    /// The whole chunk, then a copy.
+    Whole,
+}
+
+/// How `piece` is best read (see [`Route`]).
+pub(super) fn route(
     geo: &Geometry,
     out_len: usize,
     strides: &[i64],
     piece: &ChunkPiece,
+) -> Result<Route> {
+    let Some(shape) = runs::run_shape(&geo.chunks, out_len, strides, piece, geo.esize)? else {
+        return Ok(Route::Whole);
+    };
+    let RunShape {
+        runs,
+        run_len,
+        rows,
+        row_span,
+    } = shape;
+    if runs <= FEW_RUNS || run_len >= MIN_RUN_BYTES {
+        return Ok(Route::Runs);
+    }
+    let row_bytes = rows.saturating_mul(row_span);
+    if row_bytes.saturating_mul(2) <= geo.chunk_bytes
+        && (rows <= FEW_RUNS || row_span >= MIN_RUN_BYTES)
+    {
+        return Ok(Route::Rows);
+    }
+    Ok(Route::Whole)
+}
+
+/// Checks the length a store reported for an uncompressed chunk and makes the bytes read
+/// native: `None` (absent) is `Ok(false)`, and the caller fills.
+fn finish(
+    geo: &Geometry,
+    key: &StoreKey,
+    len: Option<u64>,
+    parts: &mut [(u64, &mut [u8])],
 ) -> Result<bool> {
-    Ok(
-        match runs::run_shape(&geo.chunks, out_len, strides, piece, geo.esize)? {
-            Some(RunShape { runs, run_len }) => runs <= FEW_RUNS || run_len >= MIN_RUN_BYTES,
-            None => false,
-        },
-    )
+    match len {
+        None => Ok(false),
+        Some(n) if n != geo.chunk_bytes as u64 => Err(finish_error(geo, key, n)),
+        Some(_) => {
+            if geo.swap {
+                parts
+                    .iter_mut()
+                    .for_each(|(_, o)| convert::swap_bytes_in_place(o, geo.esize));
+            }
+            Ok(true)
+        }
+    }
 }
 
 /// Reads the `wanted` pieces run by run into `out`, in parallel across chunks. Returns the
@@ -75,18 +124,102 @@ pub(super) fn read(
             .try_for_each(|(runs, &i)| {
                 runs.sort_unstable_by_key(|(offset, _)| *offset);
                 let key = geo.key(&pieces[i].chunk)?;
-                match store.get_runs_into(&key, runs)? {
-                    None => runs.iter_mut().for_each(|(_, o)| fill_pattern(o, &geo.fill)),
-                    Some(n) if n != geo.chunk_bytes as u64 => {
-                        return Err(finish_error(geo, &key, n));
-                    }
-                    Some(_) if geo.swap => runs
-                        .iter_mut()
-                        .for_each(|(_, o)| convert::swap_bytes_in_place(o, geo.esize)),
-                    Some(_) => {}
+                let len = store.get_runs_into(&key, runs)?;
+                if !finish(geo, &key, len, runs)? {
+                    runs.iter_mut()
+                        .for_each(|(_, o)| fill_pattern(o, &geo.fill));
                 }
                 Ok(())
             })?;
     }
     Ok(left)
+}
+
+/// Reads the `wanted` pieces row span by row span and copies their elements into `out`: the
+/// reads run in parallel across chunks into bounded scratch, the copies (a fraction of the
+/// bytes read) one piece after another.
+pub(super) fn read_rows(
+    store: &dyn Store,
+    geo: &Geometry,
+    pieces: &[ChunkPiece],
+    wanted: &[usize],
+    out: &mut [u8],
+    strides: &[i64],
+) -> Result<()> {
+    let mut plans: Vec<(usize, Rows)> = Vec::with_capacity(wanted.len());
+    for &i in wanted {
+        if let Some(r) = runs::rows(&geo.chunks, out.len(), strides, &pieces[i], geo.esize)? {
+            plans.push((i, r));
+        }
+    }
+    let mut rest = plans.as_slice();
+    while !rest.is_empty() {
+        // Scratch for at least one piece, and for more while they fit in the budget.
+        let mut n = 0;
+        let mut bytes = 0usize;
+        while n < rest.len() {
+            let b = rest[n].1.starts.len() * rest[n].1.span;
+            if n > 0 && bytes + b > SCRATCH_BYTES {
+                break;
+            }
+            bytes += b;
+            n += 1;
+        }
+        let (batch, tail) = rest.split_at(n);
+        rest = tail;
+        let scratch: Vec<Option<Vec<u8>>> = batch
+            .par_iter()
+            .map(|(i, rows)| {
+                let mut buf = vec![0u8; rows.starts.len() * rows.span];
+                let mut parts: Vec<(u64, &mut [u8])> = rows
+                    .starts
+                    .iter()
+                    .zip(buf.chunks_exact_mut(rows.span))
+                    .map(|(&(c, _), b)| (c as u64, b))
+                    .collect();
+                let key = geo.key(&pieces[*i].chunk)?;
+                let len = store.get_runs_into(&key, &mut parts)?;
+                let present = finish(geo, &key, len, &mut parts)?;
+                Ok(present.then_some(buf))
+            })
+            .collect::<Result<_>>()?;
+        for ((_, rows), buf) in batch.iter().zip(scratch) {
+            pick(geo, rows, buf.as_deref(), out)?;
+        }
+    }
+    Ok(())
+}
+
+/// Copies the elements of `rows` from their spans in `spans` (the fill value when the chunk
+/// is absent) into `out`.
+fn pick(geo: &Geometry, rows: &Rows, spans: Option<&[u8]>, out: &mut [u8]) -> Result<()> {
+    let e = geo.esize;
+    let reach = (rows.count as isize - 1).checked_mul(rows.mem_step);
+    for (r, &(_, mem)) in rows.starts.iter().enumerate() {
+        // Both ends of the row inside `out`: every element between is too.
+        let last = reach.and_then(|x| (mem as isize).checked_add(x));
+        let inside = |m: isize| {
+            usize::try_from(m).is_ok_and(|m| m.checked_add(e).is_some_and(|end| end <= out.len()))
+        };
+        if !inside(mem as isize) || !last.is_some_and(inside) {
+            return Err(Error::Invalid("row outside the output buffer".into()));
+        }
+        match spans {
+            Some(s) => copy_elements(
+                out,
+                (mem, rows.mem_step),
+                s,
+                (r * rows.span, rows.chunk_step as isize),
+                rows.count,
+                e,
+            ),
+            None => {
+                for k in 0..rows.count {
+                    let at = (mem as isize + k as isize * rows.mem_step) as usize;
+                    out[at..at + e].copy_from_slice(&geo.fill[..e]);
+                }
+            }
+        }
+    }
+    Ok(())
 }
