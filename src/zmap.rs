@@ -91,10 +91,11 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         Ok(Some(value.len() as u64))
     }
 
-    /// True when reading part of an object costs about what the bytes cost (local files,
-    /// memory), so the chunk engine reads only the runs a request needs; false where every read
-    /// is a round trip and whole chunks are better fetched once and cached.
-    fn partial_reads_are_cheap(&self) -> bool {
+    /// True when a read costs about what its bytes cost (local files, memory): the chunk
+    /// engine then reads only the runs a request needs and keeps few requests in flight. False
+    /// where every read is a round trip: whole chunks are fetched once, cached, and many
+    /// requests are kept in flight.
+    fn is_local(&self) -> bool {
         false
     }
 

@@ -360,3 +360,108 @@ fn strided_reads_of_uncompressed_chunks_match_the_dense_copy() {
         .unwrap_err();
     assert!(matches!(err, Error::ChunkSize { .. }), "{err:?}");
 }
+
+/// Creates `name` like [`make`], with shuffle + deflate on the variable.
+fn make_deflated(
+    dir: &Path,
+    name: &str,
+    shape: &[u64],
+    chunks: &[u64],
+    endian: Endian,
+    write: bool,
+) {
+    let mut ds = Dataset::create(&url(dir, name), CreateOptions::default()).unwrap();
+    let dims: Vec<i32> = shape
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| ds.def_dim(G, &format!("d{i}"), n, false).unwrap().0 as i32)
+        .collect();
+    let v = ds.def_var(G, "v", NcType::Float, &dims).unwrap();
+    ds.def_var_chunking(G, v, Storage::Chunked, Some(chunks))
+        .unwrap();
+    ds.def_var_endian(G, v, Some(endian)).unwrap();
+    ds.def_var_deflate(G, v, true, true, 1).unwrap();
+    ds.enddef().unwrap();
+    if write {
+        let n: u64 = shape.iter().product();
+        let data: Vec<u8> = (0..n).flat_map(|i| (i as f32).to_ne_bytes()).collect();
+        let slab = slab(&vec![0; shape.len()], shape, &vec![1; shape.len()]);
+        ds.put_fixed(G, v, &slab, None, NcType::Float, &data)
+            .unwrap();
+    }
+    ds.close().unwrap();
+}
+
+/// Coded chunks that the cache will not keep are decoded and copied into the caller's buffer
+/// in one parallel step: whole, partial, strided and `imap` requests equal the dense copy in
+/// both byte orders, with a cache big enough to keep them and with no cache; missing chunks
+/// are fill and a corrupt chunk is an error.
+#[test]
+fn coded_chunks_copied_in_parallel_match_the_dense_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let shape = [7u64, 12, 40];
+    let cases = [
+        slab(&[0, 0, 0], &[7, 12, 40], &[1, 1, 1]),
+        slab(&[1, 2, 3], &[5, 9, 30], &[1, 1, 1]),
+        slab(&[0, 1, 0], &[4, 5, 40], &[2, 2, 1]),
+        slab(&[0, 0, 0], &[7, 3, 10], &[1, 4, 4]),
+    ];
+    for (name, endian) in [("le.zarr", Endian::Little), ("be.zarr", Endian::Big)] {
+        make_deflated(dir.path(), name, &shape, &[2, 5, 16], endian, true);
+        for cache in [1usize << 20, 0] {
+            let mut ds = Dataset::open(&url(dir.path(), name), false).unwrap();
+            ds.set_var_chunk_cache(G, 0, cache, 10, 0.75).unwrap();
+            for c in &cases {
+                assert_eq!(
+                    read(&mut ds, c),
+                    expected(&shape, c),
+                    "{name} cache {cache} {c:?}"
+                );
+                let n: u64 = c.count.iter().product();
+                let imap = [1i64, c.count[0] as i64, (c.count[0] * c.count[1]) as i64];
+                let mut out = vec![0u8; n as usize * 4];
+                ds.get_fixed(G, 0, c, Some(&imap), NcType::Float, &mut out)
+                    .unwrap();
+                let got = floats(&out);
+                let want = expected(&shape, c);
+                let (a, b, k) = (
+                    c.count[0] as usize,
+                    c.count[1] as usize,
+                    c.count[2] as usize,
+                );
+                for (flat, w) in want.iter().enumerate() {
+                    let (x, y, z) = (flat / (b * k), flat / k % b, flat % k);
+                    assert_eq!(got[x + a * (y + b * z)], *w, "{name} imap {c:?}");
+                }
+            }
+        }
+    }
+    make_deflated(
+        dir.path(),
+        "empty.zarr",
+        &shape,
+        &[2, 5, 16],
+        Endian::Little,
+        false,
+    );
+    let mut ds = Dataset::open(&url(dir.path(), "empty.zarr"), false).unwrap();
+    ds.set_var_chunk_cache(G, 0, 0, 10, 0.75).unwrap();
+    let got = read(&mut ds, &cases[1]);
+    assert_eq!(
+        got,
+        vec![f32::from_bits(0x7cf0_0000); 5 * 9 * 30],
+        "NC_FILL_FLOAT"
+    );
+
+    std::fs::write(dir.path().join("le.zarr/v/1.1.1"), b"not zlib at all").unwrap();
+    let mut ds = Dataset::open(&url(dir.path(), "le.zarr"), false).unwrap();
+    ds.set_var_chunk_cache(G, 0, 0, 10, 0.75).unwrap();
+    let mut out = vec![0u8; 5 * 9 * 30 * 4];
+    let err = ds
+        .get_fixed(G, 0, &cases[1], None, NcType::Float, &mut out)
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::Filter { .. } | Error::ChunkSize { .. }),
+        "{err:?}"
+    );
+}

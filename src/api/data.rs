@@ -21,17 +21,24 @@ use crate::zmap::StoreKey;
 use rayon::prelude::*;
 use std::ops::Range;
 
-/// Bytes of chunks fetched and decoded together: enough to keep every core (and a store with
-/// latency) busy, little enough that scratch memory stays a few chunks per thread.
+/// Bytes of chunks fetched and decoded together from a store with latency: enough requests in
+/// flight to hide it.
 const BATCH_BYTES: usize = 64 << 20;
 
-/// Chunks per fetch/decode batch for chunks of `chunk_bytes`.
-fn batch_len(chunk_bytes: usize) -> usize {
+/// Chunks per fetch/decode batch for chunks of `chunk_bytes`. A local store (reads cost what
+/// their bytes cost) needs only enough to keep every core busy, so scratch memory stays two
+/// chunks per thread; a remote one gets up to [`BATCH_BYTES`] in flight.
+fn batch_len(chunk_bytes: usize, local: bool) -> usize {
     let threads = rayon::current_num_threads().max(1);
+    if local {
+        return threads * 2;
+    }
     (BATCH_BYTES / chunk_bytes.max(1)).clamp(threads * 2, 256)
 }
 
 mod by_runs;
+mod decoded;
+mod split;
 
 /// The error for a stored uncompressed chunk of `got` bytes where the shape needs another size.
 fn finish_error(geo: &Geometry, key: &StoreKey, got: u64) -> Error {
@@ -468,7 +475,7 @@ impl Dataset {
         let mut buffered: Vec<usize> = Vec::new();
         let mut by_runs: Vec<usize> = Vec::new();
         let mut by_rows: Vec<usize> = Vec::new();
-        let parts_possible = geo.stored_as_is() && self.store.partial_reads_are_cheap();
+        let parts_possible = geo.stored_as_is() && self.store.is_local();
         {
             let cache = self.cache_for(g, v);
             for (i, p) in pieces.iter().enumerate() {
@@ -495,6 +502,33 @@ impl Dataset {
             out,
             strides,
         )?);
+        // Chunks the cache will not keep are decoded and copied in one parallel step.
+        let kept = geo.cacheable
+            && buffered
+                .len()
+                .checked_mul(geo.chunk_bytes)
+                .is_some_and(|n| n <= geo.cache_bytes);
+        if !kept {
+            let mut scattered = Vec::new();
+            let mut rest = Vec::new();
+            for i in buffered {
+                if decoded::worth_it(geo, out.len(), strides, &pieces[i])? {
+                    scattered.push(i);
+                } else {
+                    rest.push(i);
+                }
+            }
+            rest.extend(decoded::read(
+                self.store.as_ref(),
+                geo,
+                &pieces,
+                &scattered,
+                out,
+                strides,
+                batch_len(geo.chunk_bytes, self.store.is_local()),
+            )?);
+            buffered = rest;
+        }
         by_runs::read_rows(self.store.as_ref(), geo, &pieces, &by_rows, out, strides)?;
         // Direct targets must be disjoint (an `imap` can make them overlap): keep the first of
         // any overlapping ones direct and copy the others.
@@ -530,7 +564,7 @@ impl Dataset {
             (rest, consumed) = (tail, r.end);
             targets.push((geo.key(&pieces[*i].chunk)?, mine));
         }
-        for batch in targets.chunks_mut(batch_len(geo.chunk_bytes)) {
+        for batch in targets.chunks_mut(batch_len(geo.chunk_bytes, self.store.is_local())) {
             let keys: Vec<StoreKey> = batch.iter().map(|(k, _)| k.clone()).collect();
             if geo.stored_as_is() {
                 let mut outs: Vec<&mut [u8]> = batch.iter_mut().map(|(_, o)| &mut **o).collect();
@@ -578,7 +612,7 @@ impl Dataset {
                 .is_some_and(|n| n <= geo.cache_bytes);
         let mut fill_chunk: Option<Vec<u8>> = None;
         let mut scratch: Vec<Vec<u8>> = Vec::new();
-        for batch in wanted.chunks(batch_len(geo.chunk_bytes)) {
+        for batch in wanted.chunks(batch_len(geo.chunk_bytes, self.store.is_local())) {
             let keys: Vec<StoreKey> = batch
                 .iter()
                 .map(|i| geo.key(&pieces[*i].chunk))
@@ -890,7 +924,7 @@ impl Dataset {
         strides: &[i64],
     ) -> Result<()> {
         let mut pool: Vec<Vec<u8>> = Vec::new();
-        for batch in whole.chunks(batch_len(geo.chunk_bytes)) {
+        for batch in whole.chunks(batch_len(geo.chunk_bytes, self.store.is_local())) {
             let cache = self.cache_for(g, v);
             for i in batch {
                 cache.take(&pieces[*i].chunk);

@@ -360,7 +360,7 @@ impl Store for FileStore {
         Ok(Some(len))
     }
 
-    fn partial_reads_are_cheap(&self) -> bool {
+    fn is_local(&self) -> bool {
         true
     }
 

@@ -49,7 +49,7 @@ impl Store for MemoryStore {
     }
 
     /// Memory is read in place: the chunk engine's partial-read path runs on it in tests.
-    fn partial_reads_are_cheap(&self) -> bool {
+    fn is_local(&self) -> bool {
         true
     }
 

@@ -6,6 +6,7 @@
 //! disjoint runs; the run arithmetic is `chunk::runs`, the reading the store's
 //! `get_runs_into`. It must not know how a store reads.
 
+use super::split::split;
 use super::{Geometry, finish_error};
 use crate::api::convert;
 use crate::chunk::copy::{copy_elements, fill_pattern};
@@ -21,7 +22,7 @@ const MIN_RUN_BYTES: usize = 256;
 /// series touches one element per chunk).
 const FEW_RUNS: usize = 16;
 /// Pieces whose runs are listed and read together (bounds the memory of the run lists).
-const PIECES_PER_BATCH: usize = 64;
+pub(super) const PIECES_PER_BATCH: usize = 64;
 /// Scratch bytes for row spans read together.
 const SCRATCH_BYTES: usize = 32 << 20;
 
@@ -100,29 +101,14 @@ pub(super) fn read(
 ) -> Result<Vec<usize>> {
     let mut left = Vec::new();
     for batch in wanted.chunks(PIECES_PER_BATCH) {
-        let mut all: Vec<(runs::Run, usize)> = Vec::new();
-        for (slot, &i) in batch.iter().enumerate() {
-            let list = runs::runs(&geo.chunks, out.len(), strides, &pieces[i], geo.esize)?;
-            all.extend(list.into_iter().map(|r| (r, slot)));
-        }
-        all.sort_unstable_by_key(|(r, _)| r.mem);
-        if all.windows(2).any(|w| w[0].0.mem + w[0].0.len > w[1].0.mem) {
+        let Some(mut per_piece) = split(geo, pieces, batch, out, strides)? else {
             left.extend_from_slice(batch);
             continue;
-        }
-        let mut per_piece: Vec<Vec<(u64, &mut [u8])>> = batch.iter().map(|_| Vec::new()).collect();
-        let (mut rest, mut consumed) = (&mut *out, 0usize);
-        for (r, slot) in &all {
-            let (_, tail) = std::mem::take(&mut rest).split_at_mut(r.mem - consumed);
-            let (mine, tail) = tail.split_at_mut(r.len);
-            (rest, consumed) = (tail, r.mem + r.len);
-            per_piece[*slot].push((r.chunk as u64, mine));
-        }
+        };
         per_piece
             .par_iter_mut()
             .zip(batch.par_iter())
             .try_for_each(|(runs, &i)| {
-                runs.sort_unstable_by_key(|(offset, _)| *offset);
                 let key = geo.key(&pieces[i].chunk)?;
                 let len = store.get_runs_into(&key, runs)?;
                 if !finish(geo, &key, len, runs)? {

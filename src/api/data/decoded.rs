@@ -1,0 +1,116 @@
+//! Whole chunks copied into the caller's buffer in parallel: pieces of chunks that are fetched
+//! whole (coded chunks, or any chunk on a remote store) and are not kept in the cache. Each
+//! worker decodes a chunk into its own scratch buffer and copies the piece's runs into their
+//! disjoint places in the caller's buffer, so decoding and copying both use every core and
+//! scratch memory is one chunk per worker.
+//!
+//! Owns this parallel decode-and-scatter step; fetching is the store's, decoding the codec
+//! chain's, the run slicing `split`'s.
+
+use super::split::{PieceRuns, split};
+use super::{Geometry, finish_error};
+use crate::api::convert;
+use crate::api::dataset::Dataset;
+use crate::chunk::copy::fill_pattern;
+use crate::chunk::projection::ChunkPiece;
+use crate::chunk::runs;
+use crate::error::{Error, Result};
+use crate::zmap::{Store, StoreKey};
+use rayon::prelude::*;
+
+/// Runs shorter than this are copied faster from a chunk kept whole (the run lists would be
+/// larger than the data).
+const MIN_RUN_BYTES: usize = 32;
+
+/// True when `piece` is worth copying run by run from its decoded chunk.
+pub(super) fn worth_it(
+    geo: &Geometry,
+    out_len: usize,
+    strides: &[i64],
+    piece: &ChunkPiece,
+) -> Result<bool> {
+    Ok(
+        runs::run_shape(&geo.chunks, out_len, strides, piece, geo.esize)?
+            .is_some_and(|s| s.run_len >= MIN_RUN_BYTES),
+    )
+}
+
+/// Reads the chunks of the `wanted` pieces in batches of `batch_len` and copies the pieces
+/// into `out`. Returns the pieces it left for the caller: those whose runs overlap in `out`.
+pub(super) fn read(
+    store: &dyn Store,
+    geo: &Geometry,
+    pieces: &[ChunkPiece],
+    wanted: &[usize],
+    out: &mut [u8],
+    strides: &[i64],
+    batch_len: usize,
+) -> Result<Vec<usize>> {
+    let mut left = Vec::new();
+    for batch in wanted.chunks(batch_len.min(super::by_runs::PIECES_PER_BATCH)) {
+        let Some(per_piece) = split(geo, pieces, batch, out, strides)? else {
+            left.extend_from_slice(batch);
+            continue;
+        };
+        let keys: Vec<StoreKey> = batch
+            .iter()
+            .map(|&i| geo.key(&pieces[i].chunk))
+            .collect::<Result<_>>()?;
+        let fetched = store.get_many(&keys)?;
+        per_piece
+            .into_par_iter()
+            .zip(fetched)
+            .zip(&keys)
+            .try_for_each_init(Vec::new, |scratch, ((runs, stored), key)| {
+                land(geo, key, stored, runs, scratch)
+            })?;
+    }
+    Ok(left)
+}
+
+/// Decodes one fetched chunk (fill when absent) and copies its runs into place.
+fn land(
+    geo: &Geometry,
+    key: &StoreKey,
+    stored: Option<Vec<u8>>,
+    mut runs: PieceRuns<'_>,
+    scratch: &mut Vec<u8>,
+) -> Result<()> {
+    let Some(bytes) = stored else {
+        runs.iter_mut()
+            .for_each(|(_, o)| fill_pattern(o, &geo.fill));
+        return Ok(());
+    };
+    let transposed;
+    let chunk: &[u8] = if geo.stored_as_is() {
+        if bytes.len() != geo.chunk_bytes {
+            return Err(finish_error(geo, key, bytes.len() as u64));
+        }
+        scatter(&bytes, &mut runs)?;
+        if geo.swap {
+            runs.iter_mut()
+                .for_each(|(_, o)| convert::swap_bytes_in_place(o, geo.esize));
+        }
+        return Ok(());
+    } else if geo.fortran {
+        transposed = Dataset::decode_chunk(geo, key, bytes)?;
+        &transposed
+    } else {
+        scratch.resize(geo.chunk_bytes, 0);
+        Dataset::decode_chunk_into(geo, key, bytes, scratch)?;
+        scratch
+    };
+    scatter(chunk, &mut runs)
+}
+
+/// Copies each run's bytes from the decoded `chunk`.
+fn scatter(chunk: &[u8], runs: &mut PieceRuns<'_>) -> Result<()> {
+    for (offset, o) in runs.iter_mut() {
+        let from = usize::try_from(*offset)
+            .ok()
+            .and_then(|start| chunk.get(start..start.checked_add(o.len())?))
+            .ok_or_else(|| Error::Invalid("run outside its chunk".into()))?;
+        o.copy_from_slice(from);
+    }
+    Ok(())
+}

@@ -1,0 +1,46 @@
+//! Splitting the caller's buffer into the disjoint runs of several pieces, so that chunks can
+//! land in it in parallel.
+//!
+//! Owns the disjointness check and the slicing; the run arithmetic is `chunk::runs`. It does not
+//! read or decode.
+
+use super::Geometry;
+use crate::chunk::projection::ChunkPiece;
+use crate::chunk::runs;
+use crate::error::Result;
+
+/// The runs of one piece: chunk byte offset and the part of the caller's buffer it fills.
+pub(super) type PieceRuns<'a> = Vec<(u64, &'a mut [u8])>;
+
+/// The runs of each of `batch`'s pieces as disjoint slices of `out`, each list in chunk order;
+/// `None` when runs overlap (an `imap` that maps several elements to one place), and the
+/// pieces need copying one after another.
+pub(super) fn split<'a>(
+    geo: &Geometry,
+    pieces: &[ChunkPiece],
+    batch: &[usize],
+    out: &'a mut [u8],
+    strides: &[i64],
+) -> Result<Option<Vec<PieceRuns<'a>>>> {
+    let mut all: Vec<(runs::Run, usize)> = Vec::new();
+    for (slot, &i) in batch.iter().enumerate() {
+        let list = runs::runs(&geo.chunks, out.len(), strides, &pieces[i], geo.esize)?;
+        all.extend(list.into_iter().map(|r| (r, slot)));
+    }
+    all.sort_unstable_by_key(|(r, _)| r.mem);
+    if all.windows(2).any(|w| w[0].0.mem + w[0].0.len > w[1].0.mem) {
+        return Ok(None);
+    }
+    let mut per_piece: Vec<PieceRuns<'a>> = batch.iter().map(|_| Vec::new()).collect();
+    let (mut rest, mut consumed) = (out, 0usize);
+    for (r, slot) in &all {
+        let (_, tail) = std::mem::take(&mut rest).split_at_mut(r.mem - consumed);
+        let (mine, tail) = tail.split_at_mut(r.len);
+        (rest, consumed) = (tail, r.mem + r.len);
+        per_piece[*slot].push((r.chunk as u64, mine));
+    }
+    for runs in &mut per_piece {
+        runs.sort_unstable_by_key(|(offset, _)| *offset);
+    }
+    Ok(Some(per_piece))
+}
