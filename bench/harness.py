@@ -31,6 +31,10 @@ from dataclasses import dataclass, field
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MiB = 1 << 20
+# The bucket, access key and secret of the loopback s3s-fs server (see scripts/s3-server).
+S3_BUCKET = "bench"
+S3_ACCESS = "nczarr-test"
+S3_SECRET = "nczarr-test-secret"
 CONTENDERS = ["A", "B", "C", "D", "E"]
 LABEL = {
     "A": "ours",
@@ -38,7 +42,7 @@ LABEL = {
     "C": "nc-4.10.1",
     "D": "zarr-python",
     "E": "zarrs",
-    "cat": "cat",
+    "cat": "cat / curl",
 }
 TYPES = {"float": 4, "ushort": 2}
 CODECS = ["none", "zlib1", "zstd3", "blosc-lz4"]
@@ -134,6 +138,90 @@ class Env:
         base = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
         base["NCZARR_RS_QUIET"] = "1"
         self.base_env = base
+        self.s3_dir = os.path.join(self.data, "s3")
+        self.s3_port = None
+
+    # ---- stores ---------------------------------------------------------------------------
+
+    def s3_env(self):
+        """The environment that points a netCDF library at the loopback S3 server."""
+        return {
+            "AWS_ENDPOINT_URL": f"http://127.0.0.1:{self.s3_port}",
+            "AWS_ACCESS_KEY_ID": S3_ACCESS,
+            "AWS_SECRET_ACCESS_KEY": S3_SECRET,
+            "AWS_REGION": "us-east-1",
+        }
+
+    def s3_server(self):
+        """Starts s3s-fs on loopback once (stopped when the harness exits)."""
+        if self.s3_port is None:
+            import atexit
+            import socket
+            with socket.socket() as sock:
+                sock.bind(("127.0.0.1", 0))
+                port = sock.getsockname()[1]
+            script = os.path.join(ROOT, "scripts", "s3-server")
+            r = subprocess.run([script, "start", "s3s-fs", str(port), self.s3_dir, S3_BUCKET],
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                raise RuntimeError(f"s3s-fs did not start: {r.stderr.strip()}")
+            atexit.register(subprocess.run, [script, "stop", self.s3_dir])
+            self.s3_port = port
+        return os.path.join(self.s3_dir, "data", S3_BUCKET)
+
+    def location(self, store, src, mode):
+        """(URL, extra environment) of the dataset directory `src` on `store`: the directory
+        itself, a stored (uncompressed) zip of it in the root layout zarr-python writes, or a
+        copy served by s3s-fs (hard links, so no data is duplicated)."""
+        name = os.path.basename(src)
+        if store == "file":
+            return f"file://{src}#mode={mode},file", {}
+        if store == "zip":
+            archive = src + ".zip"
+            if not os.path.exists(archive + ".done"):
+                import zipfile
+                with zipfile.ZipFile(archive, "w", zipfile.ZIP_STORED) as z:
+                    for root, _, files in os.walk(src):
+                        for f in sorted(files):
+                            full = os.path.join(root, f)
+                            z.write(full, os.path.relpath(full, src))
+                open(archive + ".done", "w").close()
+            return f"file://{archive}#mode={mode},zip", {}
+        if store == "s3":
+            bucket = self.s3_server()
+            copy = os.path.join(bucket, name)
+            if not os.path.exists(copy + ".done"):
+                shutil.rmtree(copy, ignore_errors=True)
+                shutil.copytree(src, copy, copy_function=os.link)
+                open(copy + ".done", "w").close()
+            return f"s3://{S3_BUCKET}/{name}#mode={mode},s3", self.s3_env()
+        raise RuntimeError(f"unknown store {store}")
+
+    def write_location_of(self, store, who):
+        """Where a write by `who` lands: (URL, extra environment, the written .zarray as a
+        path or as (archive, entry), the object to remove before writing)."""
+        if store == "file":
+            dest = os.path.join(self.scratch, f"{who}.zarr")
+            return (f"file://{dest}#mode=nczarr,file", {}, os.path.join(dest, "data", ".zarray"),
+                    dest)
+        if store == "zip":
+            dest = os.path.join(self.scratch, f"{who}.zip")
+            return f"file://{dest}#mode=nczarr,zip", {}, (dest, f"{who}/data/.zarray"), dest
+        if store == "s3":
+            dest = os.path.join(self.s3_server(), f"scratch-{who}.zarr")
+            return (f"s3://{S3_BUCKET}/scratch-{who}.zarr#mode=nczarr,s3", self.s3_env(),
+                    os.path.join(dest, "data", ".zarray"), dest)
+        raise RuntimeError(f"unknown store {store}")
+
+    def write_location(self, store, who):
+        """(URL, extra environment) of a fresh write: whatever an earlier write left is gone."""
+        os.makedirs(self.scratch, exist_ok=True)
+        url, extra, _, dest = self.write_location_of(store, who)
+        if os.path.isdir(dest):
+            shutil.rmtree(dest)
+        elif os.path.exists(dest):
+            os.remove(dest)
+        return url, extra
 
     # ---- datasets -------------------------------------------------------------------------
 
@@ -191,7 +279,11 @@ class Env:
         if case.workload == "write":
             return self.write_argv(case, who)
         src = self.dataset(case)
-        url = f"file://{src}#mode=zarr,file"
+        url, extra = self.location(case.store, src, "zarr")
+        if case.store == "s3" and who == "cat":
+            return self.curl_argv(case, src)
+        if case.store != "file" and who in ("cat", "D", "E"):
+            return f"n/a (not wired for the {case.store} store)"
         if who == "cat":
             if case.workload != "read_all" or case.codec != "none":
                 return "n/a"
@@ -203,7 +295,7 @@ class Env:
             return ["cat"] + chunks, self.base_env, "wall"
         if who in ("A", "B", "C"):
             argv, run_env = self.nc_argv(who, [self.ncbench, case.workload, url, "data"])
-            return argv, run_env, "self"
+            return argv, dict(run_env, **extra), "self"
         if who == "D":
             return [self.zarr_py, os.path.join(ROOT, "bench", "zarr_python.py"), case.workload,
                     src, "data"], self.base_env, "self"
@@ -212,6 +304,20 @@ class Env:
                 return "n/a (zarrs program not built)"
             return [self.zarrs, case.workload, src, "data"], self.base_env, "self"
         return "n/a"
+
+    def curl_argv(self, case, src):
+        """The plain concurrent-GET client for S3 whole reads: curl fetching every chunk
+        object of the variable, signed, 64 transfers at a time, into /dev/null."""
+        if case.workload != "read_all":
+            return "n/a"
+        names = sorted(n for n in os.listdir(os.path.join(src, "data")) if n[0].isdigit())
+        base = f"http://127.0.0.1:{self.s3_port}/{S3_BUCKET}/{os.path.basename(src)}/data"
+        argv = ["curl", "--silent", "--fail", "--parallel", "--parallel-max", "64",
+                "--aws-sigv4", "aws:amz:us-east-1:s3", "--user", f"{S3_ACCESS}:{S3_SECRET}",
+                "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD"]
+        for n in names:
+            argv += [f"{base}/{n}", "-o", "/dev/null"]
+        return argv, self.base_env, "wall"
 
     def nc_argv(self, who, argv):
         """Runs argv on one netCDF implementation; returns (argv, env)."""
@@ -225,14 +331,15 @@ class Env:
 
     def write_argv(self, case, who):
         (t, y, x), (ct, cy, cx) = geometry(case.dtype, case.chunking, self.args.size)
+        dims = [case.dtype, t, y, x, ct, cy, cx, case.codec]
+        if case.store != "file" and who in ("D", "E"):
+            return f"n/a (not wired for the {case.store} store)"
+        url, extra = self.write_location(case.store, who)
         dest = os.path.join(self.scratch, f"{who}.zarr")
         shutil.rmtree(dest, ignore_errors=True)
-        os.makedirs(self.scratch, exist_ok=True)
-        dims = [case.dtype, t, y, x, ct, cy, cx, case.codec]
         if who in ("A", "B", "C"):
-            url = f"file://{dest}#mode=nczarr,file"
             argv, env = self.nc_argv(who, [self.ncbench, "write", url, "data"] + dims)
-            return [str(a) for a in argv], env, "self"
+            return [str(a) for a in argv], dict(env, **extra), "self"
         if who == "D":
             return [str(a) for a in [self.zarr_py, os.path.join(ROOT, "bench", "zarr_python.py"),
                                      "write", dest, "data"] + dims], self.base_env, "self"
@@ -253,12 +360,15 @@ class Env:
     def open_argv(self, case, who):
         consolidated = case.extra == "consolidated"
         src = self.many_vars(consolidated)
+        if case.store != "file" and who in ("D", "E"):
+            return f"n/a (not wired for the {case.store} store)"
         if who in ("A", "B", "C"):
             # What `ncdump -h` does (every variable and attribute inquired), timed inside the
             # process so that start-up costs (larger for the 4.10.1 wrapper) do not count.
-            mode = "nczarr,file" + (",consolidated" if consolidated else "")
-            argv, env = self.nc_argv(who, [self.ncbench, "open", f"file://{src}#mode={mode}"])
-            return argv, env, "self"
+            mode = "nczarr" + (",consolidated" if consolidated else "")
+            url, extra = self.location(case.store, src, mode)
+            argv, env = self.nc_argv(who, [self.ncbench, "open", url])
+            return argv, dict(env, **extra), "self"
         if who == "D":
             argv = [self.zarr_py, os.path.join(ROOT, "bench", "zarr_python.py"), "open", src]
             return argv + (["consolidated"] if consolidated else []), self.base_env, "self"
@@ -272,15 +382,12 @@ class Env:
 
 
 def store_unavailable(store):
-    """Why a store cannot be benchmarked yet. Zip needs the library's zip backend; S3 needs the
-    S3 backend and an s3s-fs server on loopback. When those exist, this returns the locations
-    and the argv builders above take a URL per store."""
-    if store == "file":
+    """Why a store cannot be benchmarked here (None: it can). S3 needs s3s-fs, which
+    scripts/setup installs, to serve the datasets on loopback."""
+    if store in ("file", "zip"):
         return None
-    if store == "zip":
-        return "n/a (zip store not in this build)"
     if store == "s3":
-        return "n/a (S3 store not in this build; needs s3s-fs on loopback)"
+        return None if shutil.which("s3s-fs") else "n/a (s3s-fs not installed: run scripts/setup)"
     return f"n/a (unknown store {store})"
 
 
@@ -364,11 +471,16 @@ def written_codec_mismatch(env, case, who):
     """Some libraries accept a codec request and silently store data uncompressed (Debian's
     4.9.0 returns success from nc_def_var_zstandard without zstd); such a write is not the
     case asked for. Returns the reason, or None when the stored metadata match."""
-    path = os.path.join(env.scratch, f"{who}.zarr", "data", ".zarray")
+    where = env.write_location_of(case.store, who)[2]
     try:
-        with open(path) as f:
-            meta = json.load(f)
-    except (OSError, ValueError):
+        if isinstance(where, tuple):
+            import zipfile
+            with zipfile.ZipFile(where[0]) as z:
+                meta = json.loads(z.read(where[1]))
+        else:
+            with open(where) as f:
+                meta = json.load(f)
+    except (OSError, ValueError, KeyError):
         return None
     comp = (meta.get("compressor") or {}).get("id")
     filters = [f.get("id") for f in (meta.get("filters") or [])]
@@ -530,28 +642,32 @@ def render_table(results, who_all):
 
 # Targets from the project's performance promise: (description, workload filter, reference,
 # minimum speedup of ours over the reference). Evaluated on every matching case of the run.
+# (description, workload, codecs, stores, reference contender, ratio needed)
 TARGETS = [
     ("whole read, none/zstd/blosc, >= 4x nc-4.10.1", "read_all", ("none", "zstd3", "blosc-lz4"),
-     "C", 4.0),
+     tuple(STORES), "C", 4.0),
     ("whole read, none/zstd/blosc, >= 1.0x zarrs", "read_all", ("none", "zstd3", "blosc-lz4"),
-     "E", 1.0),
-    ("whole read zlib-1, >= 2x nc-4.10.1", "read_all", ("zlib1",), "C", 2.0),
-    ("writes >= 3x nc-4.10.1", "write", tuple(CODECS), "C", 3.0),
-    ("strided read >= 5x nc-4.10.1", "read_strided", tuple(CODECS), "C", 5.0),
-    ("time-series read >= 3x nc-4.10.1", "read_series", tuple(CODECS), "C", 3.0),
-    ("uncompressed whole read within 2x of cat", "read_all", ("none",), "cat", 0.5),
-    ("1000-variable open >= 5x nc-4.10.1", "open1000", ("",), "C", 5.0),
+     tuple(STORES), "E", 1.0),
+    ("whole read zlib-1, >= 2x nc-4.10.1", "read_all", ("zlib1",), tuple(STORES), "C", 2.0),
+    ("writes >= 3x nc-4.10.1", "write", tuple(CODECS), tuple(STORES), "C", 3.0),
+    ("strided read >= 5x nc-4.10.1", "read_strided", tuple(CODECS), tuple(STORES), "C", 5.0),
+    ("time-series read >= 3x nc-4.10.1", "read_series", tuple(CODECS), tuple(STORES), "C", 3.0),
+    ("uncompressed whole read within 2x of cat", "read_all", ("none",), ("file",), "cat", 0.5),
+    ("S3 whole read >= 70% of concurrent GETs (curl)", "read_all", tuple(CODECS), ("s3",), "cat",
+     0.7),
+    ("1000-variable open >= 5x nc-4.10.1", "open1000", ("",), tuple(STORES), "C", 5.0),
 ]
 
 
 def render_targets(results):
     idx = {(r.case.name(), r.who): r for r in results}
     lines = ["", "| target | cases | met | worst ratio | worst case |", "|---|---|---|---|---|"]
-    for desc, workload, codecs, ref, need in TARGETS:
+    for desc, workload, codecs, stores, ref, need in TARGETS:
         ratios = []
         for r in results:
             c = r.case
-            if r.who != "A" or c.workload != workload or c.codec not in codecs or not r.times:
+            if (r.who != "A" or c.workload != workload or c.codec not in codecs
+                    or c.store not in stores or not r.times):
                 continue
             o = idx.get((c.name(), ref))
             if o and o.times:
