@@ -16,6 +16,7 @@ pub use key::{StoreKey, StorePrefix};
 pub use open::{OpenHow, open_diskless, open_store};
 
 use crate::error::Result;
+use std::ops::Range;
 
 /// Top-level objects that mark a directory, archive root or key prefix as a Zarr or NCZarr
 /// dataset (the only Zarr knowledge of this layer: it decides what `create` may clobber and
@@ -28,6 +29,9 @@ pub const ZARR_MARKERS: [&str; 6] = [
     ".nczarr",
     "zarr.json",
 ];
+
+/// What a span read found: the object's full length and the bytes of the span it has.
+pub type SpanRead = (u64, Vec<u8>);
 
 /// A flat key/value store with `/`-separated keys relative to a dataset root.
 ///
@@ -89,6 +93,27 @@ pub trait Store: Send + Sync + std::fmt::Debug {
             out[..n].copy_from_slice(&value[start..start + n]);
         }
         Ok(Some(value.len() as u64))
+    }
+
+    /// One byte span of each of several objects: entry `i` is `None` when object `i` is
+    /// absent, else its full length and the bytes of `spans[i].1` it has (fewer when the span
+    /// reaches past its end). The default reads whole objects; remote backends override it
+    /// with one ranged request per object.
+    fn get_spans(&self, spans: &[(StoreKey, Range<u64>)]) -> Result<Vec<Option<SpanRead>>> {
+        let keys: Vec<StoreKey> = spans.iter().map(|(k, _)| k.clone()).collect();
+        let got = self.get_many(&keys)?;
+        Ok(got
+            .into_iter()
+            .zip(spans)
+            .map(|(value, (_, span))| {
+                value.map(|v| {
+                    let len = v.len() as u64;
+                    let start = span.start.min(len) as usize;
+                    let end = span.end.min(len) as usize;
+                    (len, v[start..end.max(start)].to_vec())
+                })
+            })
+            .collect())
     }
 
     /// True when a read costs about what its bytes cost (local files, memory): the chunk

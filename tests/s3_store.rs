@@ -348,3 +348,82 @@ fn open_fetches_each_metadata_object_once() {
     }
     drop(ds);
 }
+
+/// A time series through uncompressed chunks the cache will not keep is one ranged GET per
+/// chunk for the few bytes it needs (no HEAD), with the right values; a chunk of the wrong
+/// size is still an error.
+#[test]
+fn a_time_series_is_one_small_ranged_get_per_chunk() {
+    let server = Server::start(Kind::Moto);
+    let proxy = CountingProxy::start(server.port);
+    let text = format!(
+        "s3://{BUCKET}/series#mode=nczarr,s3&aws.profile=none&aws.endpoint={}",
+        proxy.endpoint()
+    );
+    let url = DatasetUrl::parse(&text).unwrap();
+    let root = nczarr_rs::model::Tree::ROOT;
+    let float = nczarr_rs::model::NcType::Float;
+    let mut ds = Dataset::create(&url, CreateOptions::default()).unwrap();
+    let dims: Vec<i32> = [("t", 8u64), ("y", 64), ("x", 64)]
+        .iter()
+        .map(|(n, len)| ds.def_dim(root, n, *len, false).unwrap().0 as i32)
+        .collect();
+    let v = ds.def_var(root, "v", float, &dims).unwrap();
+    ds.def_var_chunking(
+        root,
+        v,
+        nczarr_rs::model::Storage::Chunked,
+        Some(&[1, 64, 64]),
+    )
+    .unwrap();
+    ds.enddef().unwrap();
+    let all = nczarr_rs::api::Slab {
+        start: vec![0, 0, 0],
+        count: vec![8, 64, 64],
+        stride: vec![1, 1, 1],
+    };
+    let data: Vec<u8> = (0..8 * 64 * 64u32)
+        .flat_map(|i| (i as f32).to_ne_bytes())
+        .collect();
+    ds.put_fixed(root, v, &all, None, float, &data).unwrap();
+    ds.close().unwrap();
+
+    let series = nczarr_rs::api::Slab {
+        start: vec![0, 5, 7],
+        count: vec![8, 1, 1],
+        stride: vec![1, 1, 1],
+    };
+    let mut ds = Dataset::open(&url, false).unwrap();
+    ds.set_var_chunk_cache(root, v, 0, 1, 0.75).unwrap();
+    proxy.take();
+    let mut out = vec![0u8; 8 * 4];
+    ds.get_fixed(root, v, &series, None, float, &mut out)
+        .unwrap();
+    let got: Vec<f32> = out
+        .chunks_exact(4)
+        .map(|b| f32::from_ne_bytes(b.try_into().unwrap()))
+        .collect();
+    let want: Vec<f32> = (0..8u32).map(|t| (t * 4096 + 5 * 64 + 7) as f32).collect();
+    assert_eq!(got, want);
+    let reqs = proxy.take();
+    assert_eq!(reqs.len(), 8, "{reqs:?}");
+    assert!(reqs.iter().all(|r| r.method == "GET"), "{reqs:?}");
+    let offset = (5 * 64 + 7) * 4;
+    let expected = format!("bytes={}-{}", offset, offset + 3);
+    assert!(
+        reqs.iter()
+            .all(|r| r.range.as_deref() == Some(expected.as_str())),
+        "{reqs:?}"
+    );
+    drop(ds);
+
+    // A truncated chunk: its length comes back with the span and is refused.
+    let store = S3Store::open(settings_at(&proxy.endpoint(), "series")).unwrap();
+    store.put(&key("v/3.0.0"), &[0u8; 100]).unwrap();
+    let mut ds = Dataset::open(&url, false).unwrap();
+    ds.set_var_chunk_cache(root, v, 0, 1, 0.75).unwrap();
+    let err = ds
+        .get_fixed(root, v, &series, None, float, &mut out)
+        .unwrap_err();
+    assert!(matches!(err, Error::ChunkSize { .. }), "{err:?}");
+}

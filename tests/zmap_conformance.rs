@@ -261,6 +261,30 @@ fn get_runs_into_reads_ranges(s: &dyn Store) {
     assert_eq!(s.get_runs_into(&key("missing"), &mut none).unwrap(), None);
 }
 
+fn get_spans_reads_ranges(s: &dyn Store) {
+    let value: Vec<u8> = (0..3000u32).map(|i| (i % 253) as u8).collect();
+    s.put(&key("a"), &value).unwrap();
+    s.put(&key("b"), &value[..10]).unwrap();
+    let got = s
+        .get_spans(&[
+            (key("a"), 100..104),
+            (key("missing"), 0..4),
+            (key("a"), 0..3000),
+            (key("b"), 8..20),
+            (key("b"), 50..60),
+        ])
+        .unwrap();
+    assert_eq!(got[0], Some((3000, value[100..104].to_vec())));
+    assert_eq!(got[1], None);
+    assert_eq!(got[2], Some((3000, value.clone())));
+    assert_eq!(
+        got[3],
+        Some((10, value[8..10].to_vec())),
+        "a span cut by the end"
+    );
+    assert_eq!(got[4], Some((10, Vec::new())), "a span past the end");
+}
+
 fn utf8_and_spaces(s: &dyn Store) {
     let k = key("grp ü/v 1/.zarray");
     s.put(&k, "{\"ü\": 1}".as_bytes()).unwrap();
@@ -295,6 +319,7 @@ const SUITE: &[(&str, Check)] = &[
         get_many_into_reports_lengths,
     ),
     ("get_runs_into_reads_ranges", get_runs_into_reads_ranges),
+    ("get_spans_reads_ranges", get_spans_reads_ranges),
     ("utf8_and_spaces", utf8_and_spaces),
 ];
 

@@ -38,6 +38,7 @@ fn batch_len(chunk_bytes: usize, local: bool) -> usize {
 
 mod by_runs;
 mod decoded;
+mod spans;
 mod split;
 
 /// The error for a stored uncompressed chunk of `got` bytes where the shape needs another size.
@@ -510,14 +511,27 @@ impl Dataset {
                 .is_some_and(|n| n <= geo.cache_bytes);
         if !kept {
             let mut scattered = Vec::new();
+            let mut spanned = Vec::new();
             let mut rest = Vec::new();
+            let remote_raw = geo.stored_as_is() && !self.store.is_local();
             for i in buffered {
-                if decoded::worth_it(geo, out.len(), strides, &pieces[i])? {
+                if remote_raw && spans::worth_it(geo, out.len(), strides, &pieces[i])? {
+                    spanned.push(i);
+                } else if decoded::worth_it(geo, out.len(), strides, &pieces[i])? {
                     scattered.push(i);
                 } else {
                     rest.push(i);
                 }
             }
+            rest.extend(spans::read(
+                self.store.as_ref(),
+                geo,
+                &pieces,
+                &spanned,
+                out,
+                strides,
+                batch_len(geo.chunk_bytes, false),
+            )?);
             rest.extend(decoded::read(
                 self.store.as_ref(),
                 geo,

@@ -25,6 +25,8 @@ pub struct RunShape {
     pub run_len: usize,
     pub rows: usize,
     pub row_span: usize,
+    /// Chunk bytes from the piece's first element to the end of its last.
+    pub span: usize,
 }
 
 /// A piece row by row: every row holds `count` elements `chunk_step` bytes apart in the chunk
@@ -104,12 +106,18 @@ pub fn run_shape(
     let rows: usize = outer.iter().map(|a| a.count).product();
     let e = esize as isize;
     let row_span = (inner.count - 1) * inner.src.unsigned_abs() + esize;
+    let span = outer
+        .iter()
+        .map(|a| (a.count - 1) * a.src.unsigned_abs())
+        .sum::<usize>()
+        + row_span;
     Ok(Some(if inner.src == e && inner.dst == e {
         RunShape {
             runs: rows,
             run_len: inner.count * esize,
             rows,
             row_span,
+            span,
         }
     } else {
         RunShape {
@@ -117,6 +125,7 @@ pub fn run_shape(
             run_len: esize,
             rows,
             row_span,
+            span,
         }
     }))
 }
@@ -233,6 +242,9 @@ mod tests {
                             .unwrap()
                             .unwrap();
                         assert_eq!(s.runs, list.len());
+                        let first = list.iter().map(|r| r.chunk).min().unwrap();
+                        let end = list.iter().map(|r| r.chunk + r.len).max().unwrap();
+                        assert_eq!(s.span, end - first, "span");
                         assert!(list.iter().all(|r| r.len == s.run_len));
                         let rows = rows(&chunks, mem_len, &strides, &piece, esize)
                             .unwrap()

@@ -321,6 +321,38 @@ async fn get_object(
     }
 }
 
+/// One ranged GET: the object's length and the bytes of `span` it has. A span the server
+/// will not serve as asked (one past the object's end, say) falls back to the whole object,
+/// so the caller still learns the object's true length.
+async fn get_span(
+    client: Arc<dyn ObjectStore>,
+    path: Path,
+    span: std::ops::Range<u64>,
+) -> std::result::Result<Option<super::SpanRead>, Failure> {
+    let options = object_store::GetOptions {
+        range: Some(object_store::GetRange::Bounded(span.clone())),
+        ..Default::default()
+    };
+    match client.get_opts(&path, options).await {
+        Ok(result) => {
+            let size = result.meta.size;
+            let got = result.range.clone();
+            let bytes = result.bytes().await?;
+            if got.start == span.start && got.end - got.start == bytes.len() as u64 {
+                return Ok(Some((size, bytes.to_vec())));
+            }
+        }
+        Err(object_store::Error::NotFound { .. }) => return Ok(None),
+        Err(_) => {}
+    }
+    Ok(get_object(client, path).await?.map(|whole| {
+        let len = whole.len() as u64;
+        let start = span.start.min(len) as usize;
+        let end = span.end.min(len) as usize;
+        (len, whole[start..end.max(start)].to_vec())
+    }))
+}
+
 /// One DELETE; a missing object is fine.
 async fn delete_object(
     client: Arc<dyn ObjectStore>,
@@ -346,6 +378,22 @@ impl Store for S3Store {
             .collect::<Result<Vec<_>>>()?;
         self.run_many(paths, |client, path| {
             (format!("GET {path}"), get_object(client, path))
+        })
+    }
+
+    fn get_spans(
+        &self,
+        spans: &[(StoreKey, std::ops::Range<u64>)],
+    ) -> Result<Vec<Option<super::SpanRead>>> {
+        let work = spans
+            .iter()
+            .map(|(k, span)| Ok((self.object_path(k.as_str())?, span.clone())))
+            .collect::<Result<Vec<_>>>()?;
+        self.run_many(work, |client, (path, span)| {
+            (
+                format!("GET {path} bytes {}-{}", span.start, span.end),
+                get_span(client, path, span),
+            )
         })
     }
 

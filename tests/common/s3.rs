@@ -141,6 +141,8 @@ pub struct Request {
     pub signed: bool,
     /// Which client connection carried it (numbered from 0).
     pub connection: usize,
+    /// The `Range` header, if any.
+    pub range: Option<String>,
 }
 
 /// A TCP proxy in front of a server that records every request the client sends.
@@ -196,6 +198,7 @@ fn forward_requests(
             target,
             signed: header("authorization").is_some(),
             connection,
+            range: header("range"),
         });
         let mut body = vec![0u8; length];
         if reader.read_exact(&mut body).is_err() {

@@ -53,6 +53,7 @@ pub(super) fn route(
         run_len,
         rows,
         row_span,
+        ..
     } = shape;
     if runs <= FEW_RUNS || run_len >= MIN_RUN_BYTES {
         return Ok(Route::Runs);
