@@ -23,6 +23,19 @@ fn url(dir: &Path, name: &str) -> DatasetUrl {
 /// Creates `name` with one float variable `v` of `shape` in chunks of `chunks`, holding
 /// `value(i) = i` in C order (or nothing when `write` is false), and closes it.
 fn make(dir: &Path, name: &str, shape: &[u64], chunks: &[u64], endian: Endian, write: bool) {
+    make_with(dir, name, shape, chunks, endian, write, false);
+}
+
+/// [`make`], with shuffle + deflate on the variable when `deflate` is set.
+fn make_with(
+    dir: &Path,
+    name: &str,
+    shape: &[u64],
+    chunks: &[u64],
+    endian: Endian,
+    write: bool,
+    deflate: bool,
+) {
     let mut ds = Dataset::create(&url(dir, name), CreateOptions::default()).unwrap();
     let dims: Vec<i32> = shape
         .iter()
@@ -33,19 +46,51 @@ fn make(dir: &Path, name: &str, shape: &[u64], chunks: &[u64], endian: Endian, w
     ds.def_var_chunking(G, v, Storage::Chunked, Some(chunks))
         .unwrap();
     ds.def_var_endian(G, v, Some(endian)).unwrap();
+    if deflate {
+        ds.def_var_deflate(G, v, true, true, 1).unwrap();
+    }
     ds.enddef().unwrap();
     if write {
         let n: u64 = shape.iter().product();
         let data: Vec<u8> = (0..n).flat_map(|i| (i as f32).to_ne_bytes()).collect();
-        let slab = Slab {
-            start: vec![0; shape.len()],
-            count: shape.to_vec(),
-            stride: vec![1; shape.len()],
-        };
-        ds.put_fixed(G, v, &slab, None, NcType::Float, &data)
+        let all = slab(&vec![0; shape.len()], shape, &vec![1; shape.len()]);
+        ds.put_fixed(G, v, &all, None, NcType::Float, &data)
             .unwrap();
     }
     ds.close().unwrap();
+}
+
+/// Cuts the last `by` bytes off a stored chunk.
+fn truncate(chunk: &Path, by: usize) {
+    let bytes = std::fs::read(chunk).unwrap();
+    std::fs::write(chunk, &bytes[..bytes.len() - by]).unwrap();
+}
+
+/// The error a read of `slab` gives.
+fn read_error(ds: &mut Dataset, slab: &Slab) -> Error {
+    let n: u64 = slab.count.iter().product();
+    let mut out = vec![0u8; n as usize * 4];
+    ds.get_fixed(G, 0, slab, None, NcType::Float, &mut out)
+        .unwrap_err()
+}
+
+/// Reads `c` into Fortran-order memory (an `imap`) and checks it against the dense copy.
+fn check_fortran_order_read(ds: &mut Dataset, shape: &[u64], c: &Slab, what: &str) {
+    let n: u64 = c.count.iter().product();
+    let imap = [1i64, c.count[0] as i64, (c.count[0] * c.count[1]) as i64];
+    let mut out = vec![0u8; n as usize * 4];
+    ds.get_fixed(G, 0, c, Some(&imap), NcType::Float, &mut out)
+        .unwrap();
+    let got = floats(&out);
+    let (a, b, k) = (
+        c.count[0] as usize,
+        c.count[1] as usize,
+        c.count[2] as usize,
+    );
+    for (flat, w) in expected(shape, c).iter().enumerate() {
+        let (x, y, z) = (flat / (b * k), flat / k % b, flat % k);
+        assert_eq!(got[x + a * (y + b * z)], *w, "{what} imap {c:?}");
+    }
 }
 
 fn floats(bytes: &[u8]) -> Vec<f32> {
@@ -175,21 +220,9 @@ fn a_truncated_chunk_is_an_error_on_the_direct_path() {
         Endian::Little,
         true,
     );
-    let chunk = dir.path().join("cut.zarr/v/1.0");
-    let bytes = std::fs::read(&chunk).unwrap();
-    std::fs::write(&chunk, &bytes[..bytes.len() - 4]).unwrap();
+    truncate(&dir.path().join("cut.zarr/v/1.0"), 4);
     let mut ds = Dataset::open(&url(dir.path(), "cut.zarr"), false).unwrap();
-    let mut out = vec![0u8; 12 * 4];
-    let err = ds
-        .get_fixed(
-            G,
-            0,
-            &slab(&[0, 0], &[4, 3], &[1, 1]),
-            None,
-            NcType::Float,
-            &mut out,
-        )
-        .unwrap_err();
+    let err = read_error(&mut ds, &slab(&[0, 0], &[4, 3], &[1, 1]));
     assert!(matches!(err, Error::ChunkSize { .. }), "{err:?}");
 }
 
@@ -281,21 +314,9 @@ fn partial_reads_of_uncompressed_chunks_match_the_dense_copy() {
     let got = read(&mut ds, &slab(&[0, 0, 0], &[9, 1, 1], &[1, 1, 1]));
     assert_eq!(got, vec![f32::from_bits(0x7cf0_0000); 9], "NC_FILL_FLOAT");
 
-    let chunk = dir.path().join("le.zarr/v/0.0.0");
-    let bytes = std::fs::read(&chunk).unwrap();
-    std::fs::write(&chunk, &bytes[..bytes.len() - 4]).unwrap();
+    truncate(&dir.path().join("le.zarr/v/0.0.0"), 4);
     let mut ds = Dataset::open(&url(dir.path(), "le.zarr"), false).unwrap();
-    let mut out = vec![0u8; 9 * 4];
-    let err = ds
-        .get_fixed(
-            G,
-            0,
-            &slab(&[0, 0, 0], &[9, 1, 1], &[1, 1, 1]),
-            None,
-            NcType::Float,
-            &mut out,
-        )
-        .unwrap_err();
+    let err = read_error(&mut ds, &slab(&[0, 0, 0], &[9, 1, 1], &[1, 1, 1]));
     assert!(matches!(err, Error::ChunkSize { .. }), "{err:?}");
 }
 
@@ -315,23 +336,7 @@ fn strided_reads_of_uncompressed_chunks_match_the_dense_copy() {
         let mut ds = Dataset::open(&url(dir.path(), name), false).unwrap();
         for c in &cases {
             assert_eq!(read(&mut ds, c), expected(&shape, c), "{name} {c:?}");
-            // The same request into Fortran-order memory.
-            let n: u64 = c.count.iter().product();
-            let imap = [1i64, c.count[0] as i64, (c.count[0] * c.count[1]) as i64];
-            let mut out = vec![0u8; n as usize * 4];
-            ds.get_fixed(G, 0, c, Some(&imap), NcType::Float, &mut out)
-                .unwrap();
-            let got = floats(&out);
-            let want = expected(&shape, c);
-            let (a, b) = (c.count[0] as usize, c.count[1] as usize);
-            for (flat, w) in want.iter().enumerate() {
-                let (i, j, k) = (
-                    flat / (b * c.count[2] as usize),
-                    flat / c.count[2] as usize % b,
-                    flat % c.count[2] as usize,
-                );
-                assert_eq!(got[i + a * (j + b * k)], *w, "{name} imap {c:?}");
-            }
+            check_fortran_order_read(&mut ds, &shape, c, name);
         }
     }
     make(
@@ -350,46 +355,10 @@ fn strided_reads_of_uncompressed_chunks_match_the_dense_copy() {
         "NC_FILL_FLOAT"
     );
 
-    let chunk = dir.path().join("le.zarr/v/2.0.0");
-    let bytes = std::fs::read(&chunk).unwrap();
-    std::fs::write(&chunk, &bytes[..bytes.len() - 8]).unwrap();
+    truncate(&dir.path().join("le.zarr/v/2.0.0"), 8);
     let mut ds = Dataset::open(&url(dir.path(), "le.zarr"), false).unwrap();
-    let mut out = vec![0u8; 6 * 4 * 75 * 4];
-    let err = ds
-        .get_fixed(G, 0, &cases[0], None, NcType::Float, &mut out)
-        .unwrap_err();
+    let err = read_error(&mut ds, &cases[0]);
     assert!(matches!(err, Error::ChunkSize { .. }), "{err:?}");
-}
-
-/// Creates `name` like [`make`], with shuffle + deflate on the variable.
-fn make_deflated(
-    dir: &Path,
-    name: &str,
-    shape: &[u64],
-    chunks: &[u64],
-    endian: Endian,
-    write: bool,
-) {
-    let mut ds = Dataset::create(&url(dir, name), CreateOptions::default()).unwrap();
-    let dims: Vec<i32> = shape
-        .iter()
-        .enumerate()
-        .map(|(i, &n)| ds.def_dim(G, &format!("d{i}"), n, false).unwrap().0 as i32)
-        .collect();
-    let v = ds.def_var(G, "v", NcType::Float, &dims).unwrap();
-    ds.def_var_chunking(G, v, Storage::Chunked, Some(chunks))
-        .unwrap();
-    ds.def_var_endian(G, v, Some(endian)).unwrap();
-    ds.def_var_deflate(G, v, true, true, 1).unwrap();
-    ds.enddef().unwrap();
-    if write {
-        let n: u64 = shape.iter().product();
-        let data: Vec<u8> = (0..n).flat_map(|i| (i as f32).to_ne_bytes()).collect();
-        let slab = slab(&vec![0; shape.len()], shape, &vec![1; shape.len()]);
-        ds.put_fixed(G, v, &slab, None, NcType::Float, &data)
-            .unwrap();
-    }
-    ds.close().unwrap();
 }
 
 /// Coded chunks that the cache will not keep are decoded and copied into the caller's buffer
@@ -407,7 +376,7 @@ fn coded_chunks_copied_in_parallel_match_the_dense_copy() {
         slab(&[0, 0, 0], &[7, 3, 10], &[1, 4, 4]),
     ];
     for (name, endian) in [("le.zarr", Endian::Little), ("be.zarr", Endian::Big)] {
-        make_deflated(dir.path(), name, &shape, &[2, 5, 16], endian, true);
+        make_with(dir.path(), name, &shape, &[2, 5, 16], endian, true, true);
         for cache in [1usize << 20, 0] {
             let mut ds = Dataset::open(&url(dir.path(), name), false).unwrap();
             ds.set_var_chunk_cache(G, 0, cache, 10, 0.75).unwrap();
@@ -417,32 +386,18 @@ fn coded_chunks_copied_in_parallel_match_the_dense_copy() {
                     expected(&shape, c),
                     "{name} cache {cache} {c:?}"
                 );
-                let n: u64 = c.count.iter().product();
-                let imap = [1i64, c.count[0] as i64, (c.count[0] * c.count[1]) as i64];
-                let mut out = vec![0u8; n as usize * 4];
-                ds.get_fixed(G, 0, c, Some(&imap), NcType::Float, &mut out)
-                    .unwrap();
-                let got = floats(&out);
-                let want = expected(&shape, c);
-                let (a, b, k) = (
-                    c.count[0] as usize,
-                    c.count[1] as usize,
-                    c.count[2] as usize,
-                );
-                for (flat, w) in want.iter().enumerate() {
-                    let (x, y, z) = (flat / (b * k), flat / k % b, flat % k);
-                    assert_eq!(got[x + a * (y + b * z)], *w, "{name} imap {c:?}");
-                }
+                check_fortran_order_read(&mut ds, &shape, c, name);
             }
         }
     }
-    make_deflated(
+    make_with(
         dir.path(),
         "empty.zarr",
         &shape,
         &[2, 5, 16],
         Endian::Little,
         false,
+        true,
     );
     let mut ds = Dataset::open(&url(dir.path(), "empty.zarr"), false).unwrap();
     ds.set_var_chunk_cache(G, 0, 0, 10, 0.75).unwrap();
@@ -456,10 +411,7 @@ fn coded_chunks_copied_in_parallel_match_the_dense_copy() {
     std::fs::write(dir.path().join("le.zarr/v/1.1.1"), b"not zlib at all").unwrap();
     let mut ds = Dataset::open(&url(dir.path(), "le.zarr"), false).unwrap();
     ds.set_var_chunk_cache(G, 0, 0, 10, 0.75).unwrap();
-    let mut out = vec![0u8; 5 * 9 * 30 * 4];
-    let err = ds
-        .get_fixed(G, 0, &cases[1], None, NcType::Float, &mut out)
-        .unwrap_err();
+    let err = read_error(&mut ds, &cases[1]);
     assert!(
         matches!(err, Error::Filter { .. } | Error::ChunkSize { .. }),
         "{err:?}"

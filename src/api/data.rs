@@ -497,11 +497,8 @@ impl Dataset {
         }
         buffered.extend(by_runs::read(
             self.store.as_ref(),
-            geo,
-            &pieces,
+            split::Target::new(geo, &pieces, out, strides),
             &by_runs,
-            out,
-            strides,
         )?);
         // Chunks the cache will not keep are decoded and copied in one parallel step.
         let kept = geo.cacheable
@@ -525,20 +522,14 @@ impl Dataset {
             }
             rest.extend(spans::read(
                 self.store.as_ref(),
-                geo,
-                &pieces,
+                split::Target::new(geo, &pieces, out, strides),
                 &spanned,
-                out,
-                strides,
                 batch_len(geo.chunk_bytes, false),
             )?);
             rest.extend(decoded::read(
                 self.store.as_ref(),
-                geo,
-                &pieces,
+                split::Target::new(geo, &pieces, out, strides),
                 &scattered,
-                out,
-                strides,
                 batch_len(geo.chunk_bytes, self.store.is_local()),
             )?);
             buffered = rest;

@@ -47,38 +47,20 @@ impl Codec for Lz4 {
     }
 
     fn decode(&self, encoded: &[u8], limit: usize) -> Result<Vec<u8>> {
-        let (head, body) = encoded.split_first_chunk::<4>().ok_or_else(|| {
-            failed(
-                ID,
-                format!("{} bytes, shorter than the header", encoded.len()),
-            )
-        })?;
-        let n = u32::from_le_bytes(*head) as usize;
+        let (n, _) = declared(encoded)?;
         if n > limit {
             return Err(failed(
                 ID,
                 format!("header declares {n} bytes, more than the expected {limit}"),
             ));
         }
-        let out = lz4_flex::block::decompress(body, n)
-            .map_err(|e| failed(ID, format!("corrupt block: {e}")))?;
-        if out.len() != n {
-            return Err(failed(
-                ID,
-                format!("block holds {} bytes, header says {n}", out.len()),
-            ));
-        }
+        let mut out = vec![0u8; n];
+        self.decode_into(encoded, &mut out)?;
         Ok(out)
     }
 
     fn decode_into(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize> {
-        let (head, body) = encoded.split_first_chunk::<4>().ok_or_else(|| {
-            failed(
-                ID,
-                format!("{} bytes, shorter than the header", encoded.len()),
-            )
-        })?;
-        let n = u32::from_le_bytes(*head) as usize;
+        let (n, body) = declared(encoded)?;
         let room = out.len();
         let target = out.get_mut(..n).ok_or_else(|| {
             failed(
@@ -96,6 +78,17 @@ impl Codec for Lz4 {
         }
         Ok(n)
     }
+}
+
+/// The decoded size numcodecs' 4-byte little-endian header declares, and the block after it.
+fn declared(encoded: &[u8]) -> Result<(usize, &[u8])> {
+    let (head, body) = encoded.split_first_chunk::<4>().ok_or_else(|| {
+        failed(
+            ID,
+            format!("{} bytes, shorter than the header", encoded.len()),
+        )
+    })?;
+    Ok((u32::from_le_bytes(*head) as usize, body))
 }
 
 #[cfg(test)]

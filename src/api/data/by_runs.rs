@@ -6,7 +6,7 @@
 //! disjoint runs; the run arithmetic is `chunk::runs`, the reading the store's
 //! `get_runs_into`. It must not know how a store reads.
 
-use super::split::split;
+use super::split::{PIECES_PER_BATCH, Target, in_batches};
 use super::{Geometry, finish_error};
 use crate::api::convert;
 use crate::chunk::copy::{copy_elements, fill_pattern};
@@ -21,8 +21,6 @@ const MIN_RUN_BYTES: usize = 256;
 /// A piece of this many runs or fewer is read run by run whatever their length (a time
 /// series touches one element per chunk).
 const FEW_RUNS: usize = 16;
-/// Pieces whose runs are listed and read together (bounds the memory of the run lists).
-pub(super) const PIECES_PER_BATCH: usize = 64;
 /// Scratch bytes for row spans read together.
 const SCRATCH_BYTES: usize = 32 << 20;
 
@@ -94,18 +92,11 @@ fn finish(
 /// maps several elements to one place), which cannot be split into disjoint buffers.
 pub(super) fn read(
     store: &dyn Store,
-    geo: &Geometry,
-    pieces: &[ChunkPiece],
+    target: Target<'_, '_>,
     wanted: &[usize],
-    out: &mut [u8],
-    strides: &[i64],
 ) -> Result<Vec<usize>> {
-    let mut left = Vec::new();
-    for batch in wanted.chunks(PIECES_PER_BATCH) {
-        let Some(mut per_piece) = split(geo, pieces, batch, out, strides)? else {
-            left.extend_from_slice(batch);
-            continue;
-        };
+    let (geo, pieces) = (target.geo, target.pieces);
+    in_batches(target, wanted, PIECES_PER_BATCH, |batch, mut per_piece| {
         per_piece
             .par_iter_mut()
             .zip(batch.par_iter())
@@ -117,9 +108,8 @@ pub(super) fn read(
                         .for_each(|(_, o)| fill_pattern(o, &geo.fill));
                 }
                 Ok(())
-            })?;
-    }
-    Ok(left)
+            })
+    })
 }
 
 /// Reads the `wanted` pieces row span by row span and copies their elements into `out`: the

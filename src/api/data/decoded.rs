@@ -7,7 +7,7 @@
 //! Owns this parallel decode-and-scatter step; fetching is the store's, decoding the codec
 //! chain's, the run slicing `split`'s.
 
-use super::split::{PieceRuns, split};
+use super::split::{PieceRuns, Target, in_batches};
 use super::{Geometry, finish_error};
 use crate::api::convert;
 use crate::api::dataset::Dataset;
@@ -39,19 +39,12 @@ pub(super) fn worth_it(
 /// into `out`. Returns the pieces it left for the caller: those whose runs overlap in `out`.
 pub(super) fn read(
     store: &dyn Store,
-    geo: &Geometry,
-    pieces: &[ChunkPiece],
+    target: Target<'_, '_>,
     wanted: &[usize],
-    out: &mut [u8],
-    strides: &[i64],
     batch_len: usize,
 ) -> Result<Vec<usize>> {
-    let mut left = Vec::new();
-    for batch in wanted.chunks(batch_len.min(super::by_runs::PIECES_PER_BATCH)) {
-        let Some(per_piece) = split(geo, pieces, batch, out, strides)? else {
-            left.extend_from_slice(batch);
-            continue;
-        };
+    let (geo, pieces) = (target.geo, target.pieces);
+    in_batches(target, wanted, batch_len, |batch, per_piece| {
         let keys: Vec<StoreKey> = batch
             .iter()
             .map(|&i| geo.key(&pieces[i].chunk))
@@ -63,9 +56,8 @@ pub(super) fn read(
             .zip(&keys)
             .try_for_each_init(Vec::new, |scratch, ((runs, stored), key)| {
                 land(geo, key, stored, runs, scratch)
-            })?;
-    }
-    Ok(left)
+            })
+    })
 }
 
 /// Decodes one fetched chunk (fill when absent) and copies its runs into place.

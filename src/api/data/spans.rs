@@ -6,7 +6,7 @@
 //! `get_spans`, the run slicing `split`'s. Used only for chunks the cache will not keep
 //! (a chunk read whole once serves later requests from the cache).
 
-use super::split::split;
+use super::split::{Target, in_batches};
 use super::{Geometry, finish_error};
 use crate::api::convert;
 use crate::chunk::copy::fill_pattern;
@@ -37,19 +37,12 @@ pub(super) fn worth_it(
 /// requests. Returns the pieces it left for the caller: those whose runs overlap in `out`.
 pub(super) fn read(
     store: &dyn Store,
-    geo: &Geometry,
-    pieces: &[ChunkPiece],
+    target: Target<'_, '_>,
     wanted: &[usize],
-    out: &mut [u8],
-    strides: &[i64],
     batch_len: usize,
 ) -> Result<Vec<usize>> {
-    let mut left = Vec::new();
-    for batch in wanted.chunks(batch_len.min(super::by_runs::PIECES_PER_BATCH)) {
-        let Some(per_piece) = split(geo, pieces, batch, out, strides)? else {
-            left.extend_from_slice(batch);
-            continue;
-        };
+    let (geo, pieces) = (target.geo, target.pieces);
+    in_batches(target, wanted, batch_len, |batch, per_piece| {
         let requests: Vec<(StoreKey, Range<u64>)> = batch
             .iter()
             .zip(&per_piece)
@@ -88,7 +81,6 @@ pub(super) fn read(
                     }
                 }
                 Ok(())
-            })?;
-    }
-    Ok(left)
+            })
+    })
 }

@@ -44,3 +44,55 @@ pub(super) fn split<'a>(
     }
     Ok(Some(per_piece))
 }
+
+/// Pieces whose runs are listed and handled together (bounds the memory of the run lists).
+pub(super) const PIECES_PER_BATCH: usize = 64;
+
+/// What a batched read works on: the request's pieces, the caller's buffer and its layout.
+pub(super) struct Target<'a, 'b> {
+    pub(super) geo: &'a Geometry,
+    pub(super) pieces: &'a [ChunkPiece],
+    pub(super) out: &'b mut [u8],
+    pub(super) strides: &'a [i64],
+}
+
+impl<'a, 'b> Target<'a, 'b> {
+    pub(super) fn new(
+        geo: &'a Geometry,
+        pieces: &'a [ChunkPiece],
+        out: &'b mut [u8],
+        strides: &'a [i64],
+    ) -> Target<'a, 'b> {
+        Target {
+            geo,
+            pieces,
+            out,
+            strides,
+        }
+    }
+}
+
+/// Calls `land` with each batch of `wanted` (at most `batch_len` pieces, and at most
+/// [`PIECES_PER_BATCH`]) and the batch's runs as disjoint slices of the caller's buffer.
+/// Returns the pieces of batches whose runs overlap, for the caller to copy one by one.
+pub(super) fn in_batches(
+    target: Target<'_, '_>,
+    wanted: &[usize],
+    batch_len: usize,
+    mut land: impl FnMut(&[usize], Vec<PieceRuns<'_>>) -> Result<()>,
+) -> Result<Vec<usize>> {
+    let Target {
+        geo,
+        pieces,
+        out,
+        strides,
+    } = target;
+    let mut left = Vec::new();
+    for batch in wanted.chunks(batch_len.clamp(1, PIECES_PER_BATCH)) {
+        match split(geo, pieces, batch, out, strides)? {
+            Some(per_piece) => land(batch, per_piece)?,
+            None => left.extend_from_slice(batch),
+        }
+    }
+    Ok(left)
+}
