@@ -30,6 +30,19 @@ pub const ZARR_MARKERS: [&str; 6] = [
     "zarr.json",
 ];
 
+/// Copies the runs `runs` asks for out of a whole object (see [`Store::get_runs_into`]) and
+/// returns the object's length.
+pub(crate) fn copy_runs(value: &[u8], runs: &mut [(u64, &mut [u8])]) -> u64 {
+    for (offset, out) in runs.iter_mut() {
+        let start = usize::try_from(*offset)
+            .unwrap_or(usize::MAX)
+            .min(value.len());
+        let n = out.len().min(value.len() - start);
+        out[..n].copy_from_slice(&value[start..start + n]);
+    }
+    value.len() as u64
+}
+
 /// What a span read found: the object's full length and the bytes of the span it has.
 pub type SpanRead = (u64, Vec<u8>);
 
@@ -82,17 +95,7 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// caller compares the length with the one it expects). The default reads the whole object
     /// and copies; backends that can read ranges in place override it.
     fn get_runs_into(&self, key: &StoreKey, runs: &mut [(u64, &mut [u8])]) -> Result<Option<u64>> {
-        let Some(value) = self.get(key)? else {
-            return Ok(None);
-        };
-        for (offset, out) in runs.iter_mut() {
-            let start = usize::try_from(*offset)
-                .unwrap_or(usize::MAX)
-                .min(value.len());
-            let n = out.len().min(value.len() - start);
-            out[..n].copy_from_slice(&value[start..start + n]);
-        }
-        Ok(Some(value.len() as u64))
+        Ok(self.get(key)?.map(|value| copy_runs(&value, runs)))
     }
 
     /// One byte span of each of several objects: entry `i` is `None` when object `i` is

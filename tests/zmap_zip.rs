@@ -289,3 +289,56 @@ fn rewritten_and_deleted_objects_leave_no_staged_copies() {
         Some(vec![4u8; 8])
     );
 }
+
+/// Runs of an entry read in place (stored entries) or out of the whole entry (deflated ones)
+/// equal the entry's bytes at those offsets, in both layouts; runs past the end are left alone
+/// and the entry's length is reported.
+#[test]
+fn runs_of_archive_entries_are_read_in_place() {
+    let dir = TempDir::new().unwrap();
+    let value: Vec<u8> = (0..5000u32).map(|i| (i * 7 % 251) as u8).collect();
+    for (name, method, entry) in [
+        ("stored.zip", CompressionMethod::Stored, "stored/v/0.0"),
+        (
+            "deflated.zip",
+            CompressionMethod::Deflated,
+            "deflated/v/0.0",
+        ),
+    ] {
+        let path = dir.path().join(name);
+        write_zip(
+            &path,
+            &[
+                (&entry.replace("v/0.0", ".zgroup"), b"{}"),
+                ("padding-entry-before", &[1u8; 333]),
+                (entry, &value),
+            ],
+            method,
+        );
+        let s = ZipStore::open(&path, false).unwrap();
+        let spans = [(0u64, 5usize), (5, 700), (4000, 10), (4998, 4), (9000, 3)];
+        let mut bufs: Vec<Vec<u8>> = spans.iter().map(|&(_, n)| vec![0xEE; n]).collect();
+        let mut runs: Vec<(u64, &mut [u8])> = spans
+            .iter()
+            .zip(bufs.iter_mut())
+            .map(|(&(o, _), b)| (o, b.as_mut_slice()))
+            .collect();
+        assert_eq!(
+            s.get_runs_into(&key("v/0.0"), &mut runs).unwrap(),
+            Some(5000),
+            "{name}"
+        );
+        for (&(o, n), b) in spans.iter().zip(&bufs).take(3) {
+            assert_eq!(
+                b[..],
+                value[o as usize..o as usize + n],
+                "{name} run at {o}"
+            );
+        }
+        assert_eq!(bufs[3][..2], value[4998..], "{name}");
+        assert_eq!(bufs[3][2..], [0xEE; 2], "{name}");
+        assert_eq!(bufs[4], [0xEE; 3], "{name}");
+        let mut none: Vec<(u64, &mut [u8])> = Vec::new();
+        assert_eq!(s.get_runs_into(&key("v/1.0"), &mut none).unwrap(), None);
+    }
+}

@@ -440,6 +440,55 @@ impl Store for ZipStore {
             .collect()
     }
 
+    /// Entries stored uncompressed are read in place, run by run, at their offsets in the
+    /// archive (a part of an entry cannot be checked against the entry's CRC; whole reads are);
+    /// compressed entries and staged objects are read whole.
+    fn get_runs_into(&self, key: &StoreKey, runs: &mut [(u64, &mut [u8])]) -> Result<Option<u64>> {
+        let state = self.read_lock()?;
+        let in_place = match (state.index.get(key.as_str()), state.archive.as_ref()) {
+            (None, _) => return Ok(None),
+            (Some(Source::Archive(i)), Some(archive)) => {
+                let mut archive = archive.clone();
+                let entry = archive
+                    .by_index_raw(*i)
+                    .map_err(|e| zip_error(&self.path, e))?;
+                let stored = entry.compression() == CompressionMethod::Stored
+                    && entry.compressed_size() == entry.size();
+                let at = entry
+                    .data_start()
+                    .filter(|_| stored)
+                    .map(|s| (s, entry.size()));
+                drop(entry);
+                at.map(|(start, size)| (archive.into_inner().file, start, size))
+            }
+            (Some(_), _) => None,
+        };
+        drop(state);
+        let Some((file, start, size)) = in_place else {
+            return Ok(self.get(key)?.map(|value| super::copy_runs(&value, runs)));
+        };
+        let what = || format!("{}:{key}", show(&self.path));
+        for (offset, out) in runs.iter_mut() {
+            if *offset >= size {
+                continue;
+            }
+            let n = out.len().min((size - *offset) as usize);
+            let at = start.checked_add(*offset).ok_or_else(|| {
+                Error::io(
+                    what(),
+                    io::Error::new(ErrorKind::InvalidData, "entry offset"),
+                )
+            })?;
+            file.read_exact_at(&mut out[..n], at)
+                .map_err(|e| Error::io(what(), e))?;
+        }
+        Ok(Some(size))
+    }
+
+    fn is_local(&self) -> bool {
+        true
+    }
+
     fn put(&self, key: &StoreKey, value: &[u8]) -> Result<()> {
         self.check_writable()?;
         // Staged under the lock, so a concurrent flush cannot drop the staging directory
