@@ -16,7 +16,7 @@ pub use key::{StoreKey, StorePrefix};
 pub use open::{OpenHow, open_diskless, open_store};
 
 use crate::error::Result;
-use std::ops::Range;
+use rayon::prelude::*;
 
 /// Top-level objects that mark a directory, archive root or key prefix as a Zarr or NCZarr
 /// dataset (the only Zarr knowledge of this layer: it decides what `create` may clobber and
@@ -30,21 +30,23 @@ pub const ZARR_MARKERS: [&str; 6] = [
     "zarr.json",
 ];
 
-/// Copies the runs `runs` asks for out of a whole object (see [`Store::get_runs_into`]) and
-/// returns the object's length.
-pub(crate) fn copy_runs(value: &[u8], runs: &mut [(u64, &mut [u8])]) -> u64 {
+/// Runs of one object: each receives the object's bytes from its offset on (see
+/// [`Store::get_runs_into`]).
+pub type Runs<'a> = Vec<(u64, &'a mut [u8])>;
+
+/// Fills `runs` from `value`, the object's bytes from offset `base` on; a run reaching past
+/// `value` is filled as far as it goes.
+pub(crate) fn copy_runs(value: &[u8], base: u64, runs: &mut [(u64, &mut [u8])]) {
     for (offset, out) in runs.iter_mut() {
-        let start = usize::try_from(*offset)
+        let start = offset
+            .checked_sub(base)
+            .and_then(|s| usize::try_from(s).ok())
             .unwrap_or(usize::MAX)
             .min(value.len());
         let n = out.len().min(value.len() - start);
         out[..n].copy_from_slice(&value[start..start + n]);
     }
-    value.len() as u64
 }
-
-/// What a span read found: the object's full length and the bytes of the span it has.
-pub type SpanRead = (u64, Vec<u8>);
 
 /// A flat key/value store with `/`-separated keys relative to a dataset root.
 ///
@@ -81,8 +83,7 @@ pub trait Store: Send + Sync + std::fmt::Debug {
             .zip(outs.iter_mut())
             .map(|(value, out)| {
                 value.map(|v| {
-                    let n = v.len().min(out.len());
-                    out[..n].copy_from_slice(&v[..n]);
+                    copy_runs(&v, 0, &mut [(0, &mut **out)]);
                     v.len()
                 })
             })
@@ -95,28 +96,20 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// caller compares the length with the one it expects). The default reads the whole object
     /// and copies; backends that can read ranges in place override it.
     fn get_runs_into(&self, key: &StoreKey, runs: &mut [(u64, &mut [u8])]) -> Result<Option<u64>> {
-        Ok(self.get(key)?.map(|value| copy_runs(&value, runs)))
+        Ok(self.get(key)?.map(|value| {
+            copy_runs(&value, 0, runs);
+            value.len() as u64
+        }))
     }
 
-    /// One byte span of each of several objects: entry `i` is `None` when object `i` is
-    /// absent, else its full length and the bytes of `spans[i].1` it has (fewer when the span
-    /// reaches past its end). The default reads whole objects; remote backends override it
-    /// with one ranged request per object.
-    fn get_spans(&self, spans: &[(StoreKey, Range<u64>)]) -> Result<Vec<Option<SpanRead>>> {
-        let keys: Vec<StoreKey> = spans.iter().map(|(k, _)| k.clone()).collect();
-        let got = self.get_many(&keys)?;
-        Ok(got
-            .into_iter()
-            .zip(spans)
-            .map(|(value, (_, span))| {
-                value.map(|v| {
-                    let len = v.len() as u64;
-                    let start = span.start.min(len) as usize;
-                    let end = span.end.min(len) as usize;
-                    (len, v[start..end.max(start)].to_vec())
-                })
-            })
-            .collect())
+    /// Parts of several objects, as [`Store::get_runs_into`] for each: entry `i` of the result
+    /// is for `keys[i]` and `runs[i]`. The default reads them one by one, in parallel; remote
+    /// backends override it with concurrent ranged requests (one per object, covering its runs).
+    fn get_runs_many(&self, keys: &[StoreKey], runs: &mut [Runs<'_>]) -> Result<Vec<Option<u64>>> {
+        keys.par_iter()
+            .zip(runs.par_iter_mut())
+            .map(|(k, r)| self.get_runs_into(k, r))
+            .collect()
     }
 
     /// True when a read costs about what its bytes cost (local files, memory): the chunk

@@ -261,28 +261,36 @@ fn get_runs_into_reads_ranges(s: &dyn Store) {
     assert_eq!(s.get_runs_into(&key("missing"), &mut none).unwrap(), None);
 }
 
-fn get_spans_reads_ranges(s: &dyn Store) {
+/// Several objects' runs at once (one request per object on remote stores): lengths, bytes,
+/// a run cut by the end of its object, a run past it, an absent object.
+fn get_runs_many_reads_ranges(s: &dyn Store) {
     let value: Vec<u8> = (0..3000u32).map(|i| (i % 253) as u8).collect();
     s.put(&key("a"), &value).unwrap();
     s.put(&key("b"), &value[..10]).unwrap();
-    let got = s
-        .get_spans(&[
-            (key("a"), 100..104),
-            (key("missing"), 0..4),
-            (key("a"), 0..3000),
-            (key("b"), 8..20),
-            (key("b"), 50..60),
-        ])
-        .unwrap();
-    assert_eq!(got[0], Some((3000, value[100..104].to_vec())));
-    assert_eq!(got[1], None);
-    assert_eq!(got[2], Some((3000, value.clone())));
-    assert_eq!(
-        got[3],
-        Some((10, value[8..10].to_vec())),
-        "a span cut by the end"
-    );
-    assert_eq!(got[4], Some((10, Vec::new())), "a span past the end");
+    let mut bufs: Vec<Vec<u8>> = [4usize, 4, 3000, 100, 12, 10]
+        .iter()
+        .map(|&n| vec![0xEE; n])
+        .collect();
+    let [a1, m, a2, a3, b1, b2] = &mut bufs[..] else {
+        unreachable!()
+    };
+    let mut runs = vec![
+        vec![(100u64, &mut a1[..])],
+        vec![(0, &mut m[..])],
+        vec![(0, &mut a2[..]), (2900, &mut a3[..])],
+        vec![(8, &mut b1[..]), (50, &mut b2[..])],
+    ];
+    let keys = [key("a"), key("missing"), key("a"), key("b")];
+    let lens = s.get_runs_many(&keys, &mut runs).unwrap();
+    assert_eq!(lens, [Some(3000), None, Some(3000), Some(10)]);
+    drop(runs);
+    assert_eq!(bufs[0], value[100..104]);
+    assert_eq!(bufs[1], [0xEE; 4], "an absent object leaves its runs alone");
+    assert_eq!(bufs[2], value);
+    assert_eq!(bufs[3], value[2900..]);
+    assert_eq!(bufs[4][..2], value[8..10], "a run cut by the end");
+    assert_eq!(bufs[4][2..], [0xEE; 10]);
+    assert_eq!(bufs[5], [0xEE; 10], "a run past the end");
 }
 
 fn utf8_and_spaces(s: &dyn Store) {
@@ -319,7 +327,7 @@ const SUITE: &[(&str, Check)] = &[
         get_many_into_reports_lengths,
     ),
     ("get_runs_into_reads_ranges", get_runs_into_reads_ranges),
-    ("get_spans_reads_ranges", get_spans_reads_ranges),
+    ("get_runs_many_reads_ranges", get_runs_many_reads_ranges),
     ("utf8_and_spaces", utf8_and_spaces),
 ];
 

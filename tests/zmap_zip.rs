@@ -341,4 +341,27 @@ fn runs_of_archive_entries_are_read_in_place() {
         let mut none: Vec<(u64, &mut [u8])> = Vec::new();
         assert_eq!(s.get_runs_into(&key("v/1.0"), &mut none).unwrap(), None);
     }
+
+    // A stored entry really is read in place: with a byte of it damaged, a whole read fails
+    // its CRC check while a run elsewhere in the entry still reads (from the archive itself).
+    let path = dir.path().join("stored.zip");
+    let mut bytes = fs::read(&path).unwrap();
+    let at = bytes
+        .windows(64)
+        .position(|w| w == &value[..64])
+        .expect("stored entry data");
+    bytes[at + 4500] ^= 0xFF;
+    fs::write(&path, &bytes).unwrap();
+    let s = ZipStore::open(&path, false).unwrap();
+    assert!(
+        s.get(&key("v/0.0")).is_err(),
+        "the damage is visible to a whole read"
+    );
+    let mut buf = [0u8; 100];
+    let mut runs: Vec<(u64, &mut [u8])> = vec![(1000, &mut buf[..])];
+    assert_eq!(
+        s.get_runs_into(&key("v/0.0"), &mut runs).unwrap(),
+        Some(5000)
+    );
+    assert_eq!(buf[..], value[1000..1100]);
 }

@@ -38,7 +38,6 @@ fn batch_len(chunk_bytes: usize, local: bool) -> usize {
 
 mod by_runs;
 mod decoded;
-mod spans;
 mod split;
 
 /// The error for a stored uncompressed chunk of `got` bytes where the shape needs another size.
@@ -109,6 +108,14 @@ impl Geometry {
     /// it can be read straight into its destination.
     fn stored_as_is(&self) -> bool {
         self.chain.is_empty() && !self.fortran
+    }
+
+    /// True when the `n` chunks of one request can all stay in the cache: otherwise keeping
+    /// them would only cycle them through it, evicting what a later request could use.
+    fn cache_keeps(&self, n: usize) -> bool {
+        self.cacheable
+            && n.checked_mul(self.chunk_bytes)
+                .is_some_and(|bytes| bytes <= self.cache_bytes)
     }
 
     fn key(&self, idx: &[u64]) -> Result<StoreKey> {
@@ -486,11 +493,13 @@ impl Dataset {
                 }
                 match whole_chunk_range(&geo.chunks, out.len(), strides, p, geo.esize)? {
                     Some(range) => direct.push((i, range)),
-                    None if parts_possible => match by_runs::route(geo, out.len(), strides, p)? {
-                        by_runs::Route::Runs => by_runs.push(i),
-                        by_runs::Route::Rows => by_rows.push(i),
-                        by_runs::Route::Whole => buffered.push(i),
-                    },
+                    None if parts_possible => {
+                        match by_runs::route(geo, out.len(), strides, p, true)? {
+                            by_runs::Route::Runs => by_runs.push(i),
+                            by_runs::Route::Rows => by_rows.push(i),
+                            by_runs::Route::Whole => buffered.push(i),
+                        }
+                    }
                     None => buffered.push(i),
                 }
             }
@@ -501,18 +510,16 @@ impl Dataset {
             &by_runs,
         )?);
         // Chunks the cache will not keep are decoded and copied in one parallel step.
-        let kept = geo.cacheable
-            && buffered
-                .len()
-                .checked_mul(geo.chunk_bytes)
-                .is_some_and(|n| n <= geo.cache_bytes);
-        if !kept {
+        if !geo.cache_keeps(buffered.len()) {
             let mut scattered = Vec::new();
             let mut spanned = Vec::new();
             let mut rest = Vec::new();
             let remote_raw = geo.stored_as_is() && !self.store.is_local();
             for i in buffered {
-                if remote_raw && spans::worth_it(geo, out.len(), strides, &pieces[i])? {
+                if remote_raw
+                    && by_runs::route(geo, out.len(), strides, &pieces[i], false)?
+                        == by_runs::Route::Runs
+                {
                     spanned.push(i);
                 } else if decoded::worth_it(geo, out.len(), strides, &pieces[i])? {
                     scattered.push(i);
@@ -520,11 +527,10 @@ impl Dataset {
                     rest.push(i);
                 }
             }
-            rest.extend(spans::read(
+            rest.extend(by_runs::read(
                 self.store.as_ref(),
                 split::Target::new(geo, &pieces, out, strides),
                 &spanned,
-                batch_len(geo.chunk_bytes, false),
             )?);
             rest.extend(decoded::read(
                 self.store.as_ref(),
@@ -534,7 +540,11 @@ impl Dataset {
             )?);
             buffered = rest;
         }
-        by_runs::read_rows(self.store.as_ref(), geo, &pieces, &by_rows, out, strides)?;
+        by_runs::read_rows(
+            self.store.as_ref(),
+            split::Target::new(geo, &pieces, out, strides),
+            &by_rows,
+        )?;
         // Direct targets must be disjoint (an `imap` can make them overlap): keep the first of
         // any overlapping ones direct and copy the others.
         direct.sort_by_key(|(_, r)| r.start);
@@ -610,11 +620,7 @@ impl Dataset {
     ) -> Result<()> {
         // A request whose chunks cannot all stay in the cache would only cycle them through
         // it (evicting what a later request could use): such chunks are not kept.
-        let keep = geo.cacheable
-            && wanted
-                .len()
-                .checked_mul(geo.chunk_bytes)
-                .is_some_and(|n| n <= geo.cache_bytes);
+        let keep = geo.cache_keeps(wanted.len());
         let mut fill_chunk: Option<Vec<u8>> = None;
         let mut scratch: Vec<Vec<u8>> = Vec::new();
         for batch in wanted.chunks(batch_len(geo.chunk_bytes, self.store.is_local())) {

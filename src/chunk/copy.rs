@@ -31,7 +31,7 @@ pub(super) struct Plan {
 
 /// Which buffer is the source.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Dir {
+enum Dir {
     ChunkToMemory,
     MemoryToChunk,
 }
@@ -41,7 +41,7 @@ fn invalid(why: String) -> Error {
 }
 
 /// Validates a piece against both buffers and builds its copy plan; `None` when it is empty.
-pub(super) fn plan(
+fn plan(
     dir: Dir,
     chunk_len: usize,
     chunk_shape: &[u64],
@@ -340,17 +340,7 @@ pub fn whole_chunk_range(
         return Ok(None);
     }
     let chunk_len = chunk_len(chunk_shape, esize)?;
-    let dir = Dir::ChunkToMemory;
-    let Some(p) = plan(
-        dir,
-        chunk_len,
-        chunk_shape,
-        mem_len,
-        mem_strides,
-        piece,
-        esize,
-    )?
-    else {
+    let Some(p) = read_plan(chunk_shape, mem_len, mem_strides, piece, esize)? else {
         return Ok(None);
     };
     let contiguous = match p.axes.as_slice() {
@@ -358,6 +348,25 @@ pub fn whole_chunk_range(
         _ => false,
     };
     Ok(contiguous.then(|| p.dst..p.dst + chunk_len))
+}
+
+/// The checked plan for reading `piece` from a full chunk of `chunk_shape` into memory.
+pub(super) fn read_plan(
+    chunk_shape: &[u64],
+    mem_len: usize,
+    mem_strides: &[i64],
+    piece: &ChunkPiece,
+    esize: usize,
+) -> Result<Option<Plan>> {
+    plan(
+        Dir::ChunkToMemory,
+        chunk_len(chunk_shape, esize)?,
+        chunk_shape,
+        mem_len,
+        mem_strides,
+        piece,
+        esize,
+    )
 }
 
 /// Bytes of a full chunk of `chunk_shape` with `esize`-byte elements.

@@ -4,7 +4,7 @@
 //! Owns the run arithmetic (checked exactly like [`super::copy::read_piece`]) and nothing else:
 //! it does not read, and it does not know what a store is.
 
-use super::copy::{Dir, Plan, chunk_len, plan};
+use super::copy::{Plan, read_plan as piece_plan};
 use super::projection::ChunkPiece;
 use crate::error::Result;
 
@@ -39,26 +39,6 @@ pub struct Rows {
     pub mem_step: isize,
     pub span: usize,
     pub starts: Vec<(usize, usize)>,
-}
-
-/// The checked copy plan of `piece` read from a full chunk of `chunk_shape`.
-fn piece_plan(
-    chunk_shape: &[u64],
-    mem_len: usize,
-    mem_strides: &[i64],
-    piece: &ChunkPiece,
-    esize: usize,
-) -> Result<Option<Plan>> {
-    let len = chunk_len(chunk_shape, esize)?;
-    plan(
-        Dir::ChunkToMemory,
-        len,
-        chunk_shape,
-        mem_len,
-        mem_strides,
-        piece,
-        esize,
-    )
 }
 
 /// Calls `row` with the chunk and memory offsets of the first element of every row of `p`

@@ -328,7 +328,7 @@ async fn get_span(
     client: Arc<dyn ObjectStore>,
     path: Path,
     span: std::ops::Range<u64>,
-) -> std::result::Result<Option<super::SpanRead>, Failure> {
+) -> std::result::Result<Option<(u64, Vec<u8>)>, Failure> {
     let options = object_store::GetOptions {
         range: Some(object_store::GetRange::Bounded(span.clone())),
         ..Default::default()
@@ -381,20 +381,44 @@ impl Store for S3Store {
         })
     }
 
-    fn get_spans(
+    /// One ranged GET per object, for the span from its first run to the end of its last;
+    /// all of them concurrently.
+    fn get_runs_many(
         &self,
-        spans: &[(StoreKey, std::ops::Range<u64>)],
-    ) -> Result<Vec<Option<super::SpanRead>>> {
-        let work = spans
+        keys: &[StoreKey],
+        runs: &mut [super::Runs<'_>],
+    ) -> Result<Vec<Option<u64>>> {
+        let work = keys
             .iter()
-            .map(|(k, span)| Ok((self.object_path(k.as_str())?, span.clone())))
+            .zip(runs.iter())
+            .map(|(k, r)| {
+                let start = r.iter().map(|(o, _)| *o).min().unwrap_or(0);
+                let end = r
+                    .iter()
+                    .map(|(o, b)| o.saturating_add(b.len() as u64))
+                    .max()
+                    .unwrap_or(start);
+                Ok((self.object_path(k.as_str())?, start..end))
+            })
             .collect::<Result<Vec<_>>>()?;
-        self.run_many(work, |client, (path, span)| {
+        let starts: Vec<u64> = work.iter().map(|(_, span)| span.start).collect();
+        let got = self.run_many(work, |client, (path, span)| {
             (
                 format!("GET {path} bytes {}-{}", span.start, span.end),
                 get_span(client, path, span),
             )
-        })
+        })?;
+        Ok(got
+            .into_iter()
+            .zip(runs.iter_mut())
+            .zip(starts)
+            .map(|((found, r), start)| {
+                found.map(|(len, bytes)| {
+                    super::copy_runs(&bytes, start, r);
+                    len
+                })
+            })
+            .collect())
     }
 
     fn put(&self, key: &StoreKey, value: &[u8]) -> Result<()> {

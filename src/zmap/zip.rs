@@ -465,7 +465,10 @@ impl Store for ZipStore {
         };
         drop(state);
         let Some((file, start, size)) = in_place else {
-            return Ok(self.get(key)?.map(|value| super::copy_runs(&value, runs)));
+            return Ok(self.get(key)?.map(|value| {
+                super::copy_runs(&value, 0, runs);
+                value.len() as u64
+            }));
         };
         let what = || format!("{}:{key}", show(&self.path));
         for (offset, out) in runs.iter_mut() {

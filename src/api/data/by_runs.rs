@@ -1,10 +1,11 @@
 //! Reading uncompressed chunks in parts: only the bytes a request needs, run by run straight
 //! from the store into the caller's buffer (no chunk buffer, no second copy), or row span by
-//! row span for strided requests.
+//! row span for strided requests on local stores.
 //!
-//! Owns the choice of which pieces go this way and the splitting of the caller's buffer into
-//! disjoint runs; the run arithmetic is `chunk::runs`, the reading the store's
-//! `get_runs_into`. It must not know how a store reads.
+//! Owns the choice of which pieces go this way; the run arithmetic is `chunk::runs`, the
+//! splitting of the caller's buffer `split`, the reading the store's `get_runs_many` (in place
+//! on local stores, one ranged request per chunk on remote ones). It must not know how a store
+//! reads.
 
 use super::split::{PIECES_PER_BATCH, Target, in_batches};
 use super::{Geometry, finish_error};
@@ -21,6 +22,8 @@ const MIN_RUN_BYTES: usize = 256;
 /// A piece of this many runs or fewer is read run by run whatever their length (a time
 /// series touches one element per chunk).
 const FEW_RUNS: usize = 16;
+/// On a remote store, a piece whose span is this much smaller than its chunk is read in part.
+const SPAN_FRACTION: usize = 4;
 /// Scratch bytes for row spans read together.
 const SCRATCH_BYTES: usize = 32 << 20;
 
@@ -36,12 +39,16 @@ pub(super) enum Route {
     Whole,
 }
 
-/// How `piece` is best read (see [`Route`]).
+/// How `piece` is best read (see [`Route`]) from a local store, where every read costs what
+/// its bytes cost, or from a remote one, where every read is a round trip: there a piece is
+/// read in parts (one ranged request for the span of its runs) only when that span is a small
+/// part of the chunk.
 pub(super) fn route(
     geo: &Geometry,
     out_len: usize,
     strides: &[i64],
     piece: &ChunkPiece,
+    local: bool,
 ) -> Result<Route> {
     let Some(shape) = runs::run_shape(&geo.chunks, out_len, strides, piece, geo.esize)? else {
         return Ok(Route::Whole);
@@ -51,8 +58,15 @@ pub(super) fn route(
         run_len,
         rows,
         row_span,
-        ..
+        span,
     } = shape;
+    if !local {
+        return Ok(if span.saturating_mul(SPAN_FRACTION) <= geo.chunk_bytes {
+            Route::Runs
+        } else {
+            Route::Whole
+        });
+    }
     if runs <= FEW_RUNS || run_len >= MIN_RUN_BYTES {
         return Ok(Route::Runs);
     }
@@ -97,13 +111,17 @@ pub(super) fn read(
 ) -> Result<Vec<usize>> {
     let (geo, pieces) = (target.geo, target.pieces);
     in_batches(target, wanted, PIECES_PER_BATCH, |batch, mut per_piece| {
+        let keys: Vec<StoreKey> = batch
+            .iter()
+            .map(|&i| geo.key(&pieces[i].chunk))
+            .collect::<Result<_>>()?;
+        let lens = store.get_runs_many(&keys, &mut per_piece)?;
         per_piece
             .par_iter_mut()
-            .zip(batch.par_iter())
-            .try_for_each(|(runs, &i)| {
-                let key = geo.key(&pieces[i].chunk)?;
-                let len = store.get_runs_into(&key, runs)?;
-                if !finish(geo, &key, len, runs)? {
+            .zip(lens)
+            .zip(&keys)
+            .try_for_each(|((runs, len), key)| {
+                if !finish(geo, key, len, runs)? {
                     runs.iter_mut()
                         .for_each(|(_, o)| fill_pattern(o, &geo.fill));
                 }
@@ -115,14 +133,13 @@ pub(super) fn read(
 /// Reads the `wanted` pieces row span by row span and copies their elements into `out`: the
 /// reads run in parallel across chunks into bounded scratch, the copies (a fraction of the
 /// bytes read) one piece after another.
-pub(super) fn read_rows(
-    store: &dyn Store,
-    geo: &Geometry,
-    pieces: &[ChunkPiece],
-    wanted: &[usize],
-    out: &mut [u8],
-    strides: &[i64],
-) -> Result<()> {
+pub(super) fn read_rows(store: &dyn Store, target: Target<'_, '_>, wanted: &[usize]) -> Result<()> {
+    let Target {
+        geo,
+        pieces,
+        out,
+        strides,
+    } = target;
     let mut plans: Vec<(usize, Rows)> = Vec::with_capacity(wanted.len());
     for &i in wanted {
         if let Some(r) = runs::rows(&geo.chunks, out.len(), strides, &pieces[i], geo.esize)? {

@@ -14,8 +14,8 @@ use crate::api::dataset::Dataset;
 use crate::chunk::copy::fill_pattern;
 use crate::chunk::projection::ChunkPiece;
 use crate::chunk::runs;
-use crate::error::{Error, Result};
-use crate::zmap::{Store, StoreKey};
+use crate::error::Result;
+use crate::zmap::{Store, StoreKey, copy_runs};
 use rayon::prelude::*;
 
 /// Runs shorter than this are copied faster from a chunk kept whole (the run lists would be
@@ -78,7 +78,7 @@ fn land(
         if bytes.len() != geo.chunk_bytes {
             return Err(finish_error(geo, key, bytes.len() as u64));
         }
-        scatter(&bytes, &mut runs)?;
+        copy_runs(&bytes, 0, &mut runs);
         if geo.swap {
             runs.iter_mut()
                 .for_each(|(_, o)| convert::swap_bytes_in_place(o, geo.esize));
@@ -92,17 +92,7 @@ fn land(
         Dataset::decode_chunk_into(geo, key, bytes, scratch)?;
         scratch
     };
-    scatter(chunk, &mut runs)
-}
-
-/// Copies each run's bytes from the decoded `chunk`.
-fn scatter(chunk: &[u8], runs: &mut PieceRuns<'_>) -> Result<()> {
-    for (offset, o) in runs.iter_mut() {
-        let from = usize::try_from(*offset)
-            .ok()
-            .and_then(|start| chunk.get(start..start.checked_add(o.len())?))
-            .ok_or_else(|| Error::Invalid("run outside its chunk".into()))?;
-        o.copy_from_slice(from);
-    }
+    // The runs were checked against the chunk's shape, and the chunk has that shape's size.
+    copy_runs(chunk, 0, &mut runs);
     Ok(())
 }

@@ -10,7 +10,7 @@ use crate::chunk::runs;
 use crate::error::Result;
 
 /// The runs of one piece: chunk byte offset and the part of the caller's buffer it fills.
-pub(super) type PieceRuns<'a> = Vec<(u64, &'a mut [u8])>;
+pub(super) use crate::zmap::Runs as PieceRuns;
 
 /// The runs of each of `batch`'s pieces as disjoint slices of `out`, each list in chunk order;
 /// `None` when runs overlap (an `imap` that maps several elements to one place), and the
