@@ -70,6 +70,13 @@ pub trait Codec: Send + Sync + std::fmt::Debug {
     fn encoded_len(&self, _n: usize) -> Option<usize> {
         None
     }
+    /// Decodes only the first `out.len()` bytes of a buffer that decodes to `full` bytes,
+    /// stopping early. Only codecs whose buffers declare their decoded size do this, and only
+    /// when it is `full` and nothing after the prefix is checked as a whole (a checksum), so a
+    /// chunk of the wrong size is still caught. `Ok(false)`: not done; decode the whole buffer.
+    fn decode_prefix(&self, _encoded: &[u8], _out: &mut [u8], _full: usize) -> Result<bool> {
+        Ok(false)
+    }
 }
 
 /// The error of a codec that failed on data.
@@ -196,6 +203,16 @@ impl Chain {
             data = c.decode(&data, limit)?;
         }
         first.decode_into(&data, out)
+    }
+
+    /// Decodes only the first `out.len()` bytes of a stored chunk of `full` decoded bytes
+    /// when its one codec can stop early ([`Codec::decode_prefix`]); `Ok(false)` when the
+    /// chunk must be decoded whole.
+    pub fn decode_prefix(&self, stored: &[u8], out: &mut [u8], full: usize) -> Result<bool> {
+        match self.0.as_slice() {
+            [only] if out.len() < full => only.decode_prefix(stored, out, full),
+            _ => Ok(false),
+        }
     }
 
     /// The most bytes each stage may produce when decoding a chunk of `expected` bytes: the

@@ -23,10 +23,19 @@ fn url(dir: &Path, name: &str) -> DatasetUrl {
 /// Creates `name` with one float variable `v` of `shape` in chunks of `chunks`, holding
 /// `value(i) = i` in C order (or nothing when `write` is false), and closes it.
 fn make(dir: &Path, name: &str, shape: &[u64], chunks: &[u64], endian: Endian, write: bool) {
-    make_with(dir, name, shape, chunks, endian, write, false);
+    make_with(dir, name, shape, chunks, endian, write, Coding::Raw);
 }
 
-/// [`make`], with shuffle + deflate on the variable when `deflate` is set.
+/// How [`make_with`] codes the variable's chunks.
+#[derive(Clone, Copy)]
+enum Coding {
+    Raw,
+    ShuffleDeflate,
+    /// One HDF5 filter: id and parameters.
+    Filter(u32, &'static [u32]),
+}
+
+/// [`make`], with the chunks coded as `coding` says.
 fn make_with(
     dir: &Path,
     name: &str,
@@ -34,7 +43,7 @@ fn make_with(
     chunks: &[u64],
     endian: Endian,
     write: bool,
-    deflate: bool,
+    coding: Coding,
 ) {
     let mut ds = Dataset::create(&url(dir, name), CreateOptions::default()).unwrap();
     let dims: Vec<i32> = shape
@@ -46,8 +55,10 @@ fn make_with(
     ds.def_var_chunking(G, v, Storage::Chunked, Some(chunks))
         .unwrap();
     ds.def_var_endian(G, v, Some(endian)).unwrap();
-    if deflate {
-        ds.def_var_deflate(G, v, true, true, 1).unwrap();
+    match coding {
+        Coding::Raw => {}
+        Coding::ShuffleDeflate => ds.def_var_deflate(G, v, true, true, 1).unwrap(),
+        Coding::Filter(id, params) => ds.def_var_filter(G, v, id, params).unwrap(),
     }
     ds.enddef().unwrap();
     if write {
@@ -376,7 +387,15 @@ fn coded_chunks_copied_in_parallel_match_the_dense_copy() {
         slab(&[0, 0, 0], &[7, 3, 10], &[1, 4, 4]),
     ];
     for (name, endian) in [("le.zarr", Endian::Little), ("be.zarr", Endian::Big)] {
-        make_with(dir.path(), name, &shape, &[2, 5, 16], endian, true, true);
+        make_with(
+            dir.path(),
+            name,
+            &shape,
+            &[2, 5, 16],
+            endian,
+            true,
+            Coding::ShuffleDeflate,
+        );
         for cache in [1usize << 20, 0] {
             let mut ds = Dataset::open(&url(dir.path(), name), false).unwrap();
             ds.set_var_chunk_cache(G, 0, cache, 10, 0.75).unwrap();
@@ -397,7 +416,7 @@ fn coded_chunks_copied_in_parallel_match_the_dense_copy() {
         &[2, 5, 16],
         Endian::Little,
         false,
-        true,
+        Coding::ShuffleDeflate,
     );
     let mut ds = Dataset::open(&url(dir.path(), "empty.zarr"), false).unwrap();
     ds.set_var_chunk_cache(G, 0, 0, 10, 0.75).unwrap();
@@ -416,4 +435,95 @@ fn coded_chunks_copied_in_parallel_match_the_dense_copy() {
         matches!(err, Error::Filter { .. } | Error::ChunkSize { .. }),
         "{err:?}"
     );
+}
+
+/// Makes the last compressed block of a one-frame Zstandard stream undecodable, leaving the
+/// frame's structure (block headers and sizes) intact: its literals section claims ~1 MiB of
+/// raw literals, more than a block can hold.
+fn break_last_zstd_block(frame: &mut [u8]) {
+    let fhd = frame[4];
+    let single_segment = fhd & 0x20 != 0;
+    let dict_len = [0, 1, 2, 4][usize::from(fhd & 3)];
+    let fcs_len = match fhd >> 6 {
+        0 => usize::from(single_segment),
+        1 => 2,
+        2 => 4,
+        _ => 8,
+    };
+    let mut at = 5 + usize::from(!single_segment) + dict_len + fcs_len;
+    let mut compressed = Vec::new();
+    loop {
+        let header = u32::from_le_bytes([frame[at], frame[at + 1], frame[at + 2], 0]);
+        let (last, kind, size) = (header & 1 == 1, (header >> 1) & 3, (header >> 3) as usize);
+        if kind == 2 {
+            compressed.push(at + 3);
+        }
+        at += 3 + if kind == 1 { 1 } else { size };
+        if last {
+            break;
+        }
+    }
+    let target = *compressed.last().unwrap();
+    assert!(
+        compressed.len() > 1,
+        "the chunk must have several compressed blocks"
+    );
+    frame[target..target + 3].copy_from_slice(&[0xFC, 0xFF, 0xFF]);
+}
+
+/// Points the last block of a blosc buffer outside the buffer (header: 16 bytes, then one
+/// 4-byte start offset per block).
+fn break_last_blosc_block(buf: &mut [u8]) {
+    let nbytes = u32::from_le_bytes(buf[4..8].try_into().unwrap());
+    let blocksize = u32::from_le_bytes(buf[8..12].try_into().unwrap());
+    let nblocks = nbytes.div_ceil(blocksize) as usize;
+    assert!(nblocks > 1, "the chunk must have several blosc blocks");
+    let last = 16 + 4 * (nblocks - 1);
+    buf[last..last + 4].copy_from_slice(&0xFFFF_FFF0u32.to_le_bytes());
+}
+
+/// A time series through zstd and blosc chunks the cache will not keep decodes each chunk
+/// only up to the series' element: with the last block of every chunk made undecodable, the
+/// series still reads right (both byte orders) while a whole read reports the damage. With a
+/// cache that keeps the chunks they are decoded whole, and the damage is reported.
+#[test]
+fn a_time_series_decodes_coded_chunks_only_up_to_its_element() {
+    let dir = tempfile::tempdir().unwrap();
+    // 512 KiB chunks: several zstd blocks and blosc blocks each.
+    let shape = [3u64, 256, 1024];
+    let chunks = [1u64, 256, 512];
+    let series = slab(&[0, 5, 7], &[3, 1, 1], &[1, 1, 1]);
+    let whole = slab(&[0, 0, 0], &shape, &[1, 1, 1]);
+    let codings = [
+        ("zstd", Coding::Filter(32015, &[3])),
+        ("blosc", Coding::Filter(32001, &[0, 0, 0, 65536, 5, 1, 1])),
+    ];
+    for (codec, coding) in codings {
+        for (order, endian) in [("le", Endian::Little), ("be", Endian::Big)] {
+            let name = format!("{codec}-{order}.zarr");
+            make_with(dir.path(), &name, &shape, &chunks, endian, true, coding);
+            for t in 0..shape[0] {
+                for x in 0..2 {
+                    let path = dir.path().join(format!("{name}/v/{t}.0.{x}"));
+                    let mut bytes = std::fs::read(&path).unwrap();
+                    match codec {
+                        "zstd" => break_last_zstd_block(&mut bytes),
+                        _ => break_last_blosc_block(&mut bytes),
+                    }
+                    std::fs::write(&path, bytes).unwrap();
+                }
+            }
+            let mut ds = Dataset::open(&url(dir.path(), &name), false).unwrap();
+            ds.set_var_chunk_cache(G, 0, 0, 10, 0.75).unwrap();
+            assert_eq!(read(&mut ds, &series), expected(&shape, &series), "{name}");
+            let err = read_error(&mut ds, &whole);
+            assert!(matches!(err, Error::Filter { .. }), "{name}: {err:?}");
+            let mut kept = Dataset::open(&url(dir.path(), &name), false).unwrap();
+            let err = read_error(&mut kept, &series);
+            assert!(
+                matches!(err, Error::Filter { .. }),
+                "{name} cached: {err:?}"
+            );
+        }
+    }
 }

@@ -36,8 +36,19 @@ fn batch_len(chunk_bytes: usize, local: bool) -> usize {
     (BATCH_BYTES / chunk_bytes.max(1)).clamp(threads * 2, 256)
 }
 
+/// Chunks per batch where each worker fetches its own chunk on a local store
+/// ([`fetch::each`]): there memory does not grow with the batch, and a longer batch keeps
+/// workers from waiting for each other at its end.
+fn landing_batch_len(chunk_bytes: usize, local: bool) -> usize {
+    if local {
+        return split::PIECES_PER_BATCH;
+    }
+    batch_len(chunk_bytes, false)
+}
+
 mod by_runs;
 mod decoded;
+mod fetch;
 mod split;
 
 /// The error for a stored uncompressed chunk of `got` bytes where the shape needs another size.
@@ -367,6 +378,28 @@ impl Dataset {
         Ok(())
     }
 
+    /// Decodes only the first `out.len()` bytes of a stored chunk (C order) into `out` in
+    /// native order, when its codec can stop early and the chunk declares the right size;
+    /// `Ok(false)` when it must be decoded whole.
+    fn decode_chunk_prefix_into(
+        geo: &Geometry,
+        key: &StoreKey,
+        stored: &[u8],
+        out: &mut [u8],
+    ) -> Result<bool> {
+        if geo.fortran || out.len() % geo.esize != 0 {
+            return Ok(false);
+        }
+        let done = geo
+            .chain
+            .decode_prefix(stored, out, geo.chunk_bytes)
+            .map_err(|e| in_chunk(e, key))?;
+        if done && geo.swap {
+            convert::swap_bytes_in_place(out, geo.esize);
+        }
+        Ok(done)
+    }
+
     /// Reads a hyperslab of a fixed-size type into `out`, laid out with element strides
     /// `mem_strides` (C order over `count` when `None`), converted to `memtype`.
     /// Returns true when some value was out of range for `memtype`.
@@ -536,7 +569,7 @@ impl Dataset {
                 self.store.as_ref(),
                 split::Target::new(geo, &pieces, out, strides),
                 &scattered,
-                batch_len(geo.chunk_bytes, self.store.is_local()),
+                landing_batch_len(geo.chunk_bytes, self.store.is_local()),
             )?);
             buffered = rest;
         }
@@ -579,7 +612,7 @@ impl Dataset {
             (rest, consumed) = (tail, r.end);
             targets.push((geo.key(&pieces[*i].chunk)?, mine));
         }
-        for batch in targets.chunks_mut(batch_len(geo.chunk_bytes, self.store.is_local())) {
+        for batch in targets.chunks_mut(landing_batch_len(geo.chunk_bytes, self.store.is_local())) {
             let keys: Vec<StoreKey> = batch.iter().map(|(k, _)| k.clone()).collect();
             if geo.stored_as_is() {
                 let mut outs: Vec<&mut [u8]> = batch.iter_mut().map(|(_, o)| &mut **o).collect();
@@ -589,17 +622,19 @@ impl Dataset {
                     .zip(&keys)
                     .try_for_each(|((o, len), key)| finish_direct(geo, key, len, o))?;
             } else {
-                let fetched = self.store.get_many(&keys)?;
-                batch
-                    .par_iter_mut()
-                    .zip(fetched)
-                    .try_for_each(|((key, o), stored)| {
-                        match stored {
-                            None => fill_pattern(o, &geo.fill),
-                            Some(b) => Self::decode_chunk_into(geo, key, b, o)?,
+                let outs: Vec<&mut [u8]> = batch.iter_mut().map(|(_, o)| &mut **o).collect();
+                fetch::each(
+                    self.store.as_ref(),
+                    &keys,
+                    outs,
+                    |_, o, key, stored| match stored {
+                        None => {
+                            fill_pattern(o, &geo.fill);
+                            Ok(())
                         }
-                        Ok(())
-                    })?;
+                        Some(b) => Self::decode_chunk_into(geo, key, b, o),
+                    },
+                )?;
             }
         }
         Ok(())
@@ -921,8 +956,9 @@ impl Dataset {
 
     /// Writes the chunks that `whole` pieces cover entirely straight to the store, bypassing
     /// the cache (a cached copy is dropped: every byte of it is overwritten): assembled,
-    /// byte-swapped and encoded in parallel, stored in bounded batches, with the chunk buffers
-    /// of one batch reused by the next when the codecs hand them back.
+    /// byte-swapped, encoded and stored in parallel. On a local store each worker stores the
+    /// chunk it encoded and goes on with the next, reusing its buffer; a remote store gets
+    /// bounded batches, each stored concurrently, with one batch's buffers reused by the next.
     #[allow(clippy::too_many_arguments)]
     fn write_whole_chunks(
         &mut self,
@@ -934,25 +970,37 @@ impl Dataset {
         values: &[u8],
         strides: &[i64],
     ) -> Result<()> {
+        let assemble = |i: usize, mut buf: Vec<u8>| {
+            let p = &pieces[i];
+            buf.clear();
+            buf.resize(geo.chunk_bytes, 0);
+            write_piece(&mut buf, &geo.chunks, values, strides, p, geo.esize)?;
+            Self::encode_chunk(geo, &p.chunk, buf)
+        };
+        let local = self.store.is_local();
         let mut pool: Vec<Vec<u8>> = Vec::new();
-        for batch in whole.chunks(batch_len(geo.chunk_bytes, self.store.is_local())) {
+        for batch in whole.chunks(landing_batch_len(geo.chunk_bytes, local)) {
             let cache = self.cache_for(g, v);
             for i in batch {
                 cache.take(&pieces[*i].chunk);
+            }
+            let store = self.store.as_ref();
+            if local {
+                batch.par_iter().try_for_each_init(Vec::new, |buf, &i| {
+                    let (key, encoded) = assemble(i, std::mem::take(buf))?;
+                    store.put(&key, &encoded)?;
+                    *buf = encoded;
+                    Ok::<_, Error>(())
+                })?;
+                continue;
             }
             pool.resize_with(batch.len(), Vec::new);
             let items: Vec<(StoreKey, Vec<u8>)> = batch
                 .par_iter()
                 .zip(pool.par_drain(..))
-                .map(|(i, mut buf)| {
-                    let p = &pieces[*i];
-                    buf.clear();
-                    buf.resize(geo.chunk_bytes, 0);
-                    write_piece(&mut buf, &geo.chunks, values, strides, p, geo.esize)?;
-                    Self::encode_chunk(geo, &p.chunk, buf)
-                })
+                .map(|(&i, buf)| assemble(i, buf))
                 .collect::<Result<_>>()?;
-            self.store.put_many(&items)?;
+            store.put_many(&items)?;
             pool = items.into_iter().map(|(_, buf)| buf).collect();
         }
         Ok(())

@@ -149,6 +149,14 @@ impl Codec for Blosc {
     fn decode_into(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize> {
         cblosc::decompress_into(encoded, out).map_err(|e| failed(ID, e))
     }
+
+    /// Decompresses only the blocks that hold the prefix.
+    fn decode_prefix(&self, encoded: &[u8], out: &mut [u8], full: usize) -> Result<bool> {
+        if cblosc::declared_size(encoded).map_err(|e| failed(ID, e))? != full {
+            return Ok(false);
+        }
+        cblosc::decompress_prefix(encoded, out).map_err(|e| failed(ID, e))
+    }
 }
 
 #[cfg(test)]

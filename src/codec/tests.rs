@@ -100,6 +100,75 @@ fn decoding_in_place_matches_decoding() {
     assert_eq!(chain.decode(stored, data.len()).unwrap(), data);
 }
 
+/// Codecs that can stop early (zstd without a checksum, blosc) decode exactly the prefix asked
+/// for; the rest, and any buffer that does not declare the expected size (or holds more than
+/// one zstd frame, or none whole), decline and leave the work to a whole decode.
+#[test]
+fn decoding_a_prefix_matches_decoding_or_declines() {
+    let data: Vec<u8> = (0..120_000i32)
+        .flat_map(|i| (i * 7 / 3).to_le_bytes())
+        .collect();
+    for c in every_codec() {
+        let codec = from_config(&c, CTX).unwrap();
+        let enc = codec.encode(&data).unwrap();
+        let stops_early = match c["id"].as_str().unwrap() {
+            "zstd" => c.get("checksum").is_none(),
+            "blosc" => true,
+            _ => false,
+        };
+        for n in [0usize, 4, 4000, 300_000, data.len() - 4] {
+            let mut out = vec![0xAAu8; n];
+            let done = codec.decode_prefix(&enc, &mut out, data.len()).unwrap();
+            assert_eq!(done, stops_early, "{c:?} {n}");
+            if done {
+                assert_eq!(out, data[..n], "{c:?} {n}");
+            }
+        }
+        let mut out = vec![0u8; 16];
+        for wrong in [data.len() - 4, data.len() + 4] {
+            assert!(
+                !codec.decode_prefix(&enc, &mut out, wrong).unwrap(),
+                "{c:?}"
+            );
+        }
+    }
+    let zstd = from_config(&cfg(json!({"id": "zstd", "level": 3})), CTX).unwrap();
+    let frame = zstd.encode(&data).unwrap();
+    let mut out = vec![0u8; 64];
+    let two_frames = [frame.clone(), frame.clone()].concat();
+    let truncated = &frame[..frame.len() - 1];
+    let no_size = ::zstd::stream::encode_all(&data[..], 3).unwrap();
+    assert!(matches!(
+        ::zstd::zstd_safe::get_frame_content_size(&no_size),
+        Ok(None)
+    ));
+    for declined in [&two_frames[..], truncated, &no_size[..]] {
+        assert!(!zstd.decode_prefix(declined, &mut out, data.len()).unwrap());
+        assert!(
+            !zstd
+                .decode_prefix(declined, &mut out, 2 * data.len())
+                .unwrap()
+        );
+    }
+    let single = Chain(vec![zstd.clone()]);
+    assert!(single.decode_prefix(&frame, &mut out, data.len()).unwrap());
+    assert_eq!(out, data[..64]);
+    let mut whole = vec![0u8; data.len()];
+    assert!(
+        !single
+            .decode_prefix(&frame, &mut whole, data.len())
+            .unwrap()
+    );
+    let shuffle = from_config(&cfg(json!({"id": "shuffle", "elementsize": 4})), CTX).unwrap();
+    let chained = Chain(vec![shuffle, zstd]);
+    let stored = chained.encode(data.clone()).unwrap();
+    assert!(
+        !chained
+            .decode_prefix(&stored, &mut out, data.len())
+            .unwrap()
+    );
+}
+
 #[test]
 fn a_chain_decodes_in_reverse_with_exact_bounds() {
     let chain = Chain::from_configs(
@@ -185,6 +254,7 @@ fn decoders_survive_truncated_corrupt_and_random_input() {
             if let Ok(n) = codec.decode_into(&enc[..cut], &mut out) {
                 assert!(n <= limit, "{c:?} cut {cut} in place");
             }
+            let _ = codec.decode_prefix(&enc[..cut], &mut out[..1000], data.len());
         }
         for seed in 0..64u64 {
             let mut bad = enc.clone();
@@ -202,6 +272,7 @@ fn decoders_survive_truncated_corrupt_and_random_input() {
                 if let Ok(n) = codec.decode_into(input, &mut out) {
                     assert!(n <= limit, "{c:?} seed {seed} in place");
                 }
+                let _ = codec.decode_prefix(input, &mut out[..1000], data.len());
             }
         }
     }

@@ -3,8 +3,10 @@
 
 use super::{Codec, Config, bad_config, failed, hdf5_id, params};
 use crate::error::Result;
+use ::zstd::zstd_safe::{self, CCtx, CParameter, DCtx, InBuffer, OutBuffer, ResetDirective};
 use serde_json::Value;
 use std::cell::RefCell;
+use std::thread::LocalKey;
 
 const ID: &str = "zstd";
 
@@ -59,15 +61,25 @@ impl Codec for Zstd {
         Some((hdf5_id::ZSTD, vec![self.level as u32]))
     }
 
+    /// Compresses with this thread's reused context (a fresh one costs its tables' allocation
+    /// and first touch, chunk after chunk).
     fn encode(&self, raw: &[u8]) -> Result<Vec<u8>> {
-        let mut c = ::zstd::bulk::Compressor::new(self.level).map_err(|e| failed(ID, e))?;
-        c.include_checksum(self.checksum)
-            .map_err(|e| failed(ID, e))?;
-        c.compress(raw).map_err(|e| failed(ID, e))
+        thread_local! {
+            static CONTEXT: RefCell<Option<CCtx<'static>>> = const { RefCell::new(None) };
+        }
+        with_reused(&CONTEXT, CCtx::try_create, |c| {
+            c.set_parameter(CParameter::CompressionLevel(self.level))
+                .and_then(|_| c.set_parameter(CParameter::ChecksumFlag(self.checksum)))
+                .map_err(|code| corrupt("cannot set the compression parameters", code))?;
+            let mut out = Vec::with_capacity(zstd_safe::compress_bound(raw.len()));
+            c.compress2(&mut out, raw)
+                .map_err(|code| corrupt("cannot compress", code))?;
+            Ok(out)
+        })
     }
 
     fn decode(&self, encoded: &[u8], limit: usize) -> Result<Vec<u8>> {
-        if let Ok(Some(n)) = ::zstd::zstd_safe::get_frame_content_size(encoded) {
+        if let Ok(Some(n)) = zstd_safe::get_frame_content_size(encoded) {
             if n > limit as u64 {
                 return Err(failed(
                     ID,
@@ -82,23 +94,75 @@ impl Codec for Zstd {
 
     /// Decompresses with this thread's reused context straight into `out`.
     fn decode_into(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize> {
-        thread_local! {
-            static CONTEXT: RefCell<Option<::zstd::bulk::Decompressor<'static>>> =
-                const { RefCell::new(None) };
-        }
-        CONTEXT.with(|cell| {
-            let mut slot = cell.try_borrow_mut().map_err(|e| failed(ID, e))?;
-            let d = match &mut *slot {
-                Some(d) => d,
-                empty => empty.insert(
-                    ::zstd::bulk::Decompressor::new()
-                        .map_err(|e| failed(ID, format!("no decompression context: {e}")))?,
-                ),
-            };
-            d.decompress_to_buffer(encoded, out)
-                .map_err(|e| failed(ID, format!("corrupt or oversized frame: {e}")))
+        with_context(|d| {
+            d.decompress(out, encoded)
+                .map_err(|code| corrupt("corrupt or oversized frame", code))
         })
     }
+
+    /// Streams the frame until the prefix is out: only the blocks that hold it are decoded.
+    /// Done for one whole frame that declares `full` bytes and carries no checksum.
+    fn decode_prefix(&self, encoded: &[u8], out: &mut [u8], full: usize) -> Result<bool> {
+        let one_frame = zstd_safe::find_frame_compressed_size(encoded) == Ok(encoded.len());
+        let declared = zstd_safe::get_frame_content_size(encoded);
+        if !one_frame
+            || !matches!(declared, Ok(Some(n)) if n == full as u64)
+            || has_checksum(encoded)
+        {
+            return Ok(false);
+        }
+        with_context(|d| {
+            d.reset(ResetDirective::SessionOnly)
+                .map_err(|code| corrupt("cannot reset the context", code))?;
+            let mut input = InBuffer::around(encoded);
+            let mut output = OutBuffer::around(out);
+            while output.pos() < output.capacity() {
+                let before = (input.pos, output.pos());
+                d.decompress_stream(&mut output, &mut input)
+                    .map_err(|code| corrupt("corrupt frame", code))?;
+                if (input.pos, output.pos()) == before {
+                    return Err(failed(ID, "truncated frame"));
+                }
+            }
+            Ok(true)
+        })
+    }
+}
+
+/// True when `frame` is a Zstandard frame whose header announces a content checksum.
+fn has_checksum(frame: &[u8]) -> bool {
+    const MAGIC: [u8; 4] = 0xFD2F_B528u32.to_le_bytes();
+    const CHECKSUM_FLAG: u8 = 0x04;
+    frame.len() > 4 && frame[..4] == MAGIC && frame[4] & CHECKSUM_FLAG != 0
+}
+
+fn corrupt(what: &str, code: usize) -> crate::error::Error {
+    failed(ID, format!("{what}: {}", zstd_safe::get_error_name(code)))
+}
+
+/// Runs `f` with this thread's decompression context, made on first use and reused after
+/// (a fresh context costs more than decompressing a small chunk).
+fn with_context<T>(f: impl FnOnce(&mut DCtx<'static>) -> Result<T>) -> Result<T> {
+    thread_local! {
+        static CONTEXT: RefCell<Option<DCtx<'static>>> = const { RefCell::new(None) };
+    }
+    with_reused(&CONTEXT, DCtx::try_create, f)
+}
+
+/// Runs `f` with the context in this thread's `slot`, made by `make` on first use.
+fn with_reused<C: 'static, T>(
+    slot: &'static LocalKey<RefCell<Option<C>>>,
+    make: fn() -> Option<C>,
+    f: impl FnOnce(&mut C) -> Result<T>,
+) -> Result<T> {
+    slot.with(|cell| {
+        let mut held = cell.try_borrow_mut().map_err(|e| failed(ID, e))?;
+        let context = match &mut *held {
+            Some(c) => c,
+            empty => empty.insert(make().ok_or_else(|| failed(ID, "cannot make a context"))?),
+        };
+        f(context)
+    })
 }
 
 #[cfg(test)]

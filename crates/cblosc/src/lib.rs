@@ -169,6 +169,37 @@ pub fn decompress_into(src: &[u8], dst: &mut [u8]) -> Result<usize, BloscError> 
     Ok(declared)
 }
 
+/// Decompresses only the blocks of `src` that hold its first `dst.len()` bytes, into `dst`
+/// (`blosc_getitem`, which keeps its state on the stack). `Ok(false)` when the prefix is not
+/// a whole number of the buffer's items or is longer than the buffer, or `blosc_getitem`
+/// refused the buffer: `dst` holds nothing useful and the buffer should be decompressed whole
+/// (which reports what is wrong with it).
+pub fn decompress_prefix(src: &[u8], dst: &mut [u8]) -> Result<bool, BloscError> {
+    let declared = declared_size(src)?;
+    let typesize = usize::from(src[3]).max(1);
+    if dst.len() > declared || dst.len() % typesize != 0 {
+        return Ok(false);
+    }
+    let nitems = dst.len() / typesize;
+    if nitems == 0 {
+        return Ok(true);
+    }
+    // Fits: `nitems * typesize <= declared`, and declared sizes are below `i32::MAX`.
+    let nitems = c_int::try_from(nitems).map_err(|_| BloscError::TooLarge(dst.len()))?;
+    // SAFETY: `src` was validated above (its header's sizes agree with its length); items
+    // `0..nitems` lie within the declared size, so c-blosc writes exactly
+    // `nitems * typesize == dst.len()` bytes to `dst`.
+    let n = unsafe {
+        sys::blosc_getitem(
+            src.as_ptr().cast::<c_void>(),
+            0,
+            nitems,
+            dst.as_mut_ptr().cast::<c_void>(),
+        )
+    };
+    Ok(n >= 0 && n as usize == dst.len())
+}
+
 /// The c-blosc version string.
 pub fn version() -> String {
     // SAFETY: returns a pointer to a static NUL-terminated string.

@@ -2,11 +2,13 @@
 //! whole (coded chunks, or any chunk on a remote store) and are not kept in the cache. Each
 //! worker decodes a chunk into its own scratch buffer and copies the piece's runs into their
 //! disjoint places in the caller's buffer, so decoding and copying both use every core and
-//! scratch memory is one chunk per worker.
+//! scratch memory is one chunk per worker. A chunk whose codec can stop early is decoded only
+//! up to the end of the piece's last run (a time series needs the first block of each chunk).
 //!
 //! Owns this parallel decode-and-scatter step; fetching is the store's, decoding the codec
 //! chain's, the run slicing `split`'s.
 
+use super::fetch;
 use super::split::{PieceRuns, Target, in_batches};
 use super::{Geometry, finish_error};
 use crate::api::convert;
@@ -16,11 +18,11 @@ use crate::chunk::projection::ChunkPiece;
 use crate::chunk::runs;
 use crate::error::Result;
 use crate::zmap::{Store, StoreKey, copy_runs};
-use rayon::prelude::*;
 
 /// Runs shorter than this are copied faster from a chunk kept whole (the run lists would be
-/// larger than the data).
+/// larger than the data), unless there are only a few of them.
 const MIN_RUN_BYTES: usize = 32;
+const FEW_RUNS: usize = 64;
 
 /// True when `piece` is worth copying run by run from its decoded chunk.
 pub(super) fn worth_it(
@@ -31,7 +33,7 @@ pub(super) fn worth_it(
 ) -> Result<bool> {
     Ok(
         runs::run_shape(&geo.chunks, out_len, strides, piece, geo.esize)?
-            .is_some_and(|s| s.run_len >= MIN_RUN_BYTES),
+            .is_some_and(|s| s.run_len >= MIN_RUN_BYTES || s.runs <= FEW_RUNS),
     )
 }
 
@@ -49,14 +51,9 @@ pub(super) fn read(
             .iter()
             .map(|&i| geo.key(&pieces[i].chunk))
             .collect::<Result<_>>()?;
-        let fetched = store.get_many(&keys)?;
-        per_piece
-            .into_par_iter()
-            .zip(fetched)
-            .zip(&keys)
-            .try_for_each_init(Vec::new, |scratch, ((runs, stored), key)| {
-                land(geo, key, stored, runs, scratch)
-            })
+        fetch::each(store, &keys, per_piece, |scratch, runs, key, stored| {
+            land(geo, key, stored, runs, scratch)
+        })
     })
 }
 
@@ -88,7 +85,19 @@ fn land(
         transposed = Dataset::decode_chunk(geo, key, bytes)?;
         &transposed
     } else {
+        // Only the chunk's bytes up to the end of the last run are needed.
+        let needed = runs
+            .iter()
+            .map(|(at, o)| *at as usize + o.len())
+            .max()
+            .unwrap_or(0);
         scratch.resize(geo.chunk_bytes, 0);
+        if needed < geo.chunk_bytes
+            && Dataset::decode_chunk_prefix_into(geo, key, &bytes, &mut scratch[..needed])?
+        {
+            copy_runs(&scratch[..needed], 0, &mut runs);
+            return Ok(());
+        }
         Dataset::decode_chunk_into(geo, key, bytes, scratch)?;
         scratch
     };
