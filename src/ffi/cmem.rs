@@ -138,6 +138,41 @@ pub(crate) fn bytes_mut<'a>(p: *mut c_void, len: usize) -> Result<&'a mut [u8]> 
     Ok(unsafe { std::slice::from_raw_parts_mut(p.cast::<u8>(), len) })
 }
 
+/// Output buffers at least this large are advised to use transparent huge pages. glibc's
+/// `malloc` maps every block this large on its own, so the advice does not reach the heap.
+const HUGE_OUTPUT_BYTES: usize = 32 << 20;
+const HUGE_PAGE: usize = 2 << 20;
+
+/// A writable byte view of the caller's output buffer for `nc_get_var*`. A large buffer is
+/// advised (`MADV_HUGEPAGE`, for its whole 2 MiB pages only) to be backed by huge pages where
+/// it is not backed yet: a fresh buffer then costs one fault per 2 MiB instead of one per
+/// 4 KiB when we fill it, which on some machines takes longer than reading the data. The advice
+/// changes nothing the caller can observe; where huge pages are off or unavailable it is
+/// ignored, and so is its failure.
+pub(crate) fn output_bytes<'a>(p: *mut c_void, len: usize) -> Result<&'a mut [u8]> {
+    let out = bytes_mut(p, len)?;
+    if len >= HUGE_OUTPUT_BYTES {
+        advise_huge_pages(out);
+    }
+    Ok(out)
+}
+
+#[cfg(target_os = "linux")]
+fn advise_huge_pages(buf: &mut [u8]) {
+    let start = (buf.as_mut_ptr() as usize).next_multiple_of(HUGE_PAGE);
+    let end = (buf.as_mut_ptr() as usize + buf.len()) / HUGE_PAGE * HUGE_PAGE;
+    if end > start {
+        // SAFETY: `[start, end)` lies inside the caller's buffer; MADV_HUGEPAGE only changes
+        // how its pages will be backed, never their contents.
+        unsafe {
+            libc::madvise(start as *mut c_void, end - start, libc::MADV_HUGEPAGE);
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn advise_huge_pages(_buf: &mut [u8]) {}
+
 /// A slice of `n` values from C (`NULL` -> `None`).
 pub(crate) fn slice<'a, T>(p: *const T, n: usize) -> Option<&'a [T]> {
     if p.is_null() {

@@ -128,7 +128,7 @@ fn call(
             }
             Buf::Get(p) => {
                 let bytes = elems.checked_mul(mt.size()).ok_or(Error::NoMem)?;
-                let out = cmem::bytes_mut(p, bytes)?;
+                let out = cmem::output_bytes(p, bytes)?;
                 let range = o.ds.get_fixed(g, v, &slab, imap.as_deref(), mt, out)?;
                 Ok(if range { NC_ERANGE } else { NC_NOERR })
             }
