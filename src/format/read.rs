@@ -39,7 +39,9 @@ pub struct Opened {
 /// fetched in one batch ([`Meta::prefetch`]), which a remote store serves concurrently.
 struct Meta<'a> {
     store: &'a dyn Store,
-    consolidated: Option<Obj>,
+    /// The entries of `.zmetadata`; [`Meta::get`] takes them out (nothing is read twice but
+    /// the root group, which is put back).
+    consolidated: Option<RefCell<Obj>>,
     /// Objects fetched so far (in concurrent batches), so none is fetched twice.
     prefetched: RefCell<HashMap<String, Option<Vec<u8>>>>,
 }
@@ -64,7 +66,7 @@ impl<'a> Meta<'a> {
     fn new(store: &'a dyn Store, consolidated: Option<Obj>) -> Meta<'a> {
         Meta {
             store,
-            consolidated,
+            consolidated: consolidated.map(RefCell::new),
             prefetched: RefCell::new(HashMap::new()),
         }
     }
@@ -95,8 +97,8 @@ impl<'a> Meta<'a> {
 
     fn get(&self, key: &str) -> Result<Option<Obj>> {
         if let Some(c) = &self.consolidated {
-            return match c.get(key) {
-                Some(Value::Object(m)) => Ok(Some(m.clone())),
+            return match c.borrow_mut().swap_remove(key) {
+                Some(Value::Object(m)) => Ok(Some(m)),
                 Some(_) => Err(Error::metadata(key, "not a JSON object in .zmetadata")),
                 None => Ok(None),
             };
@@ -113,6 +115,15 @@ impl<'a> Meta<'a> {
         }
     }
 
+    /// Makes `obj` what the next [`Meta::get`] of `key` returns (consolidated metadata only:
+    /// other objects stay fetched).
+    fn put_back(&self, key: &str, obj: &Option<Obj>) {
+        if let (Some(c), Some(o)) = (&self.consolidated, obj) {
+            c.borrow_mut()
+                .insert(key.to_string(), Value::Object(o.clone()));
+        }
+    }
+
     fn children(&self, path: &str) -> Result<Vec<String>> {
         if let Some(c) = &self.consolidated {
             let pre = if path.is_empty() {
@@ -121,6 +132,7 @@ impl<'a> Meta<'a> {
                 format!("{path}/")
             };
             let mut names: Vec<String> = c
+                .borrow()
                 .keys()
                 .filter_map(|k| k.strip_prefix(&pre))
                 .filter(|rest| !rest.is_empty())
@@ -661,6 +673,9 @@ pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opene
     meta.prefetch(&[".zgroup".to_string(), ".zattrs".to_string()])?;
     let root_zgroup = meta.get(".zgroup")?;
     let root_zattrs = meta.get(".zattrs")?;
+    // The root group is read again below.
+    meta.put_back(".zgroup", &root_zgroup);
+    meta.put_back(".zattrs", &root_zattrs);
     // Only netcdf-c 4.8 wrote the V1 superblock object: not looked for when the root says
     // otherwise (today's and 4.9's keys, consolidated metadata) or pure Zarr was asked for.
     let has_key = |o: &Option<Obj>, keys: &[&str]| {
