@@ -107,6 +107,19 @@ fn codecs(c: &mut Criterion) {
         g.bench_function(format!("{name} encode"), |b| {
             b.iter(|| chain.encode(raw.clone()).unwrap())
         });
+        let mut first_element = [0u8; 4];
+        if chain
+            .decode_prefix(&stored, &mut first_element, raw.len())
+            .unwrap()
+        {
+            g.bench_function(format!("{name} decode first element"), |b| {
+                b.iter(|| {
+                    chain
+                        .decode_prefix(&stored, &mut first_element, raw.len())
+                        .unwrap()
+                })
+            });
+        }
     }
     g.finish();
 }
