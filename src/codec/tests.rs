@@ -150,6 +150,33 @@ fn decoding_a_prefix_matches_decoding_or_declines() {
                 .unwrap()
         );
     }
+    // A first block the stream refuses (its literals claim more than a block holds) is left
+    // to the whole decode, which reports it.
+    let mut refused = frame.clone();
+    let fhd = refused[4];
+    let fcs_len = [usize::from(fhd & 0x20 != 0), 2, 4, 8][usize::from(fhd >> 6)];
+    let first_block =
+        5 + usize::from(fhd & 0x20 == 0) + [0, 1, 2, 4][usize::from(fhd & 3)] + fcs_len;
+    assert_eq!(
+        (refused[first_block] >> 1) & 3,
+        2,
+        "a compressed first block"
+    );
+    refused[first_block + 3..first_block + 6].copy_from_slice(&[0xFC, 0xFF, 0xFF]);
+    assert!(!zstd.decode_prefix(&refused, &mut out, data.len()).unwrap());
+    assert!(zstd.decode(&refused, data.len()).is_err());
+    let blosc = from_config(
+        &cfg(json!({"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1, "blocksize": 0})),
+        CTX,
+    )
+    .unwrap();
+    let mut reserved = blosc.encode(&data).unwrap();
+    reserved[2] |= 0x08;
+    assert!(
+        !blosc
+            .decode_prefix(&reserved, &mut out, data.len())
+            .unwrap()
+    );
     let single = Chain(vec![zstd.clone()]);
     assert!(single.decode_prefix(&frame, &mut out, data.len()).unwrap());
     assert_eq!(out, data[..64]);

@@ -101,7 +101,9 @@ impl Codec for Zstd {
     }
 
     /// Streams the frame until the prefix is out: only the blocks that hold it are decoded.
-    /// Done for one whole frame that declares `full` bytes and carries no checksum.
+    /// Done for one whole frame that declares `full` bytes and carries no checksum. Whatever
+    /// the stream refuses (a corrupt block, a window larger than streaming allows) is left to
+    /// a whole decode, which decodes or reports it.
     fn decode_prefix(&self, encoded: &[u8], out: &mut [u8], full: usize) -> Result<bool> {
         let one_frame = zstd_safe::find_frame_compressed_size(encoded) == Ok(encoded.len());
         let declared = zstd_safe::get_frame_content_size(encoded);
@@ -112,16 +114,16 @@ impl Codec for Zstd {
             return Ok(false);
         }
         with_context(|d| {
-            d.reset(ResetDirective::SessionOnly)
-                .map_err(|code| corrupt("cannot reset the context", code))?;
+            if d.reset(ResetDirective::SessionOnly).is_err() {
+                return Ok(false);
+            }
             let mut input = InBuffer::around(encoded);
             let mut output = OutBuffer::around(out);
             while output.pos() < output.capacity() {
                 let before = (input.pos, output.pos());
-                d.decompress_stream(&mut output, &mut input)
-                    .map_err(|code| corrupt("corrupt frame", code))?;
-                if (input.pos, output.pos()) == before {
-                    return Err(failed(ID, "truncated frame"));
+                let refused = d.decompress_stream(&mut output, &mut input).is_err();
+                if refused || (input.pos, output.pos()) == before {
+                    return Ok(false);
                 }
             }
             Ok(true)

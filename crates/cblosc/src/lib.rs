@@ -171,13 +171,15 @@ pub fn decompress_into(src: &[u8], dst: &mut [u8]) -> Result<usize, BloscError> 
 
 /// Decompresses only the blocks of `src` that hold its first `dst.len()` bytes, into `dst`
 /// (`blosc_getitem`, which keeps its state on the stack). `Ok(false)` when the prefix is not
-/// a whole number of the buffer's items or is longer than the buffer, or `blosc_getitem`
-/// refused the buffer: `dst` holds nothing useful and the buffer should be decompressed whole
-/// (which reports what is wrong with it).
+/// a whole number of the buffer's items or is longer than the buffer, the header sets a flag
+/// c-blosc reserves, or `blosc_getitem` refused the buffer: `dst` holds nothing useful and the
+/// buffer should be decompressed whole (which reports what is wrong with it).
 pub fn decompress_prefix(src: &[u8], dst: &mut [u8]) -> Result<bool, BloscError> {
+    /// A header flag c-blosc reserves; `blosc_decompress_ctx` refuses buffers that set it.
+    const RESERVED_FLAG: u8 = 0x08;
     let declared = declared_size(src)?;
     let typesize = usize::from(src[3]).max(1);
-    if dst.len() > declared || dst.len() % typesize != 0 {
+    if dst.len() > declared || dst.len() % typesize != 0 || src[2] & RESERVED_FLAG != 0 {
         return Ok(false);
     }
     let nitems = dst.len() / typesize;
