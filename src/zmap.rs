@@ -48,6 +48,15 @@ pub(crate) fn copy_runs(value: &[u8], base: u64, runs: &mut [(u64, &mut [u8])]) 
     }
 }
 
+/// [`Store::get_runs_into`] answered from a whole object (`None`: absent): fills `runs` and
+/// returns the object's length.
+pub(crate) fn runs_of_whole(value: Option<Vec<u8>>, runs: &mut [(u64, &mut [u8])]) -> Option<u64> {
+    value.map(|v| {
+        copy_runs(&v, 0, runs);
+        v.len() as u64
+    })
+}
+
 /// A flat key/value store with `/`-separated keys relative to a dataset root.
 ///
 /// Contract shared by every backend:
@@ -81,12 +90,7 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         Ok(got
             .into_iter()
             .zip(outs.iter_mut())
-            .map(|(value, out)| {
-                value.map(|v| {
-                    copy_runs(&v, 0, &mut [(0, &mut **out)]);
-                    v.len()
-                })
-            })
+            .map(|(value, out)| runs_of_whole(value, &mut [(0, &mut **out)]).map(|n| n as usize))
             .collect())
     }
 
@@ -96,10 +100,7 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// caller compares the length with the one it expects). The default reads the whole object
     /// and copies; backends that can read ranges in place override it.
     fn get_runs_into(&self, key: &StoreKey, runs: &mut [(u64, &mut [u8])]) -> Result<Option<u64>> {
-        Ok(self.get(key)?.map(|value| {
-            copy_runs(&value, 0, runs);
-            value.len() as u64
-        }))
+        Ok(runs_of_whole(self.get(key)?, runs))
     }
 
     /// Parts of several objects, as [`Store::get_runs_into`] for each: entry `i` of the result

@@ -36,8 +36,8 @@ fn batch_len(chunk_bytes: usize, local: bool) -> usize {
     (BATCH_BYTES / chunk_bytes.max(1)).clamp(threads * 2, 256)
 }
 
-/// Chunks per batch where each worker fetches its own chunk on a local store
-/// ([`fetch::each`]): there memory does not grow with the batch, and a longer batch keeps
+/// Chunks per batch where each worker reads or writes its own chunk on a local store
+/// ([`chunk_io`]): there memory does not grow with the batch, and a longer batch keeps
 /// workers from waiting for each other at its end.
 fn landing_batch_len(chunk_bytes: usize, local: bool) -> usize {
     if local {
@@ -47,8 +47,8 @@ fn landing_batch_len(chunk_bytes: usize, local: bool) -> usize {
 }
 
 mod by_runs;
+mod chunk_io;
 mod decoded;
-mod fetch;
 mod split;
 
 /// The error for a stored uncompressed chunk of `got` bytes where the shape needs another size.
@@ -623,18 +623,15 @@ impl Dataset {
                     .try_for_each(|((o, len), key)| finish_direct(geo, key, len, o))?;
             } else {
                 let outs: Vec<&mut [u8]> = batch.iter_mut().map(|(_, o)| &mut **o).collect();
-                fetch::each(
-                    self.store.as_ref(),
-                    &keys,
-                    outs,
-                    |_, o, key, stored| match stored {
+                chunk_io::fetch_each(self.store.as_ref(), &keys, outs, |_, o, key, stored| {
+                    match stored {
                         None => {
                             fill_pattern(o, &geo.fill);
                             Ok(())
                         }
                         Some(b) => Self::decode_chunk_into(geo, key, b, o),
-                    },
-                )?;
+                    }
+                })?;
             }
         }
         Ok(())
@@ -956,9 +953,7 @@ impl Dataset {
 
     /// Writes the chunks that `whole` pieces cover entirely straight to the store, bypassing
     /// the cache (a cached copy is dropped: every byte of it is overwritten): assembled,
-    /// byte-swapped, encoded and stored in parallel. On a local store each worker stores the
-    /// chunk it encoded and goes on with the next, reusing its buffer; a remote store gets
-    /// bounded batches, each stored concurrently, with one batch's buffers reused by the next.
+    /// byte-swapped, encoded and stored in parallel batches ([`chunk_io::store_each`]).
     #[allow(clippy::too_many_arguments)]
     fn write_whole_chunks(
         &mut self,
@@ -970,38 +965,19 @@ impl Dataset {
         values: &[u8],
         strides: &[i64],
     ) -> Result<()> {
-        let assemble = |i: usize, mut buf: Vec<u8>| {
-            let p = &pieces[i];
-            buf.clear();
-            buf.resize(geo.chunk_bytes, 0);
-            write_piece(&mut buf, &geo.chunks, values, strides, p, geo.esize)?;
-            Self::encode_chunk(geo, &p.chunk, buf)
-        };
-        let local = self.store.is_local();
         let mut pool: Vec<Vec<u8>> = Vec::new();
-        for batch in whole.chunks(landing_batch_len(geo.chunk_bytes, local)) {
+        for batch in whole.chunks(landing_batch_len(geo.chunk_bytes, self.store.is_local())) {
             let cache = self.cache_for(g, v);
             for i in batch {
                 cache.take(&pieces[*i].chunk);
             }
-            let store = self.store.as_ref();
-            if local {
-                batch.par_iter().try_for_each_init(Vec::new, |buf, &i| {
-                    let (key, encoded) = assemble(i, std::mem::take(buf))?;
-                    store.put(&key, &encoded)?;
-                    *buf = encoded;
-                    Ok::<_, Error>(())
-                })?;
-                continue;
-            }
-            pool.resize_with(batch.len(), Vec::new);
-            let items: Vec<(StoreKey, Vec<u8>)> = batch
-                .par_iter()
-                .zip(pool.par_drain(..))
-                .map(|(&i, buf)| assemble(i, buf))
-                .collect::<Result<_>>()?;
-            store.put_many(&items)?;
-            pool = items.into_iter().map(|(_, buf)| buf).collect();
+            chunk_io::store_each(self.store.as_ref(), batch, &mut pool, |&i, mut buf| {
+                let p = &pieces[i];
+                buf.clear();
+                buf.resize(geo.chunk_bytes, 0);
+                write_piece(&mut buf, &geo.chunks, values, strides, p, geo.esize)?;
+                Self::encode_chunk(geo, &p.chunk, buf)
+            })?;
         }
         Ok(())
     }

@@ -465,10 +465,7 @@ impl Store for ZipStore {
         };
         drop(state);
         let Some((file, start, size)) = in_place else {
-            return Ok(self.get(key)?.map(|value| {
-                super::copy_runs(&value, 0, runs);
-                value.len() as u64
-            }));
+            return Ok(super::runs_of_whole(self.get(key)?, runs));
         };
         let what = || format!("{}:{key}", show(&self.path));
         for (offset, out) in runs.iter_mut() {

@@ -8,7 +8,7 @@
 //! Owns this parallel decode-and-scatter step; fetching is the store's, decoding the codec
 //! chain's, the run slicing `split`'s.
 
-use super::fetch;
+use super::chunk_io;
 use super::split::{PieceRuns, Target, in_batches};
 use super::{Geometry, finish_error};
 use crate::api::convert;
@@ -51,7 +51,7 @@ pub(super) fn read(
             .iter()
             .map(|&i| geo.key(&pieces[i].chunk))
             .collect::<Result<_>>()?;
-        fetch::each(store, &keys, per_piece, |scratch, runs, key, stored| {
+        chunk_io::fetch_each(store, &keys, per_piece, |scratch, runs, key, stored| {
             land(geo, key, stored, runs, scratch)
         })
     })

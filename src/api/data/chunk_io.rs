@@ -1,0 +1,67 @@
+//! Scheduling chunk reads and writes across workers.
+//!
+//! On a local store every worker reads its own chunk and goes straight on to decoding it (or
+//! encodes a chunk and stores it itself), so I/O and coding overlap across workers, no worker
+//! waits for a whole batch, and scratch memory stays one chunk per worker whatever the batch
+//! size. On a remote store a whole batch is fetched (or stored) concurrently, which is what hides
+//! latency, and handed out (or made) in parallel around that.
+//!
+//! Owns only this scheduling; which chunks, and what is done with their bytes, is the caller's.
+
+use crate::error::Result;
+use crate::zmap::{Store, StoreKey};
+use rayon::prelude::*;
+
+/// Calls `land(scratch, item, key, stored)` for every item and its chunk (`None`: absent), in
+/// parallel; `scratch` is a buffer owned by the worker, reused from chunk to chunk.
+pub(super) fn fetch_each<T: Send>(
+    store: &dyn Store,
+    keys: &[StoreKey],
+    items: Vec<T>,
+    land: impl Fn(&mut Vec<u8>, T, &StoreKey, Option<Vec<u8>>) -> Result<()> + Sync,
+) -> Result<()> {
+    if store.is_local() {
+        return items
+            .into_par_iter()
+            .zip(keys)
+            .try_for_each_init(Vec::new, |scratch, (item, key)| {
+                land(scratch, item, key, store.get(key)?)
+            });
+    }
+    let fetched = store.get_many(keys)?;
+    items
+        .into_par_iter()
+        .zip(fetched)
+        .zip(keys)
+        .try_for_each_init(Vec::new, |scratch, ((item, stored), key)| {
+            land(scratch, item, key, stored)
+        })
+}
+
+/// Stores the chunk `make(item, buffer)` returns (its key and stored bytes, built in the buffer
+/// it was handed when it can) for every item, in parallel. Buffers are reused: by each worker
+/// on a local store; through `pool`, from one call to the next, on a remote one.
+pub(super) fn store_each<T: Sync>(
+    store: &dyn Store,
+    items: &[T],
+    pool: &mut Vec<Vec<u8>>,
+    make: impl Fn(&T, Vec<u8>) -> Result<(StoreKey, Vec<u8>)> + Sync,
+) -> Result<()> {
+    if store.is_local() {
+        return items.par_iter().try_for_each_init(Vec::new, |buf, item| {
+            let (key, stored) = make(item, std::mem::take(buf))?;
+            store.put(&key, &stored)?;
+            *buf = stored;
+            Ok(())
+        });
+    }
+    pool.resize_with(items.len(), Vec::new);
+    let made: Vec<(StoreKey, Vec<u8>)> = items
+        .par_iter()
+        .zip(pool.par_drain(..))
+        .map(|(item, buf)| make(item, buf))
+        .collect::<Result<_>>()?;
+    store.put_many(&made)?;
+    *pool = made.into_iter().map(|(_, buf)| buf).collect();
+    Ok(())
+}
