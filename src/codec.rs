@@ -77,6 +77,11 @@ pub trait Codec: Send + Sync + std::fmt::Debug {
     fn decode_prefix(&self, _encoded: &[u8], _out: &mut [u8], _full: usize) -> Result<bool> {
         Ok(false)
     }
+    /// True when this codec's buffers may be decoded a prefix at a time
+    /// ([`Codec::decode_prefix`] can succeed).
+    fn stops_early(&self) -> bool {
+        false
+    }
 }
 
 /// The error of a codec that failed on data.
@@ -213,6 +218,11 @@ impl Chain {
             [only] if out.len() < full => only.decode_prefix(stored, out, full),
             _ => Ok(false),
         }
+    }
+
+    /// True when a chunk of this chain may be decoded only as far as a request needs.
+    pub fn stops_early(&self) -> bool {
+        matches!(self.0.as_slice(), [only] if only.stops_early())
     }
 
     /// The most bytes each stage may produce when decoding a chunk of `expected` bytes: the

@@ -487,6 +487,53 @@ fn break_last_blosc_block(buf: &mut [u8]) {
 /// series still reads right (both byte orders) while a whole read reports the damage. With a
 /// cache that keeps the chunks they are decoded whole, and the damage is reported.
 #[test]
+fn a_loop_over_points_reads_every_series_right_through_the_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let shape = [4u64, 64, 96];
+    let chunks = [1u64, 32, 48];
+    let codings = [
+        ("zstd", Coding::Filter(32015, &[3])),
+        ("blosc", Coding::Filter(32001, &[0, 0, 0, 0, 5, 1, 1])),
+    ];
+    for (codec, coding) in codings {
+        let name = format!("{codec}-points.zarr");
+        make_with(
+            dir.path(),
+            &name,
+            &shape,
+            &chunks,
+            Endian::Little,
+            true,
+            coding,
+        );
+        let mut ds = Dataset::open(&url(dir.path(), &name), false).unwrap();
+        // Points early and late in their chunks, visited twice: first reads decode prefixes,
+        // later ones whole chunks that are kept, and then come from the cache.
+        for pass in 0..2 {
+            for (y, x) in [
+                (0, 0),
+                (1, 2),
+                (31, 47),
+                (5, 40),
+                (33, 50),
+                (63, 95),
+                (0, 0),
+            ] {
+                let series = slab(&[0, y, x], &[shape[0], 1, 1], &[1, 1, 1]);
+                let what = format!("{name} pass {pass} ({y}, {x})");
+                assert_eq!(read(&mut ds, &series), expected(&shape, &series), "{what}");
+            }
+        }
+        let whole = slab(&[0, 0, 0], &shape, &[1, 1, 1]);
+        assert_eq!(
+            read(&mut ds, &whole),
+            expected(&shape, &whole),
+            "{name} whole"
+        );
+    }
+}
+
+#[test]
 fn a_time_series_decodes_coded_chunks_only_up_to_its_element() {
     let dir = tempfile::tempdir().unwrap();
     // 512 KiB chunks: several zstd blocks and blosc blocks each.
@@ -518,7 +565,15 @@ fn a_time_series_decodes_coded_chunks_only_up_to_its_element() {
             assert_eq!(read(&mut ds, &series), expected(&shape, &series), "{name}");
             let err = read_error(&mut ds, &whole);
             assert!(matches!(err, Error::Filter { .. }), "{name}: {err:?}");
+            // With a cache that could keep them, chunks read sparsely for the first time are
+            // still decoded only up to the element; read again, they are decoded whole to be
+            // kept, and the damage shows.
             let mut kept = Dataset::open(&url(dir.path(), &name), false).unwrap();
+            assert_eq!(
+                read(&mut kept, &series),
+                expected(&shape, &series),
+                "{name}"
+            );
             let err = read_error(&mut kept, &series);
             assert!(
                 matches!(err, Error::Filter { .. }),

@@ -121,6 +121,17 @@ impl Geometry {
         self.chain.is_empty() && !self.fortran
     }
 
+    /// True when a chunk may be decoded only as far as a request needs (C order, one codec
+    /// that can stop early).
+    fn stops_early(&self) -> bool {
+        self.chain.stops_early() && !self.fortran
+    }
+
+    /// Elements in one chunk.
+    fn chunk_elems(&self) -> u64 {
+        (self.chunk_bytes / self.esize.max(1)) as u64
+    }
+
     /// True when the `n` chunks of one request can all stay in the cache: otherwise keeping
     /// them would only cycle them through it, evicting what a later request could use.
     fn cache_keeps(&self, n: usize) -> bool {
@@ -543,12 +554,17 @@ impl Dataset {
             &by_runs,
         )?);
         // Chunks the cache will not keep are decoded and copied in one parallel step.
-        if !geo.cache_keeps(buffered.len()) {
+        let unkept = if geo.cache_keeps(buffered.len()) {
+            self.first_sparse_reads(g, v, geo, &pieces, &mut buffered, out.len(), strides)?
+        } else {
+            std::mem::take(&mut buffered)
+        };
+        if !unkept.is_empty() {
             let mut scattered = Vec::new();
             let mut spanned = Vec::new();
             let mut rest = Vec::new();
             let remote_raw = geo.stored_as_is() && !self.store.is_local();
-            for i in buffered {
+            for i in unkept {
                 if remote_raw
                     && by_runs::route(geo, out.len(), strides, &pieces[i], false)?
                         == by_runs::Route::Runs
@@ -571,7 +587,7 @@ impl Dataset {
                 &scattered,
                 landing_batch_len(geo.chunk_bytes, self.store.is_local()),
             )?);
-            buffered = rest;
+            buffered.extend(rest);
         }
         by_runs::read_rows(
             self.store.as_ref(),
@@ -594,6 +610,41 @@ impl Dataset {
         buffered.sort_unstable();
         self.read_direct(geo, &pieces, &direct, out)?;
         self.read_buffered(g, v, geo, &pieces, &buffered, out, strides)
+    }
+
+    /// Takes out of `buffered` the pieces whose chunks are read sparsely for the first time
+    /// (see [`ChunkCache::admits`]): pieces needing at most half of their chunk, of chunks
+    /// that can be decoded only that far, copied run by run. They are decoded up to the piece
+    /// and not kept; the others stay in `buffered` (and in the cache).
+    #[allow(clippy::too_many_arguments)]
+    fn first_sparse_reads(
+        &mut self,
+        g: GroupId,
+        v: usize,
+        geo: &Geometry,
+        pieces: &[ChunkPiece],
+        buffered: &mut Vec<usize>,
+        out_len: usize,
+        strides: &[i64],
+    ) -> Result<Vec<usize>> {
+        if !geo.stops_early() {
+            return Ok(Vec::new());
+        }
+        let mut first = Vec::new();
+        let mut again = Vec::with_capacity(buffered.len());
+        for i in std::mem::take(buffered) {
+            let p = &pieces[i];
+            let prefix_elems = p.chunk_region.c_order_end(&geo.chunks);
+            let sparse = prefix_elems.saturating_mul(2) <= geo.chunk_elems()
+                && decoded::worth_it(geo, out_len, strides, p)?;
+            if sparse && !self.cache_for(g, v).admits(&p.chunk) {
+                first.push(i);
+            } else {
+                again.push(i);
+            }
+        }
+        *buffered = again;
+        Ok(first)
     }
 
     /// Reads whole chunks straight into their disjoint, sorted ranges of `out`.

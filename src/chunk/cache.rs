@@ -4,7 +4,11 @@
 //! are evicted or flushed, so the caller encodes and stores them; the cache never touches a
 //! store.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+
+/// How many chunks read sparsely and not kept are remembered (the record is cleared when it
+/// fills up).
+const SEEN_LIMIT: usize = 16 * 1024;
 
 /// Chunk grid index.
 pub type ChunkIndex = Vec<u64>;
@@ -24,6 +28,8 @@ pub struct ChunkCache {
     limit_bytes: usize,
     limit_entries: usize,
     clock: u64,
+    /// Chunks read once sparsely and not kept: see [`ChunkCache::admits`].
+    seen: HashSet<ChunkIndex>,
 }
 
 impl ChunkCache {
@@ -55,6 +61,22 @@ impl ChunkCache {
             e.last_use = clock;
             e.data.as_slice()
         })
+    }
+
+    /// Admission of a chunk that a request reads only a small part of: true when it was read
+    /// so before (keep it now, later requests are likely to want more of it), false the first
+    /// time, which is recorded. A single pass over many chunks (a time series) then never pays
+    /// for decoding and keeping whole chunks, while repeated reads of the same chunks (a loop
+    /// over points) keep them from the second read on.
+    pub fn admits(&mut self, idx: &[u64]) -> bool {
+        if self.seen.remove(idx) {
+            return true;
+        }
+        if self.seen.len() >= SEEN_LIMIT {
+            self.seen.clear();
+        }
+        self.seen.insert(idx.to_vec());
+        false
     }
 
     /// Removes and returns a chunk (to modify it and put it back).
@@ -135,6 +157,19 @@ mod tests {
         let ev = c.insert(vec![3], vec![3; 8], false);
         assert_eq!(ev, vec![(vec![0], vec![0; 4])]);
         assert!(c.take_dirty().is_empty());
+    }
+
+    #[test]
+    fn admits_a_chunk_on_its_second_sparse_read() {
+        let mut c = ChunkCache::new(10, 100);
+        assert!(!c.admits(&[0, 1]));
+        assert!(!c.admits(&[0, 2]));
+        assert!(c.admits(&[0, 1]));
+        assert!(!c.admits(&[0, 1]), "admission consumes the record");
+        for i in 0..SEEN_LIMIT as u64 {
+            c.admits(&[1, i]);
+        }
+        assert!(!c.admits(&[0, 2]), "a full record is cleared");
     }
 
     #[test]

@@ -33,6 +33,20 @@ impl Region {
             .iter()
             .fold(1u64, |n, s| n.saturating_mul(s.count))
     }
+
+    /// How many elements of a C-order box of `shape` come up to and including this region's
+    /// last element (0 for an empty region; saturating): the prefix of the box that holds the
+    /// whole region.
+    pub fn c_order_end(&self, shape: &[u64]) -> u64 {
+        if self.spans.iter().any(|s| s.count == 0) {
+            return 0;
+        }
+        let last = self.spans.iter().zip(shape).fold(0u64, |at, (s, &extent)| {
+            let index = s.start.saturating_add((s.count - 1).saturating_mul(s.step));
+            at.saturating_mul(extent).saturating_add(index)
+        });
+        last.saturating_add(1)
+    }
 }
 
 /// The part of a request that falls into one chunk.
@@ -311,6 +325,33 @@ mod tests {
 
     fn spans(r: &Region) -> Vec<(u64, u64, u64)> {
         r.spans.iter().map(|s| (s.start, s.step, s.count)).collect()
+    }
+
+    fn region(spans: &[(u64, u64, u64)]) -> Region {
+        Region {
+            spans: spans
+                .iter()
+                .map(|&(start, step, count)| Span { start, step, count })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn c_order_end_is_one_past_the_last_element() {
+        // Element (2, 5) of a 10 x 10 box is the 26th.
+        assert_eq!(region(&[(2, 1, 1), (5, 1, 1)]).c_order_end(&[10, 10]), 26);
+        // Rows 1, 4, 7 and columns 0..3: the last is (7, 2).
+        assert_eq!(region(&[(1, 3, 3), (0, 1, 3)]).c_order_end(&[10, 10]), 73);
+        assert_eq!(
+            region(&[(0, 1, 10), (0, 1, 10)]).c_order_end(&[10, 10]),
+            100
+        );
+        assert_eq!(region(&[(3, 1, 0), (0, 1, 10)]).c_order_end(&[10, 10]), 0);
+        assert_eq!(region(&[]).c_order_end(&[]), 1);
+        assert_eq!(
+            region(&[(u64::MAX, 1, 1), (5, 1, 1)]).c_order_end(&[u64::MAX, 10]),
+            u64::MAX
+        );
     }
 
     #[test]

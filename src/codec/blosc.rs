@@ -157,6 +157,10 @@ impl Codec for Blosc {
         }
         cblosc::decompress_prefix(encoded, out).map_err(|e| failed(ID, e))
     }
+
+    fn stops_early(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

@@ -129,6 +129,10 @@ impl Codec for Zstd {
             Ok(true)
         })
     }
+
+    fn stops_early(&self) -> bool {
+        true
+    }
 }
 
 /// True when `frame` is a Zstandard frame whose header announces a content checksum.
