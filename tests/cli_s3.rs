@@ -428,3 +428,58 @@ fn a_stopped_server_fails_the_tool_cleanly() {
         r.describe()
     );
 }
+
+/// Opening pure Zarr lists the groups only: arrays are recognised by their `.zarray`, whose
+/// GET reading them needs anyway, so a prefix holding an array's chunks is never listed.
+#[test]
+fn pure_zarr_open_never_lists_an_arrays_chunks() {
+    let server = Server::start(Kind::Moto);
+    let proxy = CountingProxy::start(server.port);
+    let dir = scratch("s3-pure-list");
+    let endpoint = proxy.endpoint();
+    let env = env_with(
+        dir.path(),
+        &[("AWS_ENDPOINT_URL", &endpoint), ("AWS_PROFILE", "none")],
+    );
+    let cdl = dir.path().join("pure.cdl");
+    let values: Vec<String> = (0..40).map(|i| i.to_string()).collect();
+    let values = values.join(", ");
+    fs::write(
+        &cdl,
+        format!(
+            "netcdf pure {{\ndimensions:\n  x = 40 ;\nvariables:\n  int v(x) ;\n    \
+             v:_ChunkSizes = 1 ;\n  int w(x) ;\n    w:_ChunkSizes = 2 ;\ndata:\n  v = {values} ;\n  \
+             w = {values} ;\ngroup: g {{\n  variables:\n    int u(x) ;\n      u:_ChunkSizes = 4 ;\n  \
+             data:\n    u = {values} ;\n  }}\n}}\n"
+        ),
+    )
+    .unwrap();
+    let s3 = format!("s3://{BUCKET}/pure/a#mode=zarr,s3");
+    let r = tool("ncgen", &["-4", "-o", &s3, cdl.to_str().unwrap()], &env);
+    assert!(r.success(), "{}", r.describe());
+    proxy.take();
+
+    let dump = ncdump_ok(&s3, &env).unwrap();
+    for declared in ["int v(x)", "int w(x)", "group: g", "int u("] {
+        assert!(dump.contains(declared), "{declared} missing from\n{dump}");
+    }
+    let reqs = proxy.take();
+    let listed: Vec<String> = reqs
+        .iter()
+        .filter(|r| r.method == "GET" && r.target.contains("list-type"))
+        .map(|r| r.target.replace("%2F", "/"))
+        .collect();
+    assert!(
+        listed.iter().any(|t| t.contains("prefix=pure/a/")),
+        "the root is listed: {reqs:?}"
+    );
+    for array in ["pure/a/v/", "pure/a/w/", "pure/a/g/u/"] {
+        assert!(
+            listed
+                .iter()
+                .all(|t| !t.contains(&format!("prefix={array}&"))
+                    && !t.ends_with(&format!("prefix={array}"))),
+            "{array} listed: {listed:?}"
+        );
+    }
+}

@@ -115,6 +115,15 @@ impl<'a> Meta<'a> {
         }
     }
 
+    /// True when the object `key` exists (fetching it, for the [`Meta::get`] that follows).
+    fn has(&self, key: &str) -> Result<bool> {
+        if let Some(c) = &self.consolidated {
+            return Ok(c.borrow().contains_key(key));
+        }
+        self.prefetch(&[key.to_string()])?;
+        Ok(matches!(self.prefetched.borrow().get(key), Some(Some(_))))
+    }
+
     /// Makes `obj` what the next [`Meta::get`] of `key` returns (consolidated metadata only:
     /// other objects stay fetched).
     fn put_back(&self, key: &str, obj: &Option<Obj>) {
@@ -304,20 +313,41 @@ impl Reader<'_> {
         Ok(())
     }
 
-    /// Pure Zarr: arrays and groups below `path`, by listing.
+    /// Pure Zarr: arrays and groups below `path`, by listing `path` only. Each child's
+    /// `.zarray` and `.zattrs` (which reading it needs anyway) are fetched in one batch and
+    /// decide arrays; the rest are groups when they have a `.zgroup` or `.zattrs` or hold Zarr
+    /// objects further down. An array's own listing (its chunks) is never read.
     fn classify_children(&self, path: &str) -> Result<(Vec<String>, Vec<String>)> {
+        let names: Vec<String> = self
+            .meta
+            .children(path)?
+            .into_iter()
+            .filter(|n| !n.starts_with('.'))
+            .collect();
+        let object_keys = |names: &[String], objects: &[&str]| -> Vec<String> {
+            names
+                .iter()
+                .flat_map(|n| objects.iter().map(move |o| join(&join(path, n), o)))
+                .collect()
+        };
+        self.meta
+            .prefetch(&object_keys(&names, &[".zarray", ".zattrs"]))?;
         let mut arrays = Vec::new();
-        let mut groups = Vec::new();
-        for name in self.meta.children(path)? {
-            if name.starts_with('.') {
-                continue;
-            }
-            let p = join(path, &name);
-            let kids = self.meta.children(&p)?;
-            if kids.iter().any(|k| k == ".zarray") {
+        let mut others = Vec::new();
+        for name in names {
+            if self.meta.has(&join(&join(path, &name), ".zarray"))? {
                 arrays.push(name);
-            } else if kids.iter().any(|k| k == ".zgroup" || k == ".zattrs")
-                || (!kids.is_empty() && self.has_zarr_below(&p, 4)?)
+            } else {
+                others.push(name);
+            }
+        }
+        self.meta.prefetch(&object_keys(&others, &[".zgroup"]))?;
+        let mut groups = Vec::new();
+        for name in others {
+            let p = join(path, &name);
+            if self.meta.has(&join(&p, ".zgroup"))?
+                || self.meta.has(&join(&p, ".zattrs"))?
+                || self.has_zarr_below(&p, 4)?
             {
                 groups.push(name);
             }
@@ -782,4 +812,61 @@ fn read_quantize(var: &Var) -> (i32, i32) {
         }
     }
     (0, 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::zmap::memory::MemoryStore;
+
+    const ARRAY: &str = r#"{"zarr_format": 2, "shape": [3], "chunks": [3], "dtype": "<i4",
+        "compressor": null, "filters": null, "fill_value": 0, "order": "C"}"#;
+
+    fn store_with(objects: &[(&str, &str)]) -> MemoryStore {
+        let store = MemoryStore::new();
+        for (key, value) in objects {
+            store
+                .put(&StoreKey::new(key).unwrap(), value.as_bytes())
+                .unwrap();
+        }
+        store
+    }
+
+    fn names(tree: &Tree, g: GroupId) -> (Vec<String>, Vec<String>) {
+        let group = tree.group(g);
+        let vars = group.vars.iter().map(|v| v.name.clone()).collect();
+        let groups = group
+            .children
+            .iter()
+            .map(|c| tree.group(*c).name.clone())
+            .collect();
+        (vars, groups)
+    }
+
+    #[test]
+    fn pure_zarr_children_are_classified_by_their_objects() {
+        let store = store_with(&[
+            (".zgroup", r#"{"zarr_format": 2}"#),
+            ("a/.zarray", ARRAY),
+            ("a/0", "chunk"),
+            ("both/.zarray", ARRAY),
+            ("both/.zgroup", r#"{"zarr_format": 2}"#),
+            ("attrs_only/.zattrs", r#"{"title": "x"}"#),
+            ("implicit/deeper/b/.zarray", ARRAY),
+            ("junk/readme.txt", "not zarr"),
+            ("notes.txt", "not zarr"),
+            ("too/deep/for/a/look/c/.zarray", ARRAY),
+        ]);
+        let opened = read_dataset(&store, true, false).unwrap();
+        let tree = &opened.tree;
+        let (vars, groups) = names(tree, Tree::ROOT);
+        assert_eq!(vars, ["a", "both"]);
+        assert_eq!(groups, ["attrs_only", "implicit"]);
+        let implicit = tree.group(Tree::ROOT).children[1];
+        let (vars, groups) = names(tree, implicit);
+        assert!(vars.is_empty());
+        assert_eq!(groups, ["deeper"]);
+        let deeper = tree.group(implicit).children[0];
+        assert_eq!(names(tree, deeper).0, ["b"]);
+    }
 }

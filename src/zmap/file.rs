@@ -115,6 +115,17 @@ fn read_into(file: &mut fs::File, out: &mut [u8]) -> io::Result<usize> {
     }
 }
 
+/// Reads the `len` bytes a file had when opened (fewer if it shrank since). Objects are
+/// replaced by renames, never grown in place, so there is no tail to look for: a small file
+/// costs one `read`, and the buffer is not zeroed first.
+fn read_len(file: &mut fs::File, len: u64) -> io::Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    buf.try_reserve_exact(usize::try_from(len).unwrap_or(usize::MAX))
+        .map_err(|_| io::Error::from(ErrorKind::OutOfMemory))?;
+    file.take(len).read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
 /// Buffers per vectored read (Linux's `IOV_MAX`).
 const MAX_IOVECS: usize = 1024;
 
@@ -303,9 +314,9 @@ impl Store for FileStore {
         let Some((mut file, len)) = open_object(&path)? else {
             return Ok(None);
         };
-        let mut buf = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
-        file.read_to_end(&mut buf).map_err(|e| io_error(&path, e))?;
-        Ok(Some(buf))
+        read_len(&mut file, len)
+            .map(Some)
+            .map_err(|e| io_error(&path, e))
     }
 
     /// Files are read in parallel: on a warm page cache a read is a memory copy, so several
