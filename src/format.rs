@@ -8,6 +8,7 @@
 pub mod attrs;
 pub mod base64;
 pub mod dtype;
+pub mod json;
 pub mod lenient;
 pub mod number;
 pub mod read;

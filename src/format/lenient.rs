@@ -3,7 +3,7 @@
 //! turned into the strings Zarr uses (`"NaN"`, ...) before parsing. Text inside strings is
 //! never touched.
 
-use serde_json::Value;
+use super::json::{self, Json};
 
 const LITERALS: [&str; 3] = ["-Infinity", "Infinity", "NaN"];
 
@@ -45,13 +45,13 @@ pub fn quote_nonfinite(text: &str) -> String {
     out
 }
 
-/// Parses JSON, accepting Python's non-finite literals.
-pub fn parse(bytes: &[u8]) -> Result<Value, serde_json::Error> {
-    match serde_json::from_slice(bytes) {
+/// Parses JSON, accepting Python's non-finite literals (the tree then owns its strings).
+pub fn parse(bytes: &[u8]) -> Result<Json<'_>, serde_json::Error> {
+    match json::parse(bytes) {
         Ok(v) => Ok(v),
         Err(e) => match std::str::from_utf8(bytes) {
             Ok(text) if LITERALS.iter().any(|l| text.contains(l)) => {
-                serde_json::from_str(&quote_nonfinite(text))
+                json::parse(quote_nonfinite(text).as_bytes()).map(Json::into_owned)
             }
             _ => Err(e),
         },
@@ -67,6 +67,7 @@ mod tests {
         let v =
             parse(br#"{"a": NaN, "b": [-Infinity, Infinity], "c": "NaN in text", "d": "x\"NaN"}"#)
                 .unwrap();
+        let v = v.to_value();
         assert_eq!(v["a"], "NaN");
         assert_eq!(v["b"][0], "-Infinity");
         assert_eq!(v["b"][1], "Infinity");

@@ -10,16 +10,18 @@
 
 mod v1;
 
+use super::json::{Json, Object};
 use super::write::{ARRAY, ARRAY_DIMENSIONS, ATTR, GROUP, NCPROPERTIES, SUPERBLOCK};
 use super::{Layout, attrs, dtype, number};
 use crate::error::{Error, Result};
 use crate::model::{Att, DimId, GroupId, NcType, Storage, Tree, Values, Var};
 use crate::zmap::{Store, StoreKey, StorePrefix};
-use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashMap;
+use typed_arena::Arena;
 
-type Obj = Map<String, Value>;
+type Obj<'a> = Object<'a>;
 
 /// What opening found.
 #[derive(Debug)]
@@ -37,19 +39,21 @@ pub struct Opened {
 
 /// Metadata objects, from `.zmetadata` or the store. Objects known to be needed soon are
 /// fetched in one batch ([`Meta::prefetch`]), which a remote store serves concurrently.
+/// Fetched bytes stay in an arena for the whole read, so the parsed objects borrow them.
 struct Meta<'a> {
     store: &'a dyn Store,
     /// The entries of `.zmetadata`; [`Meta::get`] takes them out (nothing is read twice but
     /// the root group, which is put back).
-    consolidated: Option<RefCell<Obj>>,
+    consolidated: Option<RefCell<HashMap<Cow<'a, str>, Json<'a>>>>,
+    /// Where fetched objects are kept.
+    fetched: &'a Arena<Vec<u8>>,
     /// Objects fetched so far (in concurrent batches), so none is fetched twice.
-    prefetched: RefCell<HashMap<String, Option<Vec<u8>>>>,
+    prefetched: RefCell<HashMap<String, Option<&'a [u8]>>>,
 }
 
-fn parse_obj(key: &str, bytes: &[u8]) -> Result<Obj> {
-    let v: Value = super::lenient::parse(bytes).map_err(|e| Error::metadata(key, e.to_string()))?;
-    match v {
-        Value::Object(m) => Ok(m),
+fn parse_obj<'a>(key: &str, bytes: &'a [u8]) -> Result<Obj<'a>> {
+    match super::lenient::parse(bytes).map_err(|e| Error::metadata(key, e.to_string()))? {
+        Json::Object(m) => Ok(m),
         _ => Err(Error::metadata(key, "not a JSON object")),
     }
 }
@@ -63,12 +67,22 @@ fn join(path: &str, name: &str) -> String {
 }
 
 impl<'a> Meta<'a> {
-    fn new(store: &'a dyn Store, consolidated: Option<Obj>) -> Meta<'a> {
+    fn new(
+        store: &'a dyn Store,
+        consolidated: Option<Obj<'a>>,
+        fetched: &'a Arena<Vec<u8>>,
+    ) -> Meta<'a> {
         Meta {
             store,
-            consolidated: consolidated.map(RefCell::new),
+            consolidated: consolidated.map(|c| RefCell::new(c.into_iter().collect())),
+            fetched,
             prefetched: RefCell::new(HashMap::new()),
         }
+    }
+
+    fn keep(&self, bytes: Option<Vec<u8>>) -> Option<&'a [u8]> {
+        let fetched: &'a Arena<Vec<u8>> = self.fetched;
+        bytes.map(|b| fetched.alloc(b).as_slice())
     }
 
     /// Fetches those of `keys` not fetched yet in one batch, for the next [`Meta::get`] calls
@@ -89,28 +103,29 @@ impl<'a> Meta<'a> {
             return Ok(());
         }
         let values = self.store.get_many(&store_keys)?;
+        let kept: Vec<Option<&'a [u8]>> = values.into_iter().map(|v| self.keep(v)).collect();
         self.prefetched
             .borrow_mut()
-            .extend(missing.into_iter().cloned().zip(values));
+            .extend(missing.into_iter().cloned().zip(kept));
         Ok(())
     }
 
-    fn get(&self, key: &str) -> Result<Option<Obj>> {
+    fn get(&self, key: &str) -> Result<Option<Obj<'a>>> {
         if let Some(c) = &self.consolidated {
-            return match c.borrow_mut().swap_remove(key) {
-                Some(Value::Object(m)) => Ok(Some(m)),
+            return match c.borrow_mut().remove(key) {
+                Some(Json::Object(m)) => Ok(Some(m)),
                 Some(_) => Err(Error::metadata(key, "not a JSON object in .zmetadata")),
                 None => Ok(None),
             };
         }
         self.prefetch(&[key.to_string()])?;
-        let known = self.prefetched.borrow().get(key).cloned();
+        let known = self.prefetched.borrow().get(key).copied();
         let bytes = match known {
             Some(b) => b,
-            None => self.store.get(&StoreKey::new(key)?)?,
+            None => self.keep(self.store.get(&StoreKey::new(key)?)?),
         };
         match bytes {
-            Some(b) => parse_obj(key, &b).map(Some),
+            Some(b) => parse_obj(key, b).map(Some),
             None => Ok(None),
         }
     }
@@ -126,10 +141,10 @@ impl<'a> Meta<'a> {
 
     /// Makes `obj` what the next [`Meta::get`] of `key` returns (consolidated metadata only:
     /// other objects stay fetched).
-    fn put_back(&self, key: &str, obj: &Option<Obj>) {
+    fn put_back(&self, key: &str, obj: &Option<Obj<'a>>) {
         if let (Some(c), Some(o)) = (&self.consolidated, obj) {
             c.borrow_mut()
-                .insert(key.to_string(), Value::Object(o.clone()));
+                .insert(Cow::Owned(key.to_string()), Json::Object(o.clone()));
         }
     }
 
@@ -155,8 +170,8 @@ impl<'a> Meta<'a> {
     }
 }
 
-fn get_alt<'a>(m: &'a Obj, names: &[&str]) -> Option<&'a Value> {
-    names.iter().find_map(|n| m.get(*n))
+fn get_alt<'o, 'a>(m: &'o Obj<'a>, names: &[&str]) -> Option<&'o Json<'a>> {
+    names.iter().find_map(|n| m.get(n))
 }
 
 fn is_reserved(name: &str) -> bool {
@@ -169,24 +184,24 @@ fn is_reserved(name: &str) -> bool {
 fn read_atts(zattrs: &Obj, key: &str) -> Result<Vec<Att>> {
     let types = get_alt(zattrs, &[ATTR, "_NCZARR_ATTR"])
         .and_then(|t| t.get("types"))
-        .and_then(Value::as_object);
+        .and_then(Json::as_object);
     let mut out = Vec::new();
-    for (name, v) in zattrs {
+    for (name, v) in zattrs.iter() {
         if is_reserved(name) {
             continue;
         }
-        let recorded = types.and_then(|t| t.get(name)).and_then(Value::as_str);
+        let recorded = types.and_then(|t| t.get(name)).and_then(Json::as_str);
         out.push(Att {
-            name: name.clone(),
-            values: attrs::from_json(name, v, recorded, key)?,
+            name: name.to_string(),
+            values: attrs::from_json(name, &v.to_value(), recorded, key)?,
         });
     }
     Ok(out)
 }
 
-fn u64_list(v: Option<&Value>, key: &str, what: &str) -> Result<Vec<u64>> {
+fn u64_list(v: Option<&Json>, key: &str, what: &str) -> Result<Vec<u64>> {
     let arr = v
-        .and_then(Value::as_array)
+        .and_then(Json::as_array)
         .ok_or_else(|| Error::metadata(key, format!("missing {what}")))?;
     arr.iter()
         .map(|x| {
@@ -215,11 +230,12 @@ fn nczarr_group_info(zattrs: &Obj, zgroup: &Obj, key: &str) -> Result<Option<Gro
         for (name, v) in d
             .as_object()
             .ok_or_else(|| bad("dimensions is not an object"))?
+            .iter()
         {
             let (len, unlim) = match v {
-                Value::Object(o) => (
+                Json::Object(o) => (
                     o.get("size")
-                        .and_then(Value::as_u64)
+                        .and_then(Json::as_u64)
                         .ok_or_else(|| bad("dimension without size"))?,
                     o.get("unlimited")
                         .is_some_and(|u| u.as_u64() == Some(1) || u.as_bool() == Some(true)),
@@ -229,13 +245,13 @@ fn nczarr_group_info(zattrs: &Obj, zgroup: &Obj, key: &str) -> Result<Option<Gro
                     false,
                 ),
             };
-            dims.push((name.clone(), len, unlim));
+            dims.push((name.to_string(), len, unlim));
         }
     }
     let names = |k: &[&str]| -> Result<Vec<String>> {
-        match k.iter().find_map(|n| info.get(*n)) {
-            None | Some(Value::Null) => Ok(Vec::new()),
-            Some(Value::Array(a)) => a
+        match k.iter().find_map(|n| info.get(n)) {
+            None | Some(Json::Null) => Ok(Vec::new()),
+            Some(Json::Array(a)) => a
                 .iter()
                 .map(|x| {
                     x.as_str()
@@ -263,16 +279,16 @@ struct Reader<'a> {
     pending_vars: Vec<(GroupId, String, Vec<String>)>,
 }
 
-impl Reader<'_> {
+impl<'a> Reader<'a> {
     /// V1: the content of the first of `names` present under `path`, stored under the 2.0.0
     /// key `key` of `into` (so the rest of the reader sees one layout).
-    fn fold_v1(&self, path: &str, names: &[&str], key: &str, into: &mut Obj) -> Result<()> {
+    fn fold_v1(&self, path: &str, names: &[&str], key: &str, into: &mut Obj<'a>) -> Result<()> {
         if !self.v1 {
             return Ok(());
         }
         for name in names {
             if let Some(obj) = self.meta.get(&join(path, name))? {
-                into.insert(key.to_string(), Value::Object(obj));
+                into.insert(key, Json::Object(obj));
                 break;
             }
         }
@@ -394,7 +410,7 @@ impl Reader<'_> {
         }
         let dt_text = zarray
             .get("dtype")
-            .and_then(Value::as_str)
+            .and_then(Json::as_str)
             .ok_or_else(|| Error::metadata(&zk, "missing dtype"))?;
         let mut unreadable = None;
         let dt = match dtype::parse(dt_text, self.nczarr) {
@@ -417,7 +433,7 @@ impl Reader<'_> {
         let scalar_flag = ainfo.is_some_and(|i| {
             i.get("scalar")
                 .is_some_and(|s| s.as_u64() == Some(1) || s.as_bool() == Some(true))
-                || i.get("storage").and_then(Value::as_str) == Some("scalar")
+                || i.get("storage").and_then(Json::as_str) == Some("scalar")
         });
         let mut var = Var::new(&name, dt.ty, Vec::new());
         // A stored array may hold chunks: its layout (string width included) is fixed.
@@ -429,12 +445,12 @@ impl Reader<'_> {
         var.unreadable = unreadable;
         var.atts = read_atts(&zattrs, &ak)?;
         var.quantize = read_quantize(&var);
-        var.storage = match ainfo.and_then(|i| i.get("storage")).and_then(Value::as_str) {
+        var.storage = match ainfo.and_then(|i| i.get("storage")).and_then(Json::as_str) {
             Some("contiguous") => Storage::Contiguous,
             Some("compact") => Storage::Compact,
             _ => Storage::Chunked,
         };
-        if let Some(sep) = zarray.get("dimension_separator").and_then(Value::as_str) {
+        if let Some(sep) = zarray.get("dimension_separator").and_then(Json::as_str) {
             var.dimension_separator = match sep {
                 "/" => '/',
                 "." => '.',
@@ -446,7 +462,7 @@ impl Reader<'_> {
                 }
             };
         }
-        match zarray.get("order").and_then(Value::as_str) {
+        match zarray.get("order").and_then(Json::as_str) {
             Some("F") => var.fortran_order = true,
             Some("C") | None => {}
             Some(other) => return Err(Error::metadata(&zk, format!("bad order {other:?}"))),
@@ -457,7 +473,7 @@ impl Reader<'_> {
         // Dimensions.
         let refs = ainfo
             .and_then(|i| get_alt(i.as_object()?, &["dimension_references", "dimrefs"]))
-            .and_then(Value::as_array);
+            .and_then(Json::as_array);
         if self.nczarr
             && refs.is_some_and(|r| r.is_empty())
             && (scalar_flag || shape == [1] || shape.is_empty())
@@ -532,7 +548,7 @@ impl Reader<'_> {
     fn pure_dims(&mut self, g: GroupId, zattrs: &Obj, shape: &[u64], var: &mut Var) -> Vec<DimId> {
         let names: Option<Vec<String>> = zattrs
             .get(ARRAY_DIMENSIONS)
-            .and_then(Value::as_array)
+            .and_then(Json::as_array)
             .and_then(|a| {
                 a.iter()
                     .map(|x| x.as_str().map(String::from))
@@ -577,17 +593,17 @@ impl Reader<'_> {
 
     fn read_codecs(&self, zarray: &Obj, var: &mut Var) {
         let mut chain = Vec::new();
-        if let Some(Value::Array(f)) = zarray.get("filters") {
-            chain.extend(f.iter().cloned());
+        if let Some(Json::Array(f)) = zarray.get("filters") {
+            chain.extend(f.iter().map(|c| c.as_object().map(Object::to_map)));
         }
-        if let Some(c @ Value::Object(_)) = zarray.get("compressor") {
-            chain.push(c.clone());
+        if let Some(Json::Object(c)) = zarray.get("compressor") {
+            chain.push(Some(c.to_map()));
         }
         let ctx = crate::codec::Context {
             elem_size: var.stored_esize(),
         };
         for c in chain {
-            let codec = c.as_object().cloned().unwrap_or_default();
+            let codec = c.unwrap_or_default();
             // An unknown codec or unusable configuration fails only this variable's data
             // access; the data path reports the codec by name.
             let hdf5 = match crate::codec::from_config(&codec, ctx) {
@@ -603,11 +619,13 @@ impl Reader<'_> {
     }
 
     fn read_fill(&self, zarray: &Obj, var: &mut Var, key: &str) -> Result<()> {
-        let fv = zarray.get("fill_value").unwrap_or(&Value::Null);
-        if fv.is_null() {
-            var.no_fill = true;
-            return Ok(());
-        }
+        let fv = match zarray.get("fill_value") {
+            None | Some(Json::Null) => {
+                var.no_fill = true;
+                return Ok(());
+            }
+            Some(fv) => fv,
+        };
         var.stored_fill = match var.ty {
             NcType::Char | NcType::String => {
                 let text = fv.as_str().unwrap_or("");
@@ -621,7 +639,7 @@ impl Reader<'_> {
                     super::base64::decode(text).unwrap_or_else(|| text.as_bytes().to_vec())
                 })
             }
-            ty => match number::from_json(ty, fv) {
+            ty => match number::from_json(ty, &fv.to_value()) {
                 Some(b) => Some(b),
                 None if var.unreadable.is_some() => None,
                 None => {
@@ -684,22 +702,18 @@ fn utf32(text: &str, endian: crate::model::Endian) -> Vec<u8> {
 
 /// Reads the dataset's metadata. `pure` forces pure-Zarr interpretation (`mode=zarr`).
 pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opened> {
-    let raw = Meta::new(store, None);
-    let zmetadata = store.get(&StoreKey::new(".zmetadata")?)?;
+    let fetched = Arena::new();
+    let raw = Meta::new(store, None, &fetched);
+    let zmetadata = raw.keep(store.get(&StoreKey::new(".zmetadata")?)?);
     let has_zmetadata = zmetadata.is_some();
     let consolidated = match zmetadata {
-        Some(b) => parse_obj(".zmetadata", &b)?
-            .remove("metadata")
-            .and_then(|m| {
-                if let Value::Object(o) = m {
-                    Some(o)
-                } else {
-                    None
-                }
-            }),
+        Some(b) => match parse_obj(".zmetadata", b)?.remove("metadata") {
+            Some(Json::Object(o)) => Some(o),
+            _ => None,
+        },
         None => None,
     };
-    let meta = Meta::new(store, consolidated);
+    let meta = Meta::new(store, consolidated, &fetched);
     meta.prefetch(&[".zgroup".to_string(), ".zattrs".to_string()])?;
     let root_zgroup = meta.get(".zgroup")?;
     let root_zattrs = meta.get(".zattrs")?;
@@ -710,7 +724,7 @@ pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opene
     // otherwise (today's and 4.9's keys, consolidated metadata) or pure Zarr was asked for.
     let has_key = |o: &Option<Obj>, keys: &[&str]| {
         o.as_ref()
-            .is_some_and(|m| keys.iter().any(|k| m.contains_key(*k)))
+            .is_some_and(|m| keys.iter().any(|k| m.contains_key(k)))
     };
     let newer = has_zmetadata
         || has_key(&root_zattrs, &[SUPERBLOCK])
@@ -748,7 +762,7 @@ pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opene
     let nczarr = !pure && (in_attrs || in_object || v1);
     let ncproperties = zattrs
         .get(NCPROPERTIES)
-        .and_then(Value::as_str)
+        .and_then(Json::as_str)
         .map(String::from);
     let mut reader = Reader {
         meta,

@@ -1,0 +1,366 @@
+//! The JSON tree metadata is read into: read-only, and borrowing every string that holds no
+//! escape from the bytes it was parsed from. Objects keep their members in order in a vector
+//! (attribute order is netCDF attribute order); a key that appears twice keeps its first
+//! place and its last value, as serde_json's ordered map does. Opening a dataset of a
+//! thousand variables parses a few thousand small objects (or one `.zmetadata` holding them
+//! all), and this tree costs a third of a `serde_json::Value` to build, look up and drop.
+//!
+//! Parsing is serde_json's (same grammar, numbers, depth limit); [`Json::to_value`] converts a
+//! piece to a `serde_json::Value` for code that keeps it (codec configurations, attribute
+//! values). Knows nothing of Zarr.
+
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Number, Value};
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::fmt;
+
+/// A JSON value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Json<'a> {
+    Null,
+    Bool(bool),
+    Number(Number),
+    String(Cow<'a, str>),
+    Array(Vec<Json<'a>>),
+    Object(Object<'a>),
+}
+
+/// A JSON object: its members in document order, each key once.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Object<'a>(Vec<(Cow<'a, str>, Json<'a>)>);
+
+/// Parses `bytes` (strict JSON).
+pub fn parse(bytes: &[u8]) -> Result<Json<'_>, serde_json::Error> {
+    serde_json::from_slice(bytes)
+}
+
+impl<'a> Json<'a> {
+    /// The member `key` of an object (`None` for anything else).
+    pub fn get(&self, key: &str) -> Option<&Json<'a>> {
+        self.as_object()?.get(key)
+    }
+
+    pub fn as_object(&self) -> Option<&Object<'a>> {
+        match self {
+            Json::Object(o) => Some(o),
+            _ => None,
+        }
+    }
+
+    pub fn as_array(&self) -> Option<&[Json<'a>]> {
+        match self {
+            Json::Array(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Json::String(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_u64(&self) -> Option<u64> {
+        match self {
+            Json::Number(n) => n.as_u64(),
+            _ => None,
+        }
+    }
+
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            Json::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+
+    pub fn is_null(&self) -> bool {
+        matches!(self, Json::Null)
+    }
+
+    /// The same value as a `serde_json::Value` (owned, members in the same order).
+    pub fn to_value(&self) -> Value {
+        match self {
+            Json::Null => Value::Null,
+            Json::Bool(b) => Value::Bool(*b),
+            Json::Number(n) => Value::Number(n.clone()),
+            Json::String(s) => Value::String(s.to_string()),
+            Json::Array(a) => Value::Array(a.iter().map(Json::to_value).collect()),
+            Json::Object(o) => Value::Object(o.to_map()),
+        }
+    }
+
+    /// The same value, owning all its strings.
+    pub fn into_owned(self) -> Json<'static> {
+        match self {
+            Json::Null => Json::Null,
+            Json::Bool(b) => Json::Bool(b),
+            Json::Number(n) => Json::Number(n),
+            Json::String(s) => Json::String(Cow::Owned(s.into_owned())),
+            Json::Array(a) => Json::Array(a.into_iter().map(Json::into_owned).collect()),
+            Json::Object(o) => Json::Object(o.into_owned()),
+        }
+    }
+}
+
+/// JSON text (as serde_json prints it), for messages.
+impl fmt::Display for Json<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.to_value().fmt(f)
+    }
+}
+
+impl<'a> Object<'a> {
+    pub fn get(&self, key: &str) -> Option<&Json<'a>> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    pub fn contains_key(&self, key: &str) -> bool {
+        self.get(key).is_some()
+    }
+
+    /// Sets member `key`, in its place if it exists and last otherwise.
+    pub fn insert(&mut self, key: &str, value: Json<'a>) {
+        match self.0.iter_mut().find(|(k, _)| k == key) {
+            Some((_, v)) => *v = value,
+            None => self.0.push((Cow::Owned(key.to_string()), value)),
+        }
+    }
+
+    /// Takes member `key` out.
+    pub fn remove(&mut self, key: &str) -> Option<Json<'a>> {
+        let at = self.0.iter().position(|(k, _)| k == key)?;
+        Some(self.0.remove(at).1)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Json<'a>)> {
+        self.0.iter().map(|(k, v)| (k.as_ref(), v))
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn to_map(&self) -> Map<String, Value> {
+        self.0
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_value()))
+            .collect()
+    }
+
+    pub fn into_owned(self) -> Object<'static> {
+        Object(
+            self.0
+                .into_iter()
+                .map(|(k, v)| (Cow::Owned(k.into_owned()), v.into_owned()))
+                .collect(),
+        )
+    }
+
+    /// Members as parsed, a repeated key folded into its first place with its last value.
+    fn from_members(mut members: Vec<(Cow<'a, str>, Json<'a>)>) -> Object<'a> {
+        let repeated = if members.len() <= 16 {
+            members
+                .iter()
+                .enumerate()
+                .any(|(i, (k, _))| members[..i].iter().any(|(p, _)| p == k))
+        } else {
+            let mut seen = HashSet::with_capacity(members.len());
+            !members.iter().all(|(k, _)| seen.insert(k.as_ref()))
+        };
+        if repeated {
+            let mut folded: Vec<(Cow<'a, str>, Json<'a>)> = Vec::with_capacity(members.len());
+            for (k, v) in members.drain(..) {
+                match folded.iter_mut().find(|(p, _)| *p == k) {
+                    Some((_, old)) => *old = v,
+                    None => folded.push((k, v)),
+                }
+            }
+            members = folded;
+        }
+        Object(members)
+    }
+}
+
+impl<'a> IntoIterator for Object<'a> {
+    type Item = (Cow<'a, str>, Json<'a>);
+    type IntoIter = std::vec::IntoIter<(Cow<'a, str>, Json<'a>)>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
+
+struct JsonVisitor;
+
+impl<'de> Visitor<'de> for JsonVisitor {
+    type Value = Json<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_unit<E>(self) -> Result<Json<'de>, E> {
+        Ok(Json::Null)
+    }
+
+    fn visit_bool<E>(self, b: bool) -> Result<Json<'de>, E> {
+        Ok(Json::Bool(b))
+    }
+
+    fn visit_u64<E>(self, n: u64) -> Result<Json<'de>, E> {
+        Ok(Json::Number(n.into()))
+    }
+
+    fn visit_i64<E>(self, n: i64) -> Result<Json<'de>, E> {
+        Ok(Json::Number(n.into()))
+    }
+
+    fn visit_f64<E>(self, x: f64) -> Result<Json<'de>, E> {
+        Ok(Number::from_f64(x).map_or(Json::Null, Json::Number))
+    }
+
+    fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Json<'de>, E> {
+        Ok(Json::String(Cow::Borrowed(s)))
+    }
+
+    fn visit_str<E>(self, s: &str) -> Result<Json<'de>, E> {
+        Ok(Json::String(Cow::Owned(s.to_string())))
+    }
+
+    fn visit_string<E>(self, s: String) -> Result<Json<'de>, E> {
+        Ok(Json::String(Cow::Owned(s)))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Json<'de>, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+        while let Some(item) = seq.next_element()? {
+            items.push(item);
+        }
+        Ok(Json::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json<'de>, A::Error> {
+        let mut members = Vec::with_capacity(map.size_hint().unwrap_or(0).min(4096));
+        while let Some(Key(k)) = map.next_key()? {
+            members.push((k, map.next_value()?));
+        }
+        Ok(Json::Object(Object::from_members(members)))
+    }
+}
+
+impl<'de> Deserialize<'de> for Json<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(JsonVisitor)
+    }
+}
+
+/// An object key, borrowed when it holds no escape.
+struct Key<'a>(Cow<'a, str>);
+
+struct KeyVisitor;
+
+impl<'de> Visitor<'de> for KeyVisitor {
+    type Value = Key<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object key")
+    }
+
+    fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Key<'de>, E> {
+        Ok(Key(Cow::Borrowed(s)))
+    }
+
+    fn visit_str<E>(self, s: &str) -> Result<Key<'de>, E> {
+        Ok(Key(Cow::Owned(s.to_string())))
+    }
+
+    fn visit_string<E>(self, s: String) -> Result<Key<'de>, E> {
+        Ok(Key(Cow::Owned(s)))
+    }
+}
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_str(KeyVisitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tree_is_the_value_serde_json_reads() {
+        let texts = [
+            r#"{"b": 1, "a": [1, -2, 2.5, 1e300, true, null, "x\"y"], "c": {"d": {}}}"#,
+            r#"{"k": 1, "j": 2, "k": 3}"#,
+            r#"[18446744073709551615, -9223372036854775808, 0.1, "é\u00e9\ud83d\ude00"]"#,
+            r#""text""#,
+            r#"{"a\nb": "c"}"#,
+        ];
+        for t in texts {
+            let value: Value = serde_json::from_str(t).unwrap();
+            let tree = parse(t.as_bytes()).unwrap();
+            assert_eq!(tree.to_value(), value, "{t}");
+            assert_eq!(tree.clone().into_owned().to_value(), value, "{t}");
+            // Same member order as serde_json's ordered map.
+            assert_eq!(tree.to_string(), value.to_string(), "{t}");
+        }
+    }
+
+    #[test]
+    fn a_repeated_key_keeps_its_first_place_and_last_value() {
+        let many: String = (0..40).map(|i| format!("\"k{i}\": {i}, ")).collect();
+        for text in [
+            r#"{"k": 1, "j": 2, "k": 3}"#.to_string(),
+            format!(r#"{{"k": 1, {many} "k": 3}}"#),
+        ] {
+            let tree = parse(text.as_bytes()).unwrap();
+            let o = tree.as_object().unwrap();
+            assert_eq!(o.iter().next().map(|(k, _)| k), Some("k"));
+            assert_eq!(o.get("k").and_then(Json::as_u64), Some(3));
+            assert_eq!(o.iter().filter(|(k, _)| *k == "k").count(), 1);
+        }
+    }
+
+    #[test]
+    fn strings_without_escapes_borrow_the_input() {
+        let tree = parse(br#"{"plain": "text", "esc\u0041": "a\tb"}"#).unwrap();
+        let o = tree.as_object().unwrap();
+        assert!(matches!(
+            o.get("plain"),
+            Some(Json::String(Cow::Borrowed("text")))
+        ));
+        assert!(matches!(o.get("escA"), Some(Json::String(Cow::Owned(s))) if s == "a\tb"));
+    }
+
+    #[test]
+    fn bad_or_deep_json_is_an_error() {
+        for t in ["{", "{\"a\" 1}", "[1,]", "nul", "{\"a\": NaN}", ""] {
+            assert!(parse(t.as_bytes()).is_err(), "{t}");
+        }
+        let deep = "[".repeat(100_000);
+        assert!(parse(deep.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn object_edits() {
+        let mut o = match parse(br#"{"a": 1, "b": 2}"#).unwrap() {
+            Json::Object(o) => o,
+            _ => unreachable!(),
+        };
+        o.insert("a", Json::Bool(true));
+        o.insert("c", Json::Null);
+        assert_eq!(o.remove("b").and_then(|v| v.as_u64()), Some(2));
+        assert_eq!(
+            Json::Object(o).to_string(),
+            r#"{"a":true,"c":null}"#.to_string()
+        );
+    }
+}
