@@ -120,3 +120,46 @@ fn json_attributes_survive_read_write_read() {
         }
     }
 }
+
+/// Metadata as other writers may leave it: a key given twice (the last value wins, in the
+/// first place, as JSON readers commonly do), escapes in keys and values, and the same
+/// objects once more inside a consolidated `.zmetadata`. Stock `ncdump` shows each attribute
+/// once, unescaped, in order.
+#[test]
+fn repeated_keys_and_escapes_read_as_one_attribute_each() {
+    let dir = scratch("json-repeated");
+    let group_attrs = r#"{"a": 1, "b": "x", "a": 2, "\u0041bc": "say \"hi\"\u0021"}"#;
+    let array = r#"{"zarr_format": 2, "shape": [2], "chunks": [2], "dtype": "<i4",
+        "compressor": null, "filters": null, "fill_value": 0, "order": "C", "order": "C"}"#;
+    let array_attrs = r#"{"_ARRAY_DIMENSIONS": ["n"], "units": "m", "units": "km"}"#;
+    for consolidated in [false, true] {
+        let store = dir.path().join(format!("repeated-{consolidated}.zarr"));
+        std::fs::create_dir_all(store.join("v")).unwrap();
+        std::fs::write(store.join(".zgroup"), r#"{"zarr_format": 2}"#).unwrap();
+        std::fs::write(store.join(".zattrs"), group_attrs).unwrap();
+        std::fs::write(store.join("v/.zarray"), array).unwrap();
+        std::fs::write(store.join("v/.zattrs"), array_attrs).unwrap();
+        let values: Vec<u8> = [7i32, 8].iter().flat_map(|x| x.to_le_bytes()).collect();
+        std::fs::write(store.join("v/0"), values).unwrap();
+        if consolidated {
+            let zmetadata = format!(
+                r#"{{"zarr_consolidated_format": 1, "metadata": {{".zgroup": {{"zarr_format": 2}},
+                ".zattrs": {group_attrs}, "v/.zarray": {array}, "v/.zattrs": {array_attrs}}}}}"#
+            );
+            std::fs::write(store.join(".zmetadata"), zmetadata).unwrap();
+            // Only `.zmetadata` is read: the objects themselves say otherwise.
+            std::fs::write(store.join(".zattrs"), r#"{"a": 99}"#).unwrap();
+        }
+        let dump = ncdump(Host::Ours, &[], &url(&store, "zarr,file")).unwrap();
+        let lines: Vec<&str> = dump.lines().map(str::trim).collect();
+        let at = |want: &str| {
+            let found: Vec<usize> = (0..lines.len()).filter(|&i| lines[i] == want).collect();
+            assert_eq!(found.len(), 1, "{want:?} once in\n{dump}");
+            found[0]
+        };
+        assert!(at(":a = 2 ;") < at(":b = \"x\" ;"), "{dump}");
+        at(":Abc = \"say \\\"hi\\\"!\" ;");
+        at("v:units = \"km\" ;");
+        at("v = 7, 8 ;");
+    }
+}
