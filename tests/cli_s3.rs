@@ -362,17 +362,43 @@ fn nccopy_file_store_to_s3_to_zip() {
     assert_eq!(ncdump_ok(&back, &env).unwrap(), want);
 }
 
+/// A Moto server behind a proxy that records every request, and a scratch home whose tools
+/// talk to the proxy (fields drop in order: the proxy goes before the server).
+struct Counted {
+    dir: tempfile::TempDir,
+    endpoint: String,
+    proxy: CountingProxy,
+    _server: Server,
+}
+
+impl Counted {
+    fn start(label: &str) -> Counted {
+        let server = Server::start(Kind::Moto);
+        let proxy = CountingProxy::start(server.port);
+        Counted {
+            dir: scratch(label),
+            endpoint: proxy.endpoint(),
+            proxy,
+            _server: server,
+        }
+    }
+
+    fn env(&self) -> Vec<(&str, Option<&str>)> {
+        env_with(
+            self.dir.path(),
+            &[
+                ("AWS_ENDPOINT_URL", &self.endpoint),
+                ("AWS_PROFILE", "none"),
+            ],
+        )
+    }
+}
+
 /// `ncdump` of a variable of 40 chunks: one GET per chunk, no HEAD at all.
 #[test]
 fn ncdump_reads_each_chunk_with_one_get_and_no_head() {
-    let server = Server::start(Kind::Moto);
-    let proxy = CountingProxy::start(server.port);
-    let dir = scratch("s3-count");
-    let endpoint = proxy.endpoint();
-    let env = env_with(
-        dir.path(),
-        &[("AWS_ENDPOINT_URL", &endpoint), ("AWS_PROFILE", "none")],
-    );
+    let counted = Counted::start("s3-count");
+    let (dir, proxy, env) = (&counted.dir, &counted.proxy, counted.env());
     let cdl = sample_cdl(dir.path());
     let s3 = format!("s3://{BUCKET}/count/a#mode=nczarr,s3");
     let r = tool("ncgen", &["-4", "-o", &s3, cdl.to_str().unwrap()], &env);
@@ -433,14 +459,8 @@ fn a_stopped_server_fails_the_tool_cleanly() {
 /// GET reading them needs anyway, so a prefix holding an array's chunks is never listed.
 #[test]
 fn pure_zarr_open_never_lists_an_arrays_chunks() {
-    let server = Server::start(Kind::Moto);
-    let proxy = CountingProxy::start(server.port);
-    let dir = scratch("s3-pure-list");
-    let endpoint = proxy.endpoint();
-    let env = env_with(
-        dir.path(),
-        &[("AWS_ENDPOINT_URL", &endpoint), ("AWS_PROFILE", "none")],
-    );
+    let counted = Counted::start("s3-pure-list");
+    let (dir, proxy, env) = (&counted.dir, &counted.proxy, counted.env());
     let cdl = dir.path().join("pure.cdl");
     let values: Vec<String> = (0..40).map(|i| i.to_string()).collect();
     let values = values.join(", ");

@@ -139,14 +139,6 @@ impl<'a> Object<'a> {
         self.0.iter().map(|(k, v)| (k.as_ref(), v))
     }
 
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
     pub fn to_map(&self) -> Map<String, Value> {
         self.0
             .iter()
