@@ -9,7 +9,7 @@
 //! piece to a `serde_json::Value` for code that keeps it (codec configurations, attribute
 //! values). Knows nothing of Zarr.
 
-use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -32,7 +32,37 @@ pub struct Object<'a>(Vec<(Cow<'a, str>, Json<'a>)>);
 
 /// Parses `bytes` (strict JSON).
 pub fn parse(bytes: &[u8]) -> Result<Json<'_>, serde_json::Error> {
-    serde_json::from_slice(bytes)
+    Parser::default().parse(bytes)
+}
+
+/// Parses many texts that live as long as each other, reusing its scratch space: each array
+/// and object of the trees it builds is allocated once, at its final size.
+#[derive(Default)]
+pub struct Parser<'a> {
+    open: Open<'a>,
+}
+
+impl<'a> Parser<'a> {
+    /// Parses `bytes` (strict JSON). The text is checked to be UTF-8 once, as a whole,
+    /// rather than string by string (what serde_json does with bytes): invalid UTF-8 is an
+    /// error either way, inside a string or out.
+    pub fn parse(&mut self, bytes: &'a [u8]) -> Result<Json<'a>, serde_json::Error> {
+        let text = std::str::from_utf8(bytes).map_err(|e| {
+            serde::de::Error::custom(format_args!(
+                "invalid UTF-8 at byte {} of the JSON text",
+                e.valid_up_to()
+            ))
+        })?;
+        let mut de = serde_json::Deserializer::from_str(text);
+        let parsed = self.open.seed().deserialize(&mut de).and_then(|value| {
+            de.end()?;
+            Ok(value)
+        });
+        // A failed parse leaves the pieces of the values it had open.
+        self.open.items.clear();
+        self.open.members.clear();
+        parsed
+    }
 }
 
 impl<'a> Json<'a> {
@@ -188,9 +218,33 @@ impl<'a> IntoIterator for Object<'a> {
     }
 }
 
-struct JsonVisitor;
+/// The items and members parsed so far of every array and object still open, innermost
+/// last. A closing array or object moves its own (the tail) into a vector of exactly their
+/// number: one allocation per array or object, none to grow it.
+#[derive(Default)]
+struct Open<'a> {
+    items: Vec<Json<'a>>,
+    members: Vec<(Cow<'a, str>, Json<'a>)>,
+}
 
-impl<'de> Visitor<'de> for JsonVisitor {
+impl<'a> Open<'a> {
+    fn seed(&mut self) -> Seed<'_, 'a> {
+        Seed(self)
+    }
+}
+
+/// Parses one value, with the pending pieces of the values around it.
+struct Seed<'s, 'a>(&'s mut Open<'a>);
+
+impl<'de> DeserializeSeed<'de> for Seed<'_, 'de> {
+    type Value = Json<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Json<'de>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Seed<'_, 'de> {
     type Value = Json<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -230,25 +284,29 @@ impl<'de> Visitor<'de> for JsonVisitor {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Json<'de>, A::Error> {
-        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
-        while let Some(item) = seq.next_element()? {
-            items.push(item);
+        let open = self.0;
+        let start = open.items.len();
+        while let Some(item) = seq.next_element_seed(open.seed())? {
+            open.items.push(item);
         }
-        Ok(Json::Array(items))
+        Ok(Json::Array(open.items.drain(start..).collect()))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json<'de>, A::Error> {
-        let mut members = Vec::with_capacity(map.size_hint().unwrap_or(0).min(4096));
+        let open = self.0;
+        let start = open.members.len();
         while let Some(Key(k)) = map.next_key()? {
-            members.push((k, map.next_value()?));
+            let value = map.next_value_seed(open.seed())?;
+            open.members.push((k, value));
         }
+        let members = open.members.drain(start..).collect();
         Ok(Json::Object(Object::from_members(members)))
     }
 }
 
 impl<'de> Deserialize<'de> for Json<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(JsonVisitor)
+        Open::default().seed().deserialize(d)
     }
 }
 
@@ -339,6 +397,36 @@ mod tests {
         }
         let deep = "[".repeat(100_000);
         assert!(parse(deep.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn a_parser_kept_for_many_texts_reads_each_whole_after_a_failure() {
+        let texts: [&[u8]; 5] = [
+            br#"{"a": [1, {"b": [2, 3]}], "c": {"d": 4}}"#,
+            br#"{"a": [1, {"b": [2, 3"#,
+            br#"{"x": {"y": [5, 6], "z": "w"}, "v": [[], {}]}"#,
+            b"[1, 2, 3] 4",
+            br#"{"k": 1, "j": {"k": 2}, "k": 3}"#,
+        ];
+        let mut parser = Parser::default();
+        for t in texts {
+            let kept = parser.parse(t).map(|v| v.to_value()).ok();
+            let fresh = serde_json::from_slice::<Value>(t).ok();
+            assert_eq!(kept, fresh, "{}", String::from_utf8_lossy(t));
+        }
+    }
+
+    #[test]
+    fn invalid_utf8_is_an_error_inside_a_string_or_out() {
+        for t in [
+            &b"{\"a\": \"\xff\"}"[..],
+            b"{\"\xc3\": 1}",
+            b"[1, \xe2\x82]",
+            b"\xef\xbb\xbf{}",
+        ] {
+            assert!(serde_json::from_slice::<Value>(t).is_err());
+            assert!(parse(t).is_err(), "{}", String::from_utf8_lossy(t));
+        }
     }
 
     #[test]

@@ -47,7 +47,15 @@ pub fn quote_nonfinite(text: &str) -> String {
 
 /// Parses JSON, accepting Python's non-finite literals (the tree then owns its strings).
 pub fn parse(bytes: &[u8]) -> Result<Json<'_>, serde_json::Error> {
-    match json::parse(bytes) {
+    parse_with(&mut json::Parser::default(), bytes)
+}
+
+/// [`parse`] with a parser kept for many texts.
+pub fn parse_with<'a>(
+    parser: &mut json::Parser<'a>,
+    bytes: &'a [u8],
+) -> Result<Json<'a>, serde_json::Error> {
+    match parser.parse(bytes) {
         Ok(v) => Ok(v),
         Err(e) => match std::str::from_utf8(bytes) {
             Ok(text) if LITERALS.iter().any(|l| text.contains(l)) => {
@@ -74,5 +82,19 @@ mod tests {
         assert_eq!(v["c"], "NaN in text");
         assert_eq!(v["d"], "x\"NaN");
         assert!(parse(b"{\"a\": Nope}").is_err());
+    }
+
+    #[test]
+    fn a_kept_parser_reads_literals_after_strict_texts() {
+        let texts: [&[u8]; 3] = [br#"{"a": 1}"#, br#"{"b": [NaN, 2]}"#, br#"{"c": {"d": 3}}"#];
+        let mut parser = json::Parser::default();
+        let got: Vec<String> = texts
+            .iter()
+            .map(|t| parse_with(&mut parser, t).unwrap().to_string())
+            .collect();
+        assert_eq!(
+            got,
+            [r#"{"a":1}"#, r#"{"b":["NaN",2]}"#, r#"{"c":{"d":3}}"#]
+        );
     }
 }

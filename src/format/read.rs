@@ -10,7 +10,7 @@
 
 mod v1;
 
-use super::json::{Json, Object};
+use super::json::{self, Json, Object};
 use super::write::{ARRAY, ARRAY_DIMENSIONS, ATTR, GROUP, NCPROPERTIES, SUPERBLOCK};
 use super::{Layout, attrs, dtype, number};
 use crate::error::{Error, Result};
@@ -49,13 +49,8 @@ struct Meta<'a> {
     fetched: &'a Arena<Vec<u8>>,
     /// Objects fetched so far (in concurrent batches), so none is fetched twice.
     prefetched: RefCell<HashMap<String, Option<&'a [u8]>>>,
-}
-
-fn parse_obj<'a>(key: &str, bytes: &'a [u8]) -> Result<Obj<'a>> {
-    match super::lenient::parse(bytes).map_err(|e| Error::metadata(key, e.to_string()))? {
-        Json::Object(m) => Ok(m),
-        _ => Err(Error::metadata(key, "not a JSON object")),
-    }
+    /// Parses every fetched object.
+    parser: RefCell<json::Parser<'a>>,
 }
 
 fn join(path: &str, name: &str) -> String {
@@ -77,6 +72,16 @@ impl<'a> Meta<'a> {
             consolidated: consolidated.map(|c| RefCell::new(c.into_iter().collect())),
             fetched,
             prefetched: RefCell::new(HashMap::new()),
+            parser: RefCell::new(json::Parser::default()),
+        }
+    }
+
+    /// Parses the fetched object `key`.
+    fn parse(&self, key: &str, bytes: &'a [u8]) -> Result<Obj<'a>> {
+        let parsed = super::lenient::parse_with(&mut self.parser.borrow_mut(), bytes);
+        match parsed.map_err(|e| Error::metadata(key, e.to_string()))? {
+            Json::Object(m) => Ok(m),
+            _ => Err(Error::metadata(key, "not a JSON object")),
         }
     }
 
@@ -125,7 +130,7 @@ impl<'a> Meta<'a> {
             None => self.keep(self.store.get(&StoreKey::new(key)?)?),
         };
         match bytes {
-            Some(b) => parse_obj(key, b).map(Some),
+            Some(b) => self.parse(key, b).map(Some),
             None => Ok(None),
         }
     }
@@ -707,7 +712,7 @@ pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opene
     let zmetadata = raw.keep(store.get(&StoreKey::new(".zmetadata")?)?);
     let has_zmetadata = zmetadata.is_some();
     let consolidated = match zmetadata {
-        Some(b) => match parse_obj(".zmetadata", b)?.remove("metadata") {
+        Some(b) => match raw.parse(".zmetadata", b)?.remove("metadata") {
             Some(Json::Object(o)) => Some(o),
             _ => None,
         },
