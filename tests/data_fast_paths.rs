@@ -372,6 +372,41 @@ fn strided_reads_of_uncompressed_chunks_match_the_dense_copy() {
     assert!(matches!(err, Error::ChunkSize { .. }), "{err:?}");
 }
 
+/// A strided request whose row spans need more scratch than one batch holds (40 chunks of
+/// 1 MiB, a quarter of each read): the scratch buffer is reused batch after batch, and a
+/// missing chunk read after present ones still gives fill, never what the buffer held.
+#[test]
+fn strided_row_spans_reuse_their_scratch_across_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let shape = [40u64, 512, 512];
+    make(
+        dir.path(),
+        "big.zarr",
+        &shape,
+        &[1, 512, 512],
+        Endian::Little,
+        true,
+    );
+    let missing = [0usize, 21, 39];
+    for t in missing {
+        std::fs::remove_file(dir.path().join(format!("big.zarr/v/{t}.0.0"))).unwrap();
+    }
+    let mut ds = Dataset::open(&url(dir.path(), "big.zarr"), false).unwrap();
+    let c = slab(&[0, 0, 0], &[40, 128, 128], &[1, 4, 4]);
+    let mut want = expected(&shape, &c);
+    for t in missing {
+        want[t * 128 * 128..(t + 1) * 128 * 128].fill(f32::from_bits(0x7cf0_0000));
+    }
+    let got = read(&mut ds, &c);
+    assert!(
+        got == want,
+        "first difference at {:?}",
+        got.iter()
+            .zip(&want)
+            .position(|(a, b)| a.to_bits() != b.to_bits())
+    );
+}
+
 /// Coded chunks that the cache will not keep are decoded and copied into the caller's buffer
 /// in one parallel step: whole, partial, strided and `imap` requests equal the dense copy in
 /// both byte orders, with a cache big enough to keep them and with no cache; missing chunks

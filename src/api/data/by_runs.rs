@@ -24,8 +24,8 @@ const MIN_RUN_BYTES: usize = 256;
 const FEW_RUNS: usize = 16;
 /// On a remote store, a piece whose span is this much smaller than its chunk is read in part.
 const SPAN_FRACTION: usize = 4;
-/// Scratch bytes for row spans read together.
-const SCRATCH_BYTES: usize = 32 << 20;
+/// Scratch bytes for row spans read together (reused batch after batch).
+const SCRATCH_BYTES: usize = 8 << 20;
 
 /// How a piece of an uncompressed chunk is best read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -146,25 +146,34 @@ pub(super) fn read_rows(store: &dyn Store, target: Target<'_, '_>, wanted: &[usi
             plans.push((i, r));
         }
     }
+    let need = |rows: &Rows| rows.starts.len() * rows.span;
+    // One scratch buffer for every batch: its pages are faulted in and zeroed once, not per
+    // piece.
+    let largest = plans.iter().map(|(_, r)| need(r)).max().unwrap_or(0);
+    let total: usize = plans.iter().map(|(_, r)| need(r)).sum();
+    let mut scratch = vec![0u8; total.min(SCRATCH_BYTES).max(largest)];
     let mut rest = plans.as_slice();
     while !rest.is_empty() {
-        // Scratch for at least one piece, and for more while they fit in the budget.
+        // At least one piece, and more while they fit in the scratch buffer.
         let mut n = 0;
         let mut bytes = 0usize;
-        while n < rest.len() {
-            let b = rest[n].1.starts.len() * rest[n].1.span;
-            if n > 0 && bytes + b > SCRATCH_BYTES {
-                break;
-            }
-            bytes += b;
+        while n < rest.len() && (n == 0 || bytes + need(&rest[n].1) <= scratch.len()) {
+            bytes += need(&rest[n].1);
             n += 1;
         }
         let (batch, tail) = rest.split_at(n);
         rest = tail;
-        let scratch: Vec<Option<Vec<u8>>> = batch
+        let mut bufs: Vec<&mut [u8]> = Vec::with_capacity(n);
+        let mut free = &mut scratch[..];
+        for (_, rows) in batch {
+            let (buf, after) = std::mem::take(&mut free).split_at_mut(need(rows));
+            bufs.push(buf);
+            free = after;
+        }
+        let present: Vec<bool> = batch
             .par_iter()
-            .map(|(i, rows)| {
-                let mut buf = vec![0u8; rows.starts.len() * rows.span];
+            .zip(bufs.par_iter_mut())
+            .map(|((i, rows), buf)| {
                 let mut parts: Vec<(u64, &mut [u8])> = rows
                     .starts
                     .iter()
@@ -173,12 +182,11 @@ pub(super) fn read_rows(store: &dyn Store, target: Target<'_, '_>, wanted: &[usi
                     .collect();
                 let key = geo.key(&pieces[*i].chunk)?;
                 let len = store.get_runs_into(&key, &mut parts)?;
-                let present = finish(geo, &key, len, &mut parts)?;
-                Ok(present.then_some(buf))
+                finish(geo, &key, len, &mut parts)
             })
             .collect::<Result<_>>()?;
-        for ((_, rows), buf) in batch.iter().zip(scratch) {
-            pick(geo, rows, buf.as_deref(), out)?;
+        for (((_, rows), buf), present) in batch.iter().zip(&bufs).zip(present) {
+            pick(geo, rows, present.then_some(&buf[..]), out)?;
         }
     }
     Ok(())
