@@ -131,7 +131,12 @@ fn repeated_keys_and_escapes_read_as_one_attribute_each() {
     let group_attrs = r#"{"a": 1, "b": "x", "a": 2, "\u0041bc": "say \"hi\"\u0021"}"#;
     let array = r#"{"zarr_format": 2, "shape": [2], "chunks": [2], "dtype": "<i4",
         "compressor": null, "filters": null, "fill_value": 0, "order": "C", "order": "C"}"#;
-    let array_attrs = r#"{"_ARRAY_DIMENSIONS": ["n"], "units": "m", "units": "km"}"#;
+    // More members than an object searches one by one: the sorted index folds the repeats.
+    let many: String = (0..40).map(|i| format!(r#", "a{i}": {i}"#)).collect();
+    let array_attrs = format!(
+        r#"{{"_ARRAY_DIMENSIONS": ["n"], "units": "m"{many}, "units": "km", "a5": -5, "a5": 55}}"#
+    );
+    let array_attrs = array_attrs.as_str();
     for consolidated in [false, true] {
         let store = dir.path().join(format!("repeated-{consolidated}.zarr"));
         std::fs::create_dir_all(store.join("v")).unwrap();
@@ -160,6 +165,9 @@ fn repeated_keys_and_escapes_read_as_one_attribute_each() {
         assert!(at(":a = 2 ;") < at(":b = \"x\" ;"), "{dump}");
         at(":Abc = \"say \\\"hi\\\"!\" ;");
         at("v:units = \"km\" ;");
+        assert!(at("v:a4 = 4 ;") < at("v:a5 = 55 ;"), "{dump}");
+        assert!(at("v:a5 = 55 ;") < at("v:a6 = 6 ;"), "{dump}");
+        at("v:a39 = 39 ;");
         at("v = 7, 8 ;");
     }
 }

@@ -12,7 +12,6 @@
 use serde::de::{Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 use std::borrow::Cow;
-use std::collections::HashSet;
 use std::fmt;
 
 /// A JSON value.
@@ -27,8 +26,20 @@ pub enum Json<'a> {
 }
 
 /// A JSON object: its members in document order, each key once.
+///
+/// Objects of more than [`SMALL`] members also keep the positions of their members sorted by
+/// key, so a lookup is a binary search and folding repeated keys a sort: an object of a
+/// million attributes costs what a hash map would, never a scan per member.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Object<'a>(Vec<(Cow<'a, str>, Json<'a>)>);
+pub struct Object<'a> {
+    members: Vec<(Cow<'a, str>, Json<'a>)>,
+    /// Positions in `members` ordered by key (and by position among equal keys); empty for
+    /// objects of at most [`SMALL`] members.
+    by_key: Vec<usize>,
+}
+
+/// Objects up to this many members are searched member by member.
+const SMALL: usize = 16;
 
 /// Parses `bytes` (strict JSON).
 pub fn parse(bytes: &[u8]) -> Result<Json<'_>, serde_json::Error> {
@@ -144,77 +155,130 @@ impl fmt::Display for Json<'_> {
 
 impl<'a> Object<'a> {
     pub fn get(&self, key: &str) -> Option<&Json<'a>> {
-        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+        self.position(key).map(|at| &self.members[at].1)
     }
 
     pub fn contains_key(&self, key: &str) -> bool {
-        self.get(key).is_some()
+        self.position(key).is_some()
     }
 
     /// Sets member `key`, in its place if it exists and last otherwise.
     pub fn insert(&mut self, key: &str, value: Json<'a>) {
-        match self.0.iter_mut().find(|(k, _)| k == key) {
-            Some((_, v)) => *v = value,
-            None => self.0.push((Cow::Owned(key.to_string()), value)),
+        match self.position(key) {
+            Some(at) => self.members[at].1 = value,
+            None => {
+                self.members.push((Cow::Owned(key.to_string()), value));
+                self.by_key = sorted_by_key(&self.members);
+            }
         }
     }
 
     /// Takes member `key` out.
     pub fn remove(&mut self, key: &str) -> Option<Json<'a>> {
-        let at = self.0.iter().position(|(k, _)| k == key)?;
-        Some(self.0.remove(at).1)
+        let at = self.position(key)?;
+        let (_, value) = self.members.remove(at);
+        self.by_key = sorted_by_key(&self.members);
+        Some(value)
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Json<'a>)> {
-        self.0.iter().map(|(k, v)| (k.as_ref(), v))
+        self.members.iter().map(|(k, v)| (k.as_ref(), v))
     }
 
     pub fn to_map(&self) -> Map<String, Value> {
-        self.0
+        self.members
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_value()))
             .collect()
     }
 
     pub fn into_owned(self) -> Object<'static> {
-        Object(
-            self.0
+        Object {
+            members: self
+                .members
                 .into_iter()
                 .map(|(k, v)| (Cow::Owned(k.into_owned()), v.into_owned()))
                 .collect(),
-        )
+            by_key: self.by_key,
+        }
+    }
+
+    /// Where member `key` is.
+    fn position(&self, key: &str) -> Option<usize> {
+        if self.by_key.is_empty() {
+            return self.members.iter().position(|(k, _)| k == key);
+        }
+        let members = &self.members;
+        self.by_key
+            .binary_search_by(|&at| members[at].0.as_ref().cmp(key))
+            .ok()
+            .map(|i| self.by_key[i])
     }
 
     /// Members as parsed, a repeated key folded into its first place with its last value.
-    fn from_members(mut members: Vec<(Cow<'a, str>, Json<'a>)>) -> Object<'a> {
-        let repeated = if members.len() <= 16 {
-            members
+    fn from_members(members: Vec<(Cow<'a, str>, Json<'a>)>) -> Object<'a> {
+        if members.len() <= SMALL {
+            let repeated = members
                 .iter()
                 .enumerate()
-                .any(|(i, (k, _))| members[..i].iter().any(|(p, _)| p == k))
-        } else {
-            let mut seen = HashSet::with_capacity(members.len());
-            !members.iter().all(|(k, _)| seen.insert(k.as_ref()))
-        };
-        if repeated {
-            let mut folded: Vec<(Cow<'a, str>, Json<'a>)> = Vec::with_capacity(members.len());
-            for (k, v) in members.drain(..) {
-                match folded.iter_mut().find(|(p, _)| *p == k) {
-                    Some((_, old)) => *old = v,
-                    None => folded.push((k, v)),
+                .any(|(i, (k, _))| members[..i].iter().any(|(p, _)| p == k));
+            let mut members = members;
+            if repeated {
+                let mut folded: Vec<(Cow<'a, str>, Json<'a>)> = Vec::with_capacity(members.len());
+                for (k, v) in members.drain(..) {
+                    match folded.iter_mut().find(|(p, _)| *p == k) {
+                        Some((_, old)) => *old = v,
+                        None => folded.push((k, v)),
+                    }
                 }
+                members = folded;
             }
-            members = folded;
+            return Object {
+                members,
+                by_key: Vec::new(),
+            };
         }
-        Object(members)
+        let by_key = sorted_by_key(&members);
+        let same = |a: &usize, b: &usize| members[*a].0 == members[*b].0;
+        if !by_key.windows(2).any(|w| same(&w[0], &w[1])) {
+            return Object { members, by_key };
+        }
+        // Each run of equal keys in `by_key` lists its positions in order: the first keeps
+        // its place and takes the value of the last.
+        let mut last_of: Vec<Option<usize>> = vec![None; members.len()];
+        for run in by_key.chunk_by(same) {
+            if let (Some(&first), Some(&last)) = (run.first(), run.last()) {
+                last_of[first] = Some(last);
+            }
+        }
+        let (keys, mut values): (Vec<_>, Vec<_>) =
+            members.into_iter().map(|(k, v)| (k, Some(v))).unzip();
+        let members: Vec<(Cow<'a, str>, Json<'a>)> = keys
+            .into_iter()
+            .zip(&last_of)
+            .filter_map(|(k, last)| Some((k, values[(*last)?].take()?)))
+            .collect();
+        let by_key = sorted_by_key(&members);
+        Object { members, by_key }
     }
+}
+
+/// The positions of `members` ordered by key, equal keys in document order (empty for small
+/// objects, which are searched member by member).
+fn sorted_by_key(members: &[(Cow<'_, str>, Json<'_>)]) -> Vec<usize> {
+    if members.len() <= SMALL {
+        return Vec::new();
+    }
+    let mut by_key: Vec<usize> = (0..members.len()).collect();
+    by_key.sort_by(|&a, &b| members[a].0.cmp(&members[b].0));
+    by_key
 }
 
 impl<'a> IntoIterator for Object<'a> {
     type Item = (Cow<'a, str>, Json<'a>);
     type IntoIter = std::vec::IntoIter<(Cow<'a, str>, Json<'a>)>;
     fn into_iter(self) -> Self::IntoIter {
-        self.0.into_iter()
+        self.members.into_iter()
     }
 }
 
@@ -362,6 +426,44 @@ mod tests {
             // Same member order as serde_json's ordered map.
             assert_eq!(tree.to_string(), value.to_string(), "{t}");
         }
+    }
+
+    /// Large objects (sorted index): repeats folded as serde_json folds them, every key found,
+    /// edits keep the index right.
+    #[test]
+    fn large_objects_fold_repeats_and_find_every_key() {
+        let text = format!(
+            "{{{}}}",
+            (0..3000)
+                .map(|i| format!(r#""k{}": {i}"#, (i * 7) % 2500))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let value: Value = serde_json::from_str(&text).unwrap();
+        let tree = parse(text.as_bytes()).unwrap();
+        assert_eq!(tree.to_string(), value.to_string());
+        let mut o = match tree {
+            Json::Object(o) => o,
+            _ => unreachable!(),
+        };
+        for (k, v) in value.as_object().unwrap() {
+            assert_eq!(o.get(k).map(Json::to_value).as_ref(), Some(v), "{k}");
+        }
+        assert!(o.get("k2500").is_none() && o.get("").is_none());
+        o.insert("new", Json::Bool(true));
+        o.insert("k3", Json::Null);
+        assert_eq!(
+            o.remove("k10").and_then(|v| v.as_u64()),
+            value["k10"].as_u64()
+        );
+        assert!(o.get("k10").is_none());
+        assert_eq!(o.get("new"), Some(&Json::Bool(true)));
+        assert_eq!(o.get("k3"), Some(&Json::Null));
+        assert_eq!(o.iter().count(), 2500);
+        assert_eq!(
+            o.get("k2499").map(Json::to_value).as_ref(),
+            value.get("k2499")
+        );
     }
 
     #[test]
