@@ -149,6 +149,54 @@ static void strided_and_mapped(const target *t, trace *tr) {
     CHECK(nc_close(ncid));
 }
 
+/* A strided read of 1 MiB uncompressed chunks whose row spans outgrow one scratch batch (18
+ * chunks, every 2nd row and 4th column: ~9.4 MiB of spans): the library reads only the spans,
+ * reusing its scratch buffer; chunks never written (first, middle, last) read as fill. */
+#define RT 18
+#define RY 512
+#define RX 512
+static int row_span_reads(const target *t) {
+    int ncid, dims[3], varid, bad = 0;
+    CHECK(nc_create(t->path, NC_NETCDF4 | NC_CLOBBER, &ncid));
+    CHECK(nc_def_dim(ncid, "t", RT, &dims[0]));
+    CHECK(nc_def_dim(ncid, "y", RY, &dims[1]));
+    CHECK(nc_def_dim(ncid, "x", RX, &dims[2]));
+    CHECK(nc_def_var(ncid, "r", NC_INT, 3, dims, &varid));
+    const size_t chunks[3] = {1, RY, RX};
+    CHECK(nc_def_var_chunking(ncid, varid, NC_CHUNKED, chunks));
+    CHECK(nc_enddef(ncid));
+    int *plane = malloc(sizeof(int) * RY * RX);
+    int *got = malloc(sizeof(int) * RT * (RY / 2) * (RX / 4));
+    if (!plane || !got) return 1;
+    for (size_t i = 0; i < RT; i++) {
+        if (i == 0 || i == RT / 2 || i == RT - 1) continue;
+        for (size_t n = 0; n < RY * RX; n++) plane[n] = (int)(i * 1000003 + n);
+        size_t start[3] = {i, 0, 0}, count[3] = {1, RY, RX};
+        CHECK(nc_put_vara_int(ncid, varid, start, count, plane));
+    }
+    CHECK(nc_close(ncid));
+    CHECK(nc_open(t->path, NC_NOWRITE, &ncid));
+    const size_t start[3] = {0, 0, 0}, count[3] = {RT, RY / 2, RX / 4};
+    const ptrdiff_t stride[3] = {1, 2, 4};
+    memset(got, 0x7f, sizeof(int) * RT * (RY / 2) * (RX / 4));
+    CHECK(nc_get_vars_int(ncid, varid, start, count, stride, got));
+    size_t n = 0;
+    for (size_t i = 0; i < RT; i++)
+        for (size_t y = 0; y < RY / 2; y++)
+            for (size_t x = 0; x < RX / 4; x++, n++) {
+                int unwritten = i == 0 || i == RT / 2 || i == RT - 1;
+                int want = unwritten ? NC_FILL_INT : (int)(i * 1000003 + (2 * y) * RX + 4 * x);
+                if (got[n] != want && bad++ < 10)
+                    fprintf(stderr, "%s row spans: [%zu][%zu][%zu] is %d, expected %d\n", t->label, i,
+                            2 * y, 4 * x, got[n], want);
+            }
+    CHECK(nc_close(ncid));
+    free(plane);
+    free(got);
+    printf("%s: strided read of %d chunks by row spans, %d wrong\n", t->label, RT, bad);
+    return bad;
+}
+
 int main(int argc, char **argv) {
     const char *dir = test_dir(argc, argv);
     target h5, zr;
@@ -164,6 +212,8 @@ int main(int argc, char **argv) {
     strided_and_mapped(&h5, &a);
     strided_and_mapped(&zr, &b);
     bad += trace_compare("strided and mapped access", &a, &b);
+    make_targets(dir, "rows", &h5, &zr);
+    bad += row_span_reads(&zr);
     trace_free(&a);
     trace_free(&b);
     return bad ? 1 : 0;
