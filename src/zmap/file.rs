@@ -130,22 +130,42 @@ fn read_len(file: &mut fs::File, len: u64) -> io::Result<Vec<u8>> {
 const MAX_IOVECS: usize = 1024;
 
 /// Reads runs that follow each other in the file, starting at the first one's offset, with
-/// vectored reads; stops quietly at the end of the file.
+/// vectored reads; stops quietly at the end of the file. A single run is one positional read
+/// (no seek): strided requests read many rows of a chunk one by one.
 fn read_group(file: &mut fs::File, group: &mut [(u64, &mut [u8])]) -> io::Result<()> {
-    let Some(&(offset, _)) = group.first() else {
-        return Ok(());
-    };
-    file.seek(SeekFrom::Start(offset))?;
-    let mut slices: Vec<io::IoSliceMut<'_>> = group
-        .iter_mut()
-        .map(|(_, out)| io::IoSliceMut::new(out))
-        .collect();
-    let mut bufs = slices.as_mut_slice();
-    io::IoSliceMut::advance_slices(&mut bufs, 0);
-    while !bufs.is_empty() {
-        match file.read_vectored(bufs) {
+    match group {
+        [] => Ok(()),
+        [(offset, out)] => read_at(file, *offset, out),
+        [(offset, _), ..] => {
+            file.seek(SeekFrom::Start(*offset))?;
+            let mut slices: Vec<io::IoSliceMut<'_>> = group
+                .iter_mut()
+                .map(|(_, out)| io::IoSliceMut::new(out))
+                .collect();
+            let mut bufs = slices.as_mut_slice();
+            while !bufs.is_empty() {
+                match file.read_vectored(bufs) {
+                    Ok(0) => return Ok(()),
+                    Ok(n) => io::IoSliceMut::advance_slices(&mut bufs, n),
+                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Fills `out` from `offset` on with positional reads; stops quietly at the end of the file.
+fn read_at(file: &fs::File, mut offset: u64, mut out: &mut [u8]) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    while !out.is_empty() {
+        match file.read_at(out, offset) {
             Ok(0) => return Ok(()),
-            Ok(n) => io::IoSliceMut::advance_slices(&mut bufs, n),
+            Ok(n) => {
+                out = &mut out[n..];
+                offset = offset.saturating_add(n as u64);
+            }
             Err(e) if e.kind() == ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
