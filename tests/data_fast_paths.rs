@@ -372,6 +372,47 @@ fn strided_reads_of_uncompressed_chunks_match_the_dense_copy() {
     assert!(matches!(err, Error::ChunkSize { .. }), "{err:?}");
 }
 
+/// A strided request into a padded `imap` (gaps after every row and every plane): the rows of
+/// the pieces land in their own parts of the buffer, in parallel, and the gaps keep what the
+/// caller had there.
+#[test]
+fn strided_rows_land_around_the_gaps_of_a_padded_imap() {
+    let dir = tempfile::tempdir().unwrap();
+    let shape = [6u64, 16, 300];
+    make(
+        dir.path(),
+        "pad.zarr",
+        &shape,
+        &[2, 16, 256],
+        Endian::Little,
+        true,
+    );
+    let mut ds = Dataset::open(&url(dir.path(), "pad.zarr"), false).unwrap();
+    let c = slab(&[0, 1, 2], &[6, 4, 74], &[1, 4, 4]);
+    let (row_pitch, plane_pitch) = (74 + 5, 4 * (74 + 5) + 7);
+    let imap = [plane_pitch as i64, row_pitch as i64, 1];
+    let len = 5 * plane_pitch + 3 * row_pitch + 74;
+    let untouched = f32::from_bits(0xdead_beef);
+    let mut out: Vec<u8> = (0..len).flat_map(|_| untouched.to_ne_bytes()).collect();
+    ds.get_fixed(G, 0, &c, Some(&imap), NcType::Float, &mut out)
+        .unwrap();
+    let mut want = vec![untouched; len];
+    for (flat, w) in expected(&shape, &c).into_iter().enumerate() {
+        let (z, y, x) = (flat / (4 * 74), flat / 74 % 4, flat % 74);
+        want[z * plane_pitch + y * row_pitch + x] = w;
+    }
+    let got = floats(&out);
+    assert!(
+        got.iter()
+            .zip(&want)
+            .all(|(a, b)| a.to_bits() == b.to_bits()),
+        "first difference at {:?}",
+        got.iter()
+            .zip(&want)
+            .position(|(a, b)| a.to_bits() != b.to_bits())
+    );
+}
+
 /// A strided request whose row spans need more scratch than one batch holds (40 chunks of
 /// 1 MiB, a quarter of each read): the scratch buffer is reused batch after batch, and a
 /// missing chunk read after present ones still gives fill, never what the buffer held.

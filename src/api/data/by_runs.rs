@@ -7,7 +7,7 @@
 //! on local stores, one ranged request per chunk on remote ones). It must not know how a store
 //! reads.
 
-use super::split::{PIECES_PER_BATCH, Target, in_batches};
+use super::split::{PIECES_PER_BATCH, Target, in_batches, slice_disjoint};
 use super::{Geometry, finish_error};
 use crate::api::convert;
 use crate::chunk::copy::{copy_elements, fill_pattern};
@@ -185,43 +185,121 @@ pub(super) fn read_rows(store: &dyn Store, target: Target<'_, '_>, wanted: &[usi
                 finish(geo, &key, len, &mut parts)
             })
             .collect::<Result<_>>()?;
-        for (((_, rows), buf), present) in batch.iter().zip(&bufs).zip(present) {
-            pick(geo, rows, present.then_some(&buf[..]), out)?;
-        }
+        land_rows(geo, batch, &bufs, &present, out)?;
     }
     Ok(())
 }
 
-/// Copies the elements of `rows` from their spans in `spans` (the fill value when the chunk
-/// is absent) into `out`.
-fn pick(geo: &Geometry, rows: &Rows, spans: Option<&[u8]>, out: &mut [u8]) -> Result<()> {
-    let e = geo.esize;
-    let reach = (rows.count as isize - 1).checked_mul(rows.mem_step);
-    for (r, &(_, mem)) in rows.starts.iter().enumerate() {
-        // Both ends of the row inside `out`: every element between is too.
-        let last = reach.and_then(|x| (mem as isize).checked_add(x));
-        let inside = |m: isize| {
-            usize::try_from(m).is_ok_and(|m| m.checked_add(e).is_some_and(|end| end <= out.len()))
-        };
-        if !inside(mem as isize) || !last.is_some_and(inside) {
-            return Err(Error::Invalid("row outside the output buffer".into()));
+/// Copies the elements of the batch's pieces out of their row spans (`bufs`; the fill value
+/// for pieces not `present`) into `out`: in parallel across pieces when every row lands in a
+/// part of `out` of its own, one row after another otherwise (an `imap` that interleaves rows).
+fn land_rows(
+    geo: &Geometry,
+    batch: &[(usize, Rows)],
+    bufs: &[&mut [u8]],
+    present: &[bool],
+    out: &mut [u8],
+) -> Result<()> {
+    let mut extents: Vec<(runs::Run, usize)> = Vec::new();
+    for (slot, (_, rows)) in batch.iter().enumerate() {
+        for (r, &(_, mem)) in rows.starts.iter().enumerate() {
+            let (start, len) = row_extent(rows, mem, geo.esize, out.len())?;
+            let run = runs::Run {
+                chunk: r,
+                mem: start,
+                len,
+            };
+            extents.push((run, slot));
         }
-        match spans {
-            Some(s) => copy_elements(
-                out,
-                (mem, rows.mem_step),
-                s,
-                (r * rows.span, rows.chunk_step as isize),
-                rows.count,
-                e,
-            ),
-            None => {
-                for k in 0..rows.count {
-                    let at = (mem as isize + k as isize * rows.mem_step) as usize;
-                    out[at..at + e].copy_from_slice(&geo.fill[..e]);
+    }
+    let spans = |slot: usize| present[slot].then_some(&bufs[slot][..]);
+    match slice_disjoint(out, &mut extents, batch.len()) {
+        Some(per_piece) => per_piece
+            .into_par_iter()
+            .enumerate()
+            .for_each(|(slot, dests)| {
+                let rows = &batch[slot].1;
+                for (r, dest) in dests {
+                    pick_row(
+                        geo,
+                        rows,
+                        r as usize,
+                        spans(slot),
+                        dest,
+                        backward_reach(rows),
+                    );
+                }
+            }),
+        None => {
+            for (slot, (_, rows)) in batch.iter().enumerate() {
+                for (r, &(_, mem)) in rows.starts.iter().enumerate() {
+                    pick_row(geo, rows, r, spans(slot), out, mem);
                 }
             }
         }
     }
     Ok(())
+}
+
+/// How far below its first element a row of `rows` reaches in the caller's buffer: nothing
+/// when it runs forwards, the span of its elements when it runs backwards.
+fn backward_reach(rows: &Rows) -> usize {
+    if rows.mem_step < 0 {
+        rows.count
+            .saturating_sub(1)
+            .saturating_mul(rows.mem_step.unsigned_abs())
+    } else {
+        0
+    }
+}
+
+/// The part of a buffer of `out_len` bytes that the row starting at `mem` covers, as its first
+/// byte and length; an error when any of its elements lies outside.
+fn row_extent(rows: &Rows, mem: usize, e: usize, out_len: usize) -> Result<(usize, usize)> {
+    let outside = || Error::Invalid("row outside the output buffer".into());
+    let reach = (rows.count.saturating_sub(1) as isize)
+        .checked_mul(rows.mem_step)
+        .ok_or_else(outside)?;
+    let (lo, hi) = if reach < 0 {
+        (
+            mem.checked_sub(reach.unsigned_abs()).ok_or_else(outside)?,
+            mem,
+        )
+    } else {
+        (mem, mem.checked_add(reach as usize).ok_or_else(outside)?)
+    };
+    let end = hi
+        .checked_add(e)
+        .filter(|&end| end <= out_len)
+        .ok_or_else(outside)?;
+    Ok((lo, end - lo))
+}
+
+/// Copies the elements of row `r` of `rows` from its span in `spans` (the fill value when the
+/// chunk is absent) into `dest`, the first at byte `first`.
+fn pick_row(
+    geo: &Geometry,
+    rows: &Rows,
+    r: usize,
+    spans: Option<&[u8]>,
+    dest: &mut [u8],
+    first: usize,
+) {
+    let e = geo.esize;
+    match spans {
+        Some(s) => copy_elements(
+            dest,
+            (first, rows.mem_step),
+            s,
+            (r * rows.span, rows.chunk_step as isize),
+            rows.count,
+            e,
+        ),
+        None => {
+            for k in 0..rows.count {
+                let at = (first as isize + k as isize * rows.mem_step) as usize;
+                dest[at..at + e].copy_from_slice(&geo.fill[..e]);
+            }
+        }
+    }
 }

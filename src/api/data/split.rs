@@ -27,22 +27,37 @@ pub(super) fn split<'a>(
         let list = runs::runs(&geo.chunks, out.len(), strides, &pieces[i], geo.esize)?;
         all.extend(list.into_iter().map(|r| (r, slot)));
     }
+    Ok(
+        slice_disjoint(out, &mut all, batch.len()).map(|mut per_piece| {
+            for runs in &mut per_piece {
+                runs.sort_unstable_by_key(|(offset, _)| *offset);
+            }
+            per_piece
+        }),
+    )
+}
+
+/// Cuts `out` into the runs `all` lists (each with the slot of the piece it belongs to, of
+/// `slots`), and gathers them slot by slot as `(chunk offset, slice)` in memory order; `None`
+/// when two runs overlap.
+pub(super) fn slice_disjoint<'a>(
+    out: &'a mut [u8],
+    all: &mut [(runs::Run, usize)],
+    slots: usize,
+) -> Option<Vec<PieceRuns<'a>>> {
     all.sort_unstable_by_key(|(r, _)| r.mem);
     if all.windows(2).any(|w| w[0].0.mem + w[0].0.len > w[1].0.mem) {
-        return Ok(None);
+        return None;
     }
-    let mut per_piece: Vec<PieceRuns<'a>> = batch.iter().map(|_| Vec::new()).collect();
+    let mut per_piece: Vec<PieceRuns<'a>> = (0..slots).map(|_| Vec::new()).collect();
     let (mut rest, mut consumed) = (out, 0usize);
-    for (r, slot) in &all {
+    for (r, slot) in all.iter() {
         let (_, tail) = std::mem::take(&mut rest).split_at_mut(r.mem - consumed);
         let (mine, tail) = tail.split_at_mut(r.len);
         (rest, consumed) = (tail, r.mem + r.len);
         per_piece[*slot].push((r.chunk as u64, mine));
     }
-    for runs in &mut per_piece {
-        runs.sort_unstable_by_key(|(offset, _)| *offset);
-    }
-    Ok(Some(per_piece))
+    Some(per_piece)
 }
 
 /// Pieces whose runs are listed and handled together (bounds the memory of the run lists).
