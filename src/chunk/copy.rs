@@ -259,8 +259,19 @@ fn copy_run(dst: &mut [u8], d: isize, src: &[u8], s: isize, inner: Axis, esize: 
     }
 }
 
-/// Element loop for a fixed element size, so each copy is a single move.
+/// Element loop for a fixed element size, so each copy is a single move. Gathering into a
+/// contiguous destination (a strided read) walks both sides as slices, without an offset check
+/// per element.
 fn strided<const N: usize>(dst: &mut [u8], mut d: isize, src: &[u8], mut s: isize, inner: Axis) {
+    if inner.dst == N as isize && inner.src >= N as isize && inner.count > 0 {
+        let (d, s, step) = (d as usize, s as usize, inner.src as usize);
+        let dst = &mut dst[d..d + inner.count * N];
+        let src = &src[s..s + (inner.count - 1) * step + N];
+        for (to, from) in dst.chunks_exact_mut(N).zip(src.chunks(step)) {
+            to.copy_from_slice(&from[..N]);
+        }
+        return;
+    }
     for _ in 0..inner.count {
         let (du, su) = (d as usize, s as usize);
         dst[du..du + N].copy_from_slice(&src[su..su + N]);
