@@ -258,6 +258,23 @@ impl<'a> Reader<'a> {
             .find(|d| self.tree.dim_fqn(*d) == fqn)
     }
 
+    /// Reads the variables [`Reader::read_group`] listed, group by group in its order.
+    fn read_pending_vars(&mut self) -> Result<()> {
+        for (g, path, arrays) in std::mem::take(&mut self.pending_vars) {
+            for name in arrays {
+                if name.contains('/') || name.is_empty() || name == "." || name == ".." {
+                    return Err(Error::metadata(
+                        join(&path, ".zattrs"),
+                        format!("bad array name {name:?}"),
+                    ));
+                }
+                let var = self.read_var(g, &join(&path, &name))?;
+                self.tree.group_mut(g).vars.push(var);
+            }
+        }
+        Ok(())
+    }
+
     fn read_var(&mut self, g: GroupId, path: &str) -> Result<Var> {
         let zk = join(path, ".zarray");
         let ak = join(path, ".zattrs");
@@ -648,19 +665,13 @@ pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opene
             })
         })
         .collect();
-    reader.meta.prefetch(&ahead)?;
-    for (g, path, arrays) in std::mem::take(&mut reader.pending_vars) {
-        for name in arrays {
-            if name.contains('/') || name.is_empty() || name == "." || name == ".." {
-                return Err(Error::metadata(
-                    join(&path, ".zattrs"),
-                    format!("bad array name {name:?}"),
-                ));
-            }
-            let var = reader.read_var(g, &join(&path, &name))?;
-            reader.tree.group_mut(g).vars.push(var);
-        }
-    }
+    // The variables' objects stream in while the ones that have arrived are parsed.
+    std::thread::scope(|scope| {
+        reader.meta.stream(scope, &ahead)?;
+        let read = reader.read_pending_vars();
+        reader.meta.end_stream();
+        read
+    })?;
     Ok(Opened {
         tree: reader.tree,
         layout: Layout {

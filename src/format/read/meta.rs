@@ -1,6 +1,7 @@
 //! Metadata objects while a dataset is read: taken from the consolidated `.zmetadata`, or
-//! fetched from the store in batches (concurrently on remote stores) and kept for the whole
-//! read, so the parsed objects borrow their text.
+//! fetched from the store in batches (concurrently on remote stores), or streamed in by a
+//! helper thread while the reader parses what has arrived, and kept for the whole read, so the
+//! parsed objects borrow their text.
 //!
 //! Owns fetching, keeping and parsing the objects; what they mean is the reader's. It must not
 //! know the NCZarr or Zarr keys inside them.
@@ -12,6 +13,8 @@ use crate::zmap::{Store, StoreKey, StorePrefix};
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::mpsc;
+use std::thread::{self, Scope};
 use typed_arena::Arena;
 
 type Obj<'a> = Object<'a>;
@@ -30,7 +33,18 @@ pub(super) struct Meta<'a> {
     prefetched: RefCell<HashMap<String, Option<&'a [u8]>>>,
     /// Parses every fetched object.
     parser: RefCell<json::Parser<'a>>,
+    /// Windows of objects on their way from a helper thread ([`Meta::stream`]).
+    incoming: RefCell<Option<mpsc::Receiver<Window>>>,
 }
+
+/// Keys fetched together by a streaming helper, and what the store gave for them.
+type Window = (Vec<String>, Result<Vec<Option<Vec<u8>>>>);
+
+/// Keys in the first window a helper fetches: small, so that parsing starts soon.
+const FIRST_WINDOW: usize = 32;
+/// Keys in the largest window: later windows double up to it, so that a remote store keeps
+/// many requests in flight.
+const LARGEST_WINDOW: usize = 512;
 
 pub(super) fn join(path: &str, name: &str) -> String {
     if path.is_empty() {
@@ -52,6 +66,7 @@ impl<'a> Meta<'a> {
             fetched,
             prefetched: RefCell::new(HashMap::new()),
             parser: RefCell::new(json::Parser::default()),
+            incoming: RefCell::new(None),
         }
     }
 
@@ -69,29 +84,114 @@ impl<'a> Meta<'a> {
         bytes.map(|b| fetched.alloc(b).as_slice())
     }
 
-    /// Fetches those of `keys` not fetched yet in one batch, for the next [`Meta::get`] calls
-    /// (nothing to do when the metadata is consolidated). Keys that are not valid store keys
-    /// are left for `get` to report.
-    pub(super) fn prefetch(&self, keys: &[String]) -> Result<()> {
+    /// Those of `keys` neither fetched nor valid store keys (invalid ones are left for
+    /// [`Meta::get`] to report); empty when the metadata is consolidated.
+    fn missing(&self, keys: &[String]) -> (Vec<String>, Vec<StoreKey>) {
         if self.consolidated.is_some() {
-            return Ok(());
+            return (Vec::new(), Vec::new());
         }
-        let (missing, store_keys): (Vec<&String>, Vec<StoreKey>) = {
-            let known = self.prefetched.borrow();
-            keys.iter()
-                .filter(|k| !known.contains_key(*k))
-                .filter_map(|k| StoreKey::new(k).ok().map(|sk| (k, sk)))
-                .unzip()
-        };
-        if missing.is_empty() {
-            return Ok(());
-        }
-        let values = self.store.get_many(&store_keys)?;
+        let known = self.prefetched.borrow();
+        keys.iter()
+            .filter(|k| !known.contains_key(*k))
+            .filter_map(|k| StoreKey::new(k).ok().map(|sk| (k.clone(), sk)))
+            .unzip()
+    }
+
+    /// Keeps what the store gave for `names`.
+    fn arrived(&self, names: Vec<String>, values: Vec<Option<Vec<u8>>>) {
         let kept: Vec<Option<&'a [u8]>> = values.into_iter().map(|v| self.keep(v)).collect();
         self.prefetched
             .borrow_mut()
-            .extend(missing.into_iter().cloned().zip(kept));
+            .extend(names.into_iter().zip(kept));
+    }
+
+    /// Fetches those of `keys` not fetched yet in one batch, for the next [`Meta::get`] calls
+    /// (nothing to do when the metadata is consolidated).
+    pub(super) fn prefetch(&self, keys: &[String]) -> Result<()> {
+        let (names, store_keys) = self.missing(keys);
+        if names.is_empty() {
+            return Ok(());
+        }
+        let values = self.store.get_many(&store_keys)?;
+        self.arrived(names, values);
         Ok(())
+    }
+
+    /// Fetches those of `keys` not fetched yet on a helper thread of `scope`, window after
+    /// window in their order, while the caller goes on parsing: [`Meta::get`] and [`Meta::has`]
+    /// wait for a key's window when it has not arrived. Few keys, or no thread to be had, are
+    /// fetched at once as [`Meta::prefetch`] does. [`Meta::end_stream`] stops the helper.
+    pub(super) fn stream<'scope>(
+        &self,
+        scope: &'scope Scope<'scope, '_>,
+        keys: &[String],
+    ) -> Result<()>
+    where
+        'a: 'scope,
+    {
+        let (names, store_keys) = self.missing(keys);
+        if names.len() <= FIRST_WINDOW {
+            return self.prefetch(keys);
+        }
+        let mut windows: Vec<(Vec<String>, Vec<StoreKey>)> = Vec::new();
+        let (mut names, mut store_keys) = (names.into_iter(), store_keys.into_iter());
+        let mut size = FIRST_WINDOW;
+        while names.len() > 0 {
+            let n = size.min(names.len());
+            windows.push((
+                names.by_ref().take(n).collect(),
+                store_keys.by_ref().take(n).collect(),
+            ));
+            size = (size * 2).min(LARGEST_WINDOW);
+        }
+        let store = self.store;
+        let (tx, rx) = mpsc::channel::<Window>();
+        let helper = thread::Builder::new()
+            .name("nczarr-rs-meta".into())
+            .spawn_scoped(scope, move || {
+                for (names, keys) in windows {
+                    let values = store.get_many(&keys);
+                    let failed = values.is_err();
+                    if tx.send((names, values)).is_err() || failed {
+                        return;
+                    }
+                }
+            });
+        match helper {
+            Ok(_) => {
+                *self.incoming.borrow_mut() = Some(rx);
+                Ok(())
+            }
+            Err(_) => self.prefetch(keys),
+        }
+    }
+
+    /// Stops a helper started by [`Meta::stream`] (at its next window) and forgets what it has
+    /// not delivered.
+    pub(super) fn end_stream(&self) {
+        self.incoming.borrow_mut().take();
+    }
+
+    /// Takes in streamed windows until `key` has arrived or the stream has ended; a window
+    /// the store failed to fetch is the error.
+    fn wait_for(&self, key: &str) -> Result<()> {
+        loop {
+            if self.prefetched.borrow().contains_key(key) {
+                return Ok(());
+            }
+            let next = match self.incoming.borrow().as_ref() {
+                Some(rx) => rx.recv().ok(),
+                None => return Ok(()),
+            };
+            match next {
+                Some((names, Ok(values))) => self.arrived(names, values),
+                Some((_, Err(e))) => {
+                    self.end_stream();
+                    return Err(e);
+                }
+                None => self.end_stream(),
+            }
+        }
     }
 
     pub(super) fn get(&self, key: &str) -> Result<Option<Obj<'a>>> {
@@ -102,6 +202,7 @@ impl<'a> Meta<'a> {
                 None => Ok(None),
             };
         }
+        self.wait_for(key)?;
         self.prefetch(&[key.to_string()])?;
         let known = self.prefetched.borrow().get(key).copied();
         let bytes = match known {
@@ -119,6 +220,7 @@ impl<'a> Meta<'a> {
         if let Some(c) = &self.consolidated {
             return Ok(c.borrow().contains_key(key));
         }
+        self.wait_for(key)?;
         self.prefetch(&[key.to_string()])?;
         Ok(matches!(self.prefetched.borrow().get(key), Some(Some(_))))
     }
@@ -151,5 +253,124 @@ impl<'a> Meta<'a> {
             return Ok(names);
         }
         self.store.list_children(&StorePrefix::new(path)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::zmap::memory::MemoryStore;
+    use std::sync::Mutex;
+
+    /// A memory store that records every key it is asked for, and fails the batch holding
+    /// `fail_on`.
+    #[derive(Debug, Default)]
+    struct Watched {
+        inner: MemoryStore,
+        asked: Mutex<Vec<String>>,
+        fail_on: Option<String>,
+    }
+
+    impl Store for Watched {
+        fn get(&self, key: &StoreKey) -> Result<Option<Vec<u8>>> {
+            self.asked.lock().unwrap().push(key.to_string());
+            self.inner.get(key)
+        }
+        fn get_many(&self, keys: &[StoreKey]) -> Result<Vec<Option<Vec<u8>>>> {
+            if keys.iter().any(|k| Some(k.to_string()) == self.fail_on) {
+                return Err(Error::Invalid("store failed".into()));
+            }
+            keys.iter().map(|k| self.get(k)).collect()
+        }
+        fn put(&self, key: &StoreKey, value: &[u8]) -> Result<()> {
+            self.inner.put(key, value)
+        }
+        fn delete(&self, key: &StoreKey) -> Result<()> {
+            self.inner.delete(key)
+        }
+        fn delete_prefix(&self, prefix: &StorePrefix) -> Result<()> {
+            self.inner.delete_prefix(prefix)
+        }
+        fn list_children(&self, prefix: &StorePrefix) -> Result<Vec<String>> {
+            self.inner.list_children(prefix)
+        }
+        fn list_keys(&self, prefix: &StorePrefix) -> Result<Vec<StoreKey>> {
+            self.inner.list_keys(prefix)
+        }
+        fn describe(&self) -> String {
+            "watched".into()
+        }
+    }
+
+    /// A store of `n` objects `k{i}` = `{"i": i}`.
+    fn store_of(n: usize, fail_on: Option<&str>) -> Watched {
+        let store = Watched {
+            fail_on: fail_on.map(String::from),
+            ..Watched::default()
+        };
+        for i in 0..n {
+            let key = StoreKey::new(&format!("k{i}")).unwrap();
+            store
+                .put(&key, format!("{{\"i\": {i}}}").as_bytes())
+                .unwrap();
+        }
+        store
+    }
+
+    fn value_of(obj: Option<Obj<'_>>) -> Option<u64> {
+        obj.and_then(|o| o.get("i").and_then(Json::as_u64))
+    }
+
+    /// Streamed objects are what the store holds, whichever order they are asked for in,
+    /// absent ones included, and each is fetched once; a key the stream does not carry is
+    /// fetched after it.
+    #[test]
+    fn streamed_objects_are_the_stored_ones_fetched_once() {
+        let store = store_of(300, None);
+        let fetched = Arena::new();
+        let meta = Meta::new(&store, None, &fetched);
+        let keys: Vec<String> = (0..310).map(|i| format!("k{i}")).collect();
+        thread::scope(|scope| {
+            meta.stream(scope, &keys).unwrap();
+            assert_eq!(value_of(meta.get("k250").unwrap()), Some(250));
+            for i in 0..300 {
+                assert_eq!(
+                    value_of(meta.get(&format!("k{i}")).unwrap()),
+                    Some(i as u64)
+                );
+            }
+            assert!(!meta.has("k305").unwrap());
+            assert!(meta.get("k309").unwrap().is_none());
+            meta.end_stream();
+        });
+        let mut asked = store.asked.lock().unwrap().clone();
+        asked.sort();
+        let mut want = keys.clone();
+        want.sort();
+        assert_eq!(asked, want, "every key fetched exactly once");
+
+        let meta = Meta::new(&store, None, &fetched);
+        thread::scope(|scope| {
+            meta.stream(scope, &keys[..40]).unwrap();
+            assert_eq!(value_of(meta.get("k299").unwrap()), Some(299));
+            assert_eq!(value_of(meta.get("k39").unwrap()), Some(39));
+            meta.end_stream();
+        });
+    }
+
+    /// A window the store fails to fetch fails the get waiting for it, and only that one.
+    #[test]
+    fn a_failed_window_is_the_error_of_the_get_that_waits_for_it() {
+        let store = store_of(300, Some("k200"));
+        let fetched = Arena::new();
+        let meta = Meta::new(&store, None, &fetched);
+        let keys: Vec<String> = (0..300).map(|i| format!("k{i}")).collect();
+        thread::scope(|scope| {
+            meta.stream(scope, &keys).unwrap();
+            assert_eq!(value_of(meta.get("k10").unwrap()), Some(10));
+            let err = meta.get("k201").unwrap_err();
+            assert!(err.to_string().contains("store failed"), "{err}");
+            meta.end_stream();
+        });
     }
 }
