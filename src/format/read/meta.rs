@@ -20,8 +20,9 @@ use typed_arena::Arena;
 type Obj<'a> = Object<'a>;
 
 /// Metadata objects, from `.zmetadata` or the store. Objects known to be needed soon are
-/// fetched in one batch ([`Meta::prefetch`]), which a remote store serves concurrently.
-/// Fetched bytes stay in an arena for the whole read, so the parsed objects borrow them.
+/// fetched in one batch ([`Meta::prefetch`]), which a remote store serves concurrently, or
+/// streamed in behind the reader ([`Meta::stream`]). Fetched bytes stay in an arena for the
+/// whole read, so the parsed objects borrow them.
 pub(super) struct Meta<'a> {
     store: &'a dyn Store,
     /// The entries of `.zmetadata`; [`Meta::get`] takes them out (nothing is read twice but
