@@ -139,6 +139,21 @@ fn read(ds: &mut Dataset, slab: &Slab) -> Vec<f32> {
     floats(&out)
 }
 
+/// Asserts that `got` and `want` hold the same values bit for bit (fill NaNs included), naming
+/// the first difference.
+fn assert_same_bits(got: &[f32], want: &[f32]) {
+    assert_eq!(got.len(), want.len(), "lengths");
+    assert!(
+        got.iter()
+            .zip(want)
+            .all(|(a, b)| a.to_bits() == b.to_bits()),
+        "first difference at {:?}",
+        got.iter()
+            .zip(want)
+            .position(|(a, b)| a.to_bits() != b.to_bits())
+    );
+}
+
 fn slab(start: &[u64], count: &[u64], stride: &[u64]) -> Slab {
     Slab {
         start: start.to_vec(),
@@ -402,15 +417,7 @@ fn strided_rows_land_around_the_gaps_of_a_padded_imap() {
         want[z * plane_pitch + y * row_pitch + x] = w;
     }
     let got = floats(&out);
-    assert!(
-        got.iter()
-            .zip(&want)
-            .all(|(a, b)| a.to_bits() == b.to_bits()),
-        "first difference at {:?}",
-        got.iter()
-            .zip(&want)
-            .position(|(a, b)| a.to_bits() != b.to_bits())
-    );
+    assert_same_bits(&got, &want);
 }
 
 /// A strided request whose row spans need more scratch than one batch holds (40 chunks of
@@ -439,13 +446,7 @@ fn strided_row_spans_reuse_their_scratch_across_batches() {
         want[t * 128 * 128..(t + 1) * 128 * 128].fill(f32::from_bits(0x7cf0_0000));
     }
     let got = read(&mut ds, &c);
-    assert!(
-        got == want,
-        "first difference at {:?}",
-        got.iter()
-            .zip(&want)
-            .position(|(a, b)| a.to_bits() != b.to_bits())
-    );
+    assert_same_bits(&got, &want);
 }
 
 /// Coded chunks that the cache will not keep are decoded and copied into the caller's buffer
