@@ -285,21 +285,17 @@ fn pick_row(
     dest: &mut [u8],
     first: usize,
 ) {
-    let e = geo.esize;
-    match spans {
-        Some(s) => copy_elements(
-            dest,
-            (first, rows.mem_step),
-            s,
-            (r * rows.span, rows.chunk_step as isize),
-            rows.count,
-            e,
-        ),
-        None => {
-            for k in 0..rows.count {
-                let at = (first as isize + k as isize * rows.mem_step) as usize;
-                dest[at..at + e].copy_from_slice(&geo.fill[..e]);
-            }
-        }
-    }
+    // An absent chunk gives the fill value: one element, read again for every place.
+    let (src, from) = match spans {
+        Some(s) => (s, (r * rows.span, rows.chunk_step as isize)),
+        None => (&geo.fill[..geo.esize], (0, 0)),
+    };
+    copy_elements(
+        dest,
+        (first, rows.mem_step),
+        src,
+        from,
+        rows.count,
+        geo.esize,
+    );
 }
