@@ -168,7 +168,15 @@ impl<'a> Object<'a> {
             Some(at) => self.members[at].1 = value,
             None => {
                 self.members.push((Cow::Owned(key.to_string()), value));
-                self.by_key = sorted_by_key(&self.members);
+                if self.by_key.is_empty() {
+                    self.by_key = sorted_by_key(&self.members);
+                } else {
+                    let members = &self.members;
+                    let at = self
+                        .by_key
+                        .partition_point(|&i| members[i].0.as_ref() < key);
+                    self.by_key.insert(at, members.len() - 1);
+                }
             }
         }
     }
@@ -177,7 +185,15 @@ impl<'a> Object<'a> {
     pub fn remove(&mut self, key: &str) -> Option<Json<'a>> {
         let at = self.position(key)?;
         let (_, value) = self.members.remove(at);
-        self.by_key = sorted_by_key(&self.members);
+        if self.members.len() <= SMALL {
+            self.by_key.clear();
+        } else {
+            self.by_key.retain(|&i| i != at);
+            self.by_key
+                .iter_mut()
+                .filter(|i| **i > at)
+                .for_each(|i| *i -= 1);
+        }
         Some(value)
     }
 
@@ -464,6 +480,28 @@ mod tests {
             o.get("k2499").map(Json::to_value).as_ref(),
             value.get("k2499")
         );
+        for (k, v) in value.as_object().unwrap() {
+            let want = match k.as_str() {
+                "k10" => None,
+                "k3" => Some(Value::Null),
+                _ => Some(v.clone()),
+            };
+            assert_eq!(o.get(k).map(Json::to_value), want, "{k} after edits");
+        }
+        let keys: Vec<String> = o.iter().map(|(k, _)| k.to_string()).collect();
+        for (i, k) in keys.iter().enumerate().step_by(97) {
+            o.insert(&format!("{k}+"), Json::Bool(i % 2 == 0));
+        }
+        for k in keys.iter().step_by(89) {
+            o.remove(k);
+        }
+        for (i, k) in keys.iter().enumerate() {
+            let removed = i % 89 == 0;
+            assert_eq!(o.contains_key(k), !removed, "{k}");
+            if i % 97 == 0 {
+                assert_eq!(o.get(&format!("{k}+")), Some(&Json::Bool(i % 2 == 0)));
+            }
+        }
     }
 
     #[test]
