@@ -15,6 +15,7 @@ mod gzip;
 mod lz4;
 mod params;
 pub mod quantize;
+mod reused;
 mod shuffle;
 mod stream;
 mod zlib;

@@ -1,12 +1,18 @@
 //! `zlib` (numcodecs) = HDF5 deflate (filter 1): a zlib stream, level 0-9.
 
-use super::{Codec, Config, bad_config, failed, hdf5_id, params, stream};
+use super::{Codec, Config, bad_config, failed, hdf5_id, params, reused::with_reused};
 use crate::error::Result;
-use flate2::{Compression, Decompress, read::ZlibDecoder, write::ZlibEncoder};
+use flate2::{Compression, write::ZlibEncoder};
+use libdeflater::{DecompressionError, Decompressor};
 use serde_json::Value;
+use std::cell::RefCell;
 use std::io::Write;
 
 const ID: &str = "zlib";
+
+/// Most bytes one deflate stream can inflate to per byte of input: a 258-byte match coded in
+/// two bits.
+const MOST_EXPANSION: usize = 1032;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Zlib {
@@ -53,13 +59,46 @@ impl Codec for Zlib {
         e.finish().map_err(|x| failed(ID, x))
     }
 
+    /// Inflates into a buffer of `limit` bytes, or fewer when `encoded` cannot inflate to that
+    /// many: a short corrupt stream never reserves a large buffer.
     fn decode(&self, encoded: &[u8], limit: usize) -> Result<Vec<u8>> {
-        stream::read_bounded(ID, ZlibDecoder::new(encoded), limit)
+        let room = limit.min(encoded.len().saturating_mul(MOST_EXPANSION));
+        let mut out = vec![0u8; room];
+        let n = inflate_into(encoded, &mut out, limit)?;
+        out.truncate(n);
+        Ok(out)
     }
 
     fn decode_into(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize> {
-        stream::inflate_into(ID, Decompress::new(true), encoded, out)
+        let limit = out.len();
+        inflate_into(encoded, out, limit)
     }
+}
+
+/// Inflates the zlib stream at the start of `encoded` into the start of `out` in one pass
+/// (libdeflate, this thread's decompressor); returns the bytes written. A stream longer than
+/// `out` (reported as longer than `limit`), a truncated or corrupt one, or one whose checksum
+/// does not match is an error; bytes after the stream are ignored.
+fn inflate_into(encoded: &[u8], out: &mut [u8], limit: usize) -> Result<usize> {
+    thread_local! {
+        static DECOMPRESSOR: RefCell<Option<Decompressor>> = const { RefCell::new(None) };
+    }
+    with_reused(
+        ID,
+        &DECOMPRESSOR,
+        || Some(Decompressor::new()),
+        |d| match d.zlib_decompress(encoded, out) {
+            Ok(n) => Ok(n),
+            Err(DecompressionError::InsufficientSpace) => Err(failed(
+                ID,
+                format!("decompresses to more than the expected {limit} bytes"),
+            )),
+            Err(DecompressionError::BadData) => Err(failed(
+                ID,
+                "corrupt stream: truncated, damaged or failing its checksum",
+            )),
+        },
+    )
 }
 
 #[cfg(test)]
@@ -101,5 +140,49 @@ mod tests {
         );
         assert_eq!(Zlib::from_config(&z.config()).unwrap(), z);
         assert_eq!(z.hdf5(), Some((1, vec![5])));
+    }
+
+    #[test]
+    fn inflating_in_place_checks_size_end_and_checksum() {
+        let data: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        let z = Zlib::new(1).unwrap();
+        let enc = z.encode(&data).unwrap();
+        let mut out = vec![0u8; data.len()];
+        assert_eq!(z.decode_into(&enc, &mut out).unwrap(), data.len());
+        assert_eq!(out, data);
+        // Room to spare, or bytes after the stream: the stream's own length is reported.
+        let mut big = vec![0u8; data.len() + 10];
+        assert_eq!(z.decode_into(&enc, &mut big).unwrap(), data.len());
+        let trailing = [&enc[..], &[9, 9, 9]].concat();
+        assert_eq!(z.decode_into(&trailing, &mut out).unwrap(), data.len());
+        assert_eq!(z.decode(&trailing, 1 << 20).unwrap(), data);
+        // Too long for the buffer, truncated, garbage, empty, a wrong checksum: errors.
+        let mut small = vec![0u8; data.len() - 1];
+        let e = z.decode_into(&enc, &mut small).unwrap_err().to_string();
+        assert!(e.contains("more than the expected 99999 bytes"), "{e}");
+        let mut bad_sum = enc.clone();
+        *bad_sum.last_mut().unwrap() ^= 1;
+        for bad in [&enc[..enc.len() / 2], &[1, 2, 3, 4], &[], &bad_sum[..]] {
+            let e = z.decode_into(bad, &mut out).unwrap_err().to_string();
+            assert!(e.starts_with("codec zlib failed: corrupt stream"), "{e}");
+            assert!(z.decode(bad, data.len()).is_err());
+        }
+    }
+
+    #[test]
+    fn a_short_stream_never_reserves_its_whole_limit() {
+        let z = Zlib::new(1).unwrap();
+        let enc = z.encode(&[5u8; 10]).unwrap();
+        let out = z.decode(&enc, usize::MAX / 2).unwrap();
+        assert_eq!(out, [5u8; 10]);
+        assert!(
+            out.capacity() <= enc.len() * MOST_EXPANSION,
+            "{}",
+            out.capacity()
+        );
+        // The densest stream there is still fits the reservation.
+        let zeros = vec![0u8; 4 << 20];
+        let dense = Zlib::new(9).unwrap().encode(&zeros).unwrap();
+        assert_eq!(z.decode(&dense, usize::MAX / 2).unwrap(), zeros);
     }
 }

@@ -1,12 +1,11 @@
 //! `zstd` (numcodecs) = HDF5 filter 32015: a Zstandard frame; level (0 = library default,
 //! negative = fast) and an optional content checksum.
 
-use super::{Codec, Config, bad_config, failed, hdf5_id, params};
+use super::{Codec, Config, bad_config, failed, hdf5_id, params, reused::with_reused};
 use crate::error::Result;
 use ::zstd::zstd_safe::{self, CCtx, CParameter, DCtx, InBuffer, OutBuffer, ResetDirective};
 use serde_json::Value;
 use std::cell::RefCell;
-use std::thread::LocalKey;
 
 const ID: &str = "zstd";
 
@@ -67,7 +66,7 @@ impl Codec for Zstd {
         thread_local! {
             static CONTEXT: RefCell<Option<CCtx<'static>>> = const { RefCell::new(None) };
         }
-        with_reused(&CONTEXT, CCtx::try_create, |c| {
+        with_reused(ID, &CONTEXT, CCtx::try_create, |c| {
             c.set_parameter(CParameter::CompressionLevel(self.level))
                 .and_then(|_| c.set_parameter(CParameter::ChecksumFlag(self.checksum)))
                 .map_err(|code| corrupt("cannot set the compression parameters", code))?;
@@ -152,23 +151,7 @@ fn with_context<T>(f: impl FnOnce(&mut DCtx<'static>) -> Result<T>) -> Result<T>
     thread_local! {
         static CONTEXT: RefCell<Option<DCtx<'static>>> = const { RefCell::new(None) };
     }
-    with_reused(&CONTEXT, DCtx::try_create, f)
-}
-
-/// Runs `f` with the context in this thread's `slot`, made by `make` on first use.
-fn with_reused<C: 'static, T>(
-    slot: &'static LocalKey<RefCell<Option<C>>>,
-    make: fn() -> Option<C>,
-    f: impl FnOnce(&mut C) -> Result<T>,
-) -> Result<T> {
-    slot.with(|cell| {
-        let mut held = cell.try_borrow_mut().map_err(|e| failed(ID, e))?;
-        let context = match &mut *held {
-            Some(c) => c,
-            empty => empty.insert(make().ok_or_else(|| failed(ID, "cannot make a context"))?),
-        };
-        f(context)
-    })
+    with_reused(ID, &CONTEXT, DCtx::try_create, f)
 }
 
 #[cfg(test)]
