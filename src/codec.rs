@@ -17,6 +17,7 @@ mod params;
 pub mod quantize;
 mod reused;
 mod shuffle;
+mod stage_buffer;
 mod stream;
 mod zlib;
 mod zstd;
@@ -66,6 +67,11 @@ pub trait Codec: Send + Sync + std::fmt::Debug {
         let n = decoded.len().min(out.len());
         out[..n].copy_from_slice(&decoded[..n]);
         Ok(n)
+    }
+    /// True when [`Codec::decode_into`] writes straight into `out` (not the default's decode
+    /// and copy), so a chain may hand it a reused buffer between stages.
+    fn writes_in_place(&self) -> bool {
+        false
     }
     /// The encoded length of `n` bytes when it depends only on `n`.
     fn encoded_len(&self, _n: usize) -> Option<usize> {
@@ -205,10 +211,23 @@ impl Chain {
         };
         let limits = self.stage_limits(out.len());
         let mut data = stored;
+        let mut len = data.len();
+        let mut spare = stage_buffer::take();
         for (c, &limit) in rest.iter().zip(&limits[1..]).rev() {
-            data = c.decode(&data, limit)?;
+            if c.writes_in_place() {
+                if spare.len() < limit {
+                    spare.resize(limit, 0);
+                }
+                len = c.decode_into(&data[..len], &mut spare[..limit])?;
+                std::mem::swap(&mut data, &mut spare);
+            } else {
+                data = c.decode(&data[..len], limit)?;
+                len = data.len();
+            }
         }
-        first.decode_into(&data, out)
+        let written = first.decode_into(&data[..len], out);
+        stage_buffer::give_back(data, spare);
+        written
     }
 
     /// Decodes only the first `out.len()` bytes of a stored chunk of `full` decoded bytes

@@ -146,6 +146,10 @@ impl Codec for Blosc {
         cblosc::decompress(encoded, limit).map_err(|e| failed(ID, e))
     }
 
+    fn writes_in_place(&self) -> bool {
+        true
+    }
+
     fn decode_into(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize> {
         cblosc::decompress_into(encoded, out).map_err(|e| failed(ID, e))
     }

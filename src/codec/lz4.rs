@@ -59,6 +59,10 @@ impl Codec for Lz4 {
         Ok(out)
     }
 
+    fn writes_in_place(&self) -> bool {
+        true
+    }
+
     fn decode_into(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize> {
         let (n, body) = declared(encoded)?;
         let room = out.len();

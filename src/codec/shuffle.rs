@@ -136,6 +136,10 @@ impl Codec for Shuffle {
         Ok(out)
     }
 
+    fn writes_in_place(&self) -> bool {
+        true
+    }
+
     fn decode_into(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize> {
         let Some(target) = out.get_mut(..encoded.len()) else {
             return Err(failed(

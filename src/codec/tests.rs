@@ -224,6 +224,45 @@ fn a_chain_decodes_in_reverse_with_exact_bounds() {
     );
 }
 
+/// Inner stages decode into a buffer each thread reuses: chains of every mix of in-place and
+/// copying stages, run one after another on one thread with chunks of different sizes (and a
+/// failing chunk between them), give what decoding afresh gives.
+#[test]
+fn reused_stage_buffers_never_leak_between_chunks() {
+    let chains = [
+        vec![
+            json!({"id": "shuffle", "elementsize": 4}),
+            json!({"id": "zlib", "level": 1}),
+        ],
+        vec![
+            json!({"id": "shuffle", "elementsize": 4}),
+            json!({"id": "fletcher32"}),
+            json!({"id": "zlib", "level": 1}),
+        ],
+        vec![
+            json!({"id": "shuffle", "elementsize": 2}),
+            json!({"id": "zstd", "level": 1}),
+            json!({"id": "lz4", "acceleration": 1}),
+        ],
+    ];
+    let big = sample();
+    let small: Vec<u8> = noise(7, 4000);
+    for round in 0..2 {
+        for (i, cfgs) in chains.iter().enumerate() {
+            let cfgs: Vec<Config> = cfgs.iter().cloned().map(cfg).collect();
+            let chain = Chain::from_configs("v", &cfgs, CTX).unwrap();
+            for data in [&big, &small, &big] {
+                let stored = chain.encode(data.clone()).unwrap();
+                let mut out = vec![0xEEu8; data.len()];
+                let n = chain.decode_into(stored.clone(), &mut out).unwrap();
+                assert_eq!((n, &out), (data.len(), data), "chain {i} round {round}");
+                let cut = stored[..stored.len() / 2].to_vec();
+                assert!(chain.decode_into(cut, &mut out).is_err(), "chain {i}");
+            }
+        }
+    }
+}
+
 #[test]
 fn unknown_codecs_name_themselves() {
     let e = Chain::from_configs("temp", &[cfg(json!({"id": "jpeg2000"}))], CTX).unwrap_err();

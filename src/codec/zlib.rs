@@ -69,6 +69,10 @@ impl Codec for Zlib {
         Ok(out)
     }
 
+    fn writes_in_place(&self) -> bool {
+        true
+    }
+
     fn decode_into(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize> {
         let limit = out.len();
         inflate_into(encoded, out, limit)

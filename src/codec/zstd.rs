@@ -91,6 +91,10 @@ impl Codec for Zstd {
             .map_err(|e| failed(ID, format!("corrupt or oversized frame: {e}")))
     }
 
+    fn writes_in_place(&self) -> bool {
+        true
+    }
+
     /// Decompresses with this thread's reused context straight into `out`.
     fn decode_into(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize> {
         with_context(|d| {
