@@ -20,6 +20,7 @@ use crate::model::{Endian, GroupId, NcType, Var};
 use crate::zmap::StoreKey;
 use rayon::prelude::*;
 use std::ops::Range;
+use worker_buffers::WorkerBuffers;
 
 /// Bytes of chunks fetched and decoded together from a store with latency: enough requests in
 /// flight to hide it.
@@ -50,6 +51,7 @@ mod by_runs;
 mod chunk_io;
 mod decoded;
 mod split;
+mod worker_buffers;
 
 /// The error for a stored uncompressed chunk of `got` bytes where the shape needs another size.
 fn finish_error(geo: &Geometry, key: &StoreKey, got: u64) -> Error {
@@ -674,15 +676,21 @@ impl Dataset {
                     .try_for_each(|((o, len), key)| finish_direct(geo, key, len, o))?;
             } else {
                 let outs: Vec<&mut [u8]> = batch.iter_mut().map(|(_, o)| &mut **o).collect();
-                chunk_io::fetch_each(self.store.as_ref(), &keys, outs, |_, o, key, stored| {
-                    match stored {
+                // Chunks decode straight into the caller's buffer: the workers' buffers stay empty.
+                let unused = WorkerBuffers::new();
+                chunk_io::fetch_each(
+                    self.store.as_ref(),
+                    &keys,
+                    outs,
+                    &unused,
+                    |_, o, key, stored| match stored {
                         None => {
                             fill_pattern(o, &geo.fill);
                             Ok(())
                         }
                         Some(b) => Self::decode_chunk_into(geo, key, b, o),
-                    }
-                })?;
+                    },
+                )?;
             }
         }
         Ok(())

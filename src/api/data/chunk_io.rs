@@ -8,33 +8,33 @@
 //!
 //! Owns only this scheduling; which chunks, and what is done with their bytes, is the caller's.
 
+use super::worker_buffers::WorkerBuffers;
 use crate::error::Result;
 use crate::zmap::{Store, StoreKey};
 use rayon::prelude::*;
 
 /// Calls `land(scratch, item, key, stored)` for every item and its chunk (`None`: absent), in
-/// parallel; `scratch` is a buffer owned by the worker, reused from chunk to chunk.
+/// parallel; `scratch` is the worker's buffer from `buffers`, reused from chunk to chunk.
 pub(super) fn fetch_each<T: Send>(
     store: &dyn Store,
     keys: &[StoreKey],
     items: Vec<T>,
+    buffers: &WorkerBuffers,
     land: impl Fn(&mut Vec<u8>, T, &StoreKey, Option<Vec<u8>>) -> Result<()> + Sync,
 ) -> Result<()> {
     if store.is_local() {
-        return items
-            .into_par_iter()
-            .zip(keys)
-            .try_for_each_init(Vec::new, |scratch, (item, key)| {
-                land(scratch, item, key, store.get(key)?)
-            });
+        return items.into_par_iter().zip(keys).try_for_each(|(item, key)| {
+            let stored = store.get(key)?;
+            buffers.with(|scratch| land(scratch, item, key, stored))
+        });
     }
     let fetched = store.get_many(keys)?;
     items
         .into_par_iter()
         .zip(fetched)
         .zip(keys)
-        .try_for_each_init(Vec::new, |scratch, ((item, stored), key)| {
-            land(scratch, item, key, stored)
+        .try_for_each(|((item, stored), key)| {
+            buffers.with(|scratch| land(scratch, item, key, stored))
         })
 }
 

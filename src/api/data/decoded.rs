@@ -10,6 +10,7 @@
 
 use super::chunk_io;
 use super::split::{PieceRuns, Target, in_batches};
+use super::worker_buffers::WorkerBuffers;
 use super::{Geometry, finish_error};
 use crate::api::convert;
 use crate::api::dataset::Dataset;
@@ -46,14 +47,19 @@ pub(super) fn read(
     batch_len: usize,
 ) -> Result<Vec<usize>> {
     let (geo, pieces) = (target.geo, target.pieces);
+    let buffers = WorkerBuffers::new();
     in_batches(target, wanted, batch_len, |batch, per_piece| {
         let keys: Vec<StoreKey> = batch
             .iter()
             .map(|&i| geo.key(&pieces[i].chunk))
             .collect::<Result<_>>()?;
-        chunk_io::fetch_each(store, &keys, per_piece, |scratch, runs, key, stored| {
-            land(geo, key, stored, runs, scratch)
-        })
+        chunk_io::fetch_each(
+            store,
+            &keys,
+            per_piece,
+            &buffers,
+            |scratch, runs, key, stored| land(geo, key, stored, runs, scratch),
+        )
     })
 }
 
