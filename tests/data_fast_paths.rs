@@ -659,3 +659,45 @@ fn a_time_series_decodes_coded_chunks_only_up_to_its_element() {
         }
     }
 }
+
+/// A chunk that must be decoded whole (zlib declares no decoded size) and that a request
+/// needs little of is not kept the first time it is read sparsely: the next read fetches it
+/// again (and sees what the store holds now); read sparsely a second time, it is kept.
+#[test]
+fn a_sparse_first_read_of_a_zlib_chunk_is_not_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let shape = [4u64, 64, 64];
+    let chunks = [1u64, 64, 64];
+    let series = slab(&[0, 9, 11], &[4, 1, 1], &[1, 1, 1]);
+    let name = "shuffle-zlib.zarr";
+    make_with(
+        dir.path(),
+        name,
+        &shape,
+        &chunks,
+        Endian::Little,
+        true,
+        Coding::ShuffleDeflate,
+    );
+    let chunk = |t: u64| dir.path().join(format!("{name}/v/{t}.0.0"));
+    let good: Vec<Vec<u8>> = (0..4).map(|t| std::fs::read(chunk(t)).unwrap()).collect();
+    let damage = || (0..4).for_each(|t| std::fs::write(chunk(t), b"not zlib").unwrap());
+    let repair = || (0..4).for_each(|t| std::fs::write(chunk(t), &good[t as usize]).unwrap());
+
+    let mut ds = Dataset::open(&url(dir.path(), name), false).unwrap();
+    assert_eq!(read(&mut ds, &series), expected(&shape, &series));
+    damage();
+    let err = read_error(&mut ds, &series);
+    assert!(matches!(err, Error::Filter { .. }), "not kept: {err:?}");
+    repair();
+    // A fresh open: the first sparse read records the chunks, the second keeps them.
+    let mut ds = Dataset::open(&url(dir.path(), name), false).unwrap();
+    assert_eq!(read(&mut ds, &series), expected(&shape, &series));
+    assert_eq!(read(&mut ds, &series), expected(&shape, &series));
+    damage();
+    assert_eq!(
+        read(&mut ds, &series),
+        expected(&shape, &series),
+        "kept from the second sparse read"
+    );
+}

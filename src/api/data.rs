@@ -615,9 +615,10 @@ impl Dataset {
     }
 
     /// Takes out of `buffered` the pieces whose chunks are read sparsely for the first time
-    /// (see [`ChunkCache::admits`]): pieces needing at most half of their chunk, of chunks
-    /// that can be decoded only that far, copied run by run. They are decoded up to the piece
-    /// and not kept; the others stay in `buffered` (and in the cache).
+    /// (see [`ChunkCache::admits`]): pieces needing at most half of their chunk (half of its
+    /// decoded prefix when the codec can stop early), copied run by run. They are decoded (up
+    /// to the piece when the codec can stop there) into a worker's buffer and not kept; the
+    /// others stay in `buffered` (and in the cache).
     #[allow(clippy::too_many_arguments)]
     fn first_sparse_reads(
         &mut self,
@@ -629,15 +630,20 @@ impl Dataset {
         out_len: usize,
         strides: &[i64],
     ) -> Result<Vec<usize>> {
-        if !geo.stops_early() {
-            return Ok(Vec::new());
-        }
+        let stops_early = geo.stops_early();
         let mut first = Vec::new();
         let mut again = Vec::with_capacity(buffered.len());
         for i in std::mem::take(buffered) {
             let p = &pieces[i];
-            let prefix_elems = p.chunk_region.c_order_end(&geo.chunks);
-            let sparse = prefix_elems.saturating_mul(2) <= geo.chunk_elems()
+            // What the piece costs to decode: the chunk's prefix up to its last element when
+            // the codec can stop there, its elements otherwise (the chunk is decoded whole
+            // either way, but into a worker's reused buffer instead of a new cache entry).
+            let needed = if stops_early {
+                p.chunk_region.c_order_end(&geo.chunks)
+            } else {
+                p.chunk_region.num_elements()
+            };
+            let sparse = needed.saturating_mul(2) <= geo.chunk_elems()
                 && decoded::worth_it(geo, out_len, strides, p)?;
             if sparse && !self.cache_for(g, v).admits(&p.chunk) {
                 first.push(i);
