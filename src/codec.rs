@@ -193,27 +193,41 @@ impl Chain {
     /// Decodes a stored chunk, last codec first, into at most `expected` bytes (each stage
     /// within [`Chain::stage_limits`]).
     pub fn decode(&self, stored: Vec<u8>, expected: usize) -> Result<Vec<u8>> {
-        let limits = self.stage_limits(expected);
-        let mut data = stored;
-        for (c, limit) in self.0.iter().zip(limits).rev() {
-            data = c.decode(&data, limit)?;
-        }
-        Ok(data)
+        let Some(first) = self.0.first() else {
+            return Ok(stored);
+        };
+        self.decode_stages(stored, expected, |data, limit| first.decode(data, limit))
     }
 
     /// Decodes a stored chunk as [`Chain::decode`], the first codec (the last stage) writing
     /// straight into `out`; returns the bytes written there (the caller checks the size).
     pub fn decode_into(&self, stored: Vec<u8>, out: &mut [u8]) -> Result<usize> {
-        let Some((first, rest)) = self.0.split_first() else {
+        let Some(first) = self.0.first() else {
             let n = stored.len().min(out.len());
             out[..n].copy_from_slice(&stored[..n]);
             return Ok(stored.len());
         };
-        let limits = self.stage_limits(out.len());
+        let expected = out.len();
+        self.decode_stages(stored, expected, |data, _| first.decode_into(data, out))
+    }
+
+    /// Decodes every stage but the last (the chain's first codec), last codec first, each
+    /// within [`Chain::stage_limits`] of `expected`; then hands the last stage's input and
+    /// limit to `finish`. Codecs that write in place decode into this thread's kept buffer
+    /// ([`stage_buffer`]) instead of a fresh one per chunk.
+    fn decode_stages<T>(
+        &self,
+        stored: Vec<u8>,
+        expected: usize,
+        finish: impl FnOnce(&[u8], usize) -> Result<T>,
+    ) -> Result<T> {
+        let limits = self.stage_limits(expected);
+        let rest = self.0.get(1..).unwrap_or_default();
+        let rest_limits = limits.get(1..).unwrap_or_default();
         let mut data = stored;
         let mut len = data.len();
         let mut spare = stage_buffer::take();
-        for (c, &limit) in rest.iter().zip(&limits[1..]).rev() {
+        for (c, &limit) in rest.iter().zip(rest_limits).rev() {
             if c.writes_in_place() {
                 if spare.len() < limit {
                     spare.resize(limit, 0);
@@ -225,9 +239,9 @@ impl Chain {
                 len = data.len();
             }
         }
-        let written = first.decode_into(&data[..len], out);
+        let finished = finish(&data[..len], limits.first().copied().unwrap_or(expected));
         stage_buffer::give_back(data, spare);
-        written
+        finished
     }
 
     /// Decodes only the first `out.len()` bytes of a stored chunk of `full` decoded bytes

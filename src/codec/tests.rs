@@ -224,9 +224,10 @@ fn a_chain_decodes_in_reverse_with_exact_bounds() {
     );
 }
 
-/// Inner stages decode into a buffer each thread reuses: chains of every mix of in-place and
-/// copying stages, run one after another on one thread with chunks of different sizes (and a
-/// failing chunk between them), give what decoding afresh gives.
+/// Inner stages decode into a buffer each thread reuses, whether the last stage writes into
+/// the caller's buffer or a new one: chains of every mix of in-place and copying stages, run
+/// one after another on one thread with chunks of different sizes (and a failing chunk between
+/// them), give what decoding afresh gives.
 #[test]
 fn reused_stage_buffers_never_leak_between_chunks() {
     let chains = [
@@ -256,6 +257,8 @@ fn reused_stage_buffers_never_leak_between_chunks() {
                 let mut out = vec![0xEEu8; data.len()];
                 let n = chain.decode_into(stored.clone(), &mut out).unwrap();
                 assert_eq!((n, &out), (data.len(), data), "chain {i} round {round}");
+                let decoded = chain.decode(stored.clone(), data.len()).unwrap();
+                assert_eq!(&decoded, data, "chain {i} round {round}, whole");
                 let cut = stored[..stored.len() / 2].to_vec();
                 assert!(chain.decode_into(cut, &mut out).is_err(), "chain {i}");
             }
