@@ -110,14 +110,14 @@ def build_cases(args):
         rx = re.compile(args.only)
         cases = [c for c in cases if rx.search(c.name())]
     if args.quick:
-        keep = {"read_all", "read_strided", "write", "open1000"}
+        keep = {"read_all", "read_strided", "read_series", "write", "open1000"}
         cases = [
             c
             for c in cases
             if c.workload in keep
             and c.dtype in ("", "float")
             and c.chunking in ("", "small")
-            and c.codec in ("", "none", "zstd3")
+            and c.codec in ("", "none", "zstd3", "zlib1")
             and c.store == "file"
         ]
     return cases
