@@ -107,18 +107,15 @@ fn codecs(c: &mut Criterion) {
         g.bench_function(format!("{name} encode"), |b| {
             b.iter(|| chain.encode(raw.clone()).unwrap())
         });
-        let mut first_element = [0u8; 4];
-        if chain
-            .decode_prefix(&stored, &mut first_element, raw.len())
-            .unwrap()
-        {
-            g.bench_function(format!("{name} decode first element"), |b| {
-                b.iter(|| {
-                    chain
-                        .decode_prefix(&stored, &mut first_element, raw.len())
-                        .unwrap()
-                })
-            });
+        let mut decoded = vec![0u8; raw.len()];
+        for (which, at) in [("first", 0), ("middle", raw.len() / 2)] {
+            let element = at..at + 4;
+            let wanted = std::slice::from_ref(&element);
+            if chain.decode_parts(&stored, &mut decoded, wanted).unwrap() {
+                g.bench_function(format!("{name} decode {which} element"), |b| {
+                    b.iter(|| chain.decode_parts(&stored, &mut decoded, wanted).unwrap())
+                });
+            }
         }
     }
     g.finish();

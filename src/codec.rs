@@ -24,6 +24,7 @@ mod zstd;
 
 use crate::error::{Error, Result};
 use serde_json::{Map, Value};
+use std::ops::Range;
 use std::sync::Arc;
 
 /// A codec's numcodecs configuration (`{"id": ..., ...}`).
@@ -45,6 +46,17 @@ pub mod hdf5_id {
 pub struct Context {
     /// Bytes per element (1 for text and bytes).
     pub elem_size: usize,
+}
+
+/// How much of an encoded buffer must be decoded to get some of its bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PartialDecode {
+    /// All of it.
+    Whole,
+    /// Everything up to the last byte wanted (a stream, like a Zstandard frame).
+    Prefix,
+    /// Only the independently coded blocks that hold the bytes wanted (blosc).
+    Blocks,
 }
 
 /// One configured codec.
@@ -77,17 +89,23 @@ pub trait Codec: Send + Sync + std::fmt::Debug {
     fn encoded_len(&self, _n: usize) -> Option<usize> {
         None
     }
-    /// Decodes only the first `out.len()` bytes of a buffer that decodes to `full` bytes,
-    /// stopping early. Only codecs whose buffers declare their decoded size do this, and only
-    /// when it is `full` and nothing after the prefix is checked as a whole (a checksum), so a
-    /// chunk of the wrong size is still caught. `Ok(false)`: not done; decode the whole buffer.
-    fn decode_prefix(&self, _encoded: &[u8], _out: &mut [u8], _full: usize) -> Result<bool> {
+    /// Decodes at least the bytes at `wanted` (ranges of the decoded buffer) of a buffer that
+    /// decodes to exactly `out.len()` bytes, each into its place in `out`; other bytes of `out`
+    /// are left unspecified. Only codecs whose buffers declare their decoded size do this, and
+    /// only when it is `out.len()` and nothing outside the parts decoded is checked as a whole
+    /// (a checksum), so a chunk of the wrong size is still caught. `Ok(false)`: not done (or
+    /// it would save nothing); decode the whole buffer.
+    fn decode_parts(
+        &self,
+        _encoded: &[u8],
+        _out: &mut [u8],
+        _wanted: &[Range<usize>],
+    ) -> Result<bool> {
         Ok(false)
     }
-    /// True when this codec's buffers may be decoded a prefix at a time
-    /// ([`Codec::decode_prefix`] can succeed).
-    fn stops_early(&self) -> bool {
-        false
+    /// How much of a buffer [`Codec::decode_parts`] decodes to get some of its bytes.
+    fn partial_decode(&self) -> PartialDecode {
+        PartialDecode::Whole
     }
 }
 
@@ -244,19 +262,27 @@ impl Chain {
         finished
     }
 
-    /// Decodes only the first `out.len()` bytes of a stored chunk of `full` decoded bytes
-    /// when its one codec can stop early ([`Codec::decode_prefix`]); `Ok(false)` when the
-    /// chunk must be decoded whole.
-    pub fn decode_prefix(&self, stored: &[u8], out: &mut [u8], full: usize) -> Result<bool> {
+    /// Decodes at least the bytes at `wanted` of a stored chunk of `out.len()` decoded bytes
+    /// into their places in `out`, when its one codec can decode parts
+    /// ([`Codec::decode_parts`]); `Ok(false)` when the chunk must be decoded whole.
+    pub fn decode_parts(
+        &self,
+        stored: &[u8],
+        out: &mut [u8],
+        wanted: &[Range<usize>],
+    ) -> Result<bool> {
         match self.0.as_slice() {
-            [only] if out.len() < full => only.decode_prefix(stored, out, full),
+            [only] => only.decode_parts(stored, out, wanted),
             _ => Ok(false),
         }
     }
 
-    /// True when a chunk of this chain may be decoded only as far as a request needs.
-    pub fn stops_early(&self) -> bool {
-        matches!(self.0.as_slice(), [only] if only.stops_early())
+    /// How much of a chunk of this chain must be decoded to get some of its bytes.
+    pub fn partial_decode(&self) -> PartialDecode {
+        match self.0.as_slice() {
+            [only] => only.partial_decode(),
+            _ => PartialDecode::Whole,
+        }
     }
 
     /// The most bytes each stage may produce when decoding a chunk of `expected` bytes: the

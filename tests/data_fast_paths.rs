@@ -548,15 +548,25 @@ fn break_last_zstd_block(frame: &mut [u8]) {
     frame[target..target + 3].copy_from_slice(&[0xFC, 0xFF, 0xFF]);
 }
 
-/// Points the last block of a blosc buffer outside the buffer (header: 16 bytes, then one
-/// 4-byte start offset per block).
+/// Points the last block of a blosc buffer outside the buffer.
 fn break_last_blosc_block(buf: &mut [u8]) {
+    let nblocks = blosc_blocks(buf);
+    assert!(nblocks > 1, "the chunk must have several blosc blocks");
+    break_blosc_block(buf, nblocks - 1);
+}
+
+/// The number of blocks of a blosc buffer.
+fn blosc_blocks(buf: &[u8]) -> usize {
     let nbytes = u32::from_le_bytes(buf[4..8].try_into().unwrap());
     let blocksize = u32::from_le_bytes(buf[8..12].try_into().unwrap());
-    let nblocks = nbytes.div_ceil(blocksize) as usize;
-    assert!(nblocks > 1, "the chunk must have several blosc blocks");
-    let last = 16 + 4 * (nblocks - 1);
-    buf[last..last + 4].copy_from_slice(&0xFFFF_FFF0u32.to_le_bytes());
+    nbytes.div_ceil(blocksize) as usize
+}
+
+/// Points block `block` of a blosc buffer outside the buffer (header: 16 bytes, then one
+/// 4-byte start offset per block).
+fn break_blosc_block(buf: &mut [u8], block: usize) {
+    let at = 16 + 4 * block;
+    buf[at..at + 4].copy_from_slice(&0xFFFF_FFF0u32.to_le_bytes());
 }
 
 /// A time series through zstd and blosc chunks the cache will not keep decodes each chunk
@@ -656,6 +666,49 @@ fn a_time_series_decodes_coded_chunks_only_up_to_its_element() {
                 matches!(err, Error::Filter { .. }),
                 "{name} cached: {err:?}"
             );
+        }
+    }
+}
+
+/// A time series through blosc chunks decodes only the blocks that hold its elements, not
+/// everything before them: with every other block of each chunk made undecodable (the first
+/// among them), a series whose elements lie in the blocks left whole reads right in both
+/// byte orders, while a series through a broken block and a whole read report the damage.
+#[test]
+fn a_time_series_decodes_only_the_blosc_blocks_it_needs() {
+    let dir = tempfile::tempdir().unwrap();
+    // 2 MiB chunks of 4 steps of 512 KiB.
+    let shape = [8u64, 256, 512];
+    let chunks = [4u64, 256, 512];
+    let step = 256 * 512 * 4;
+    let coding = Coding::Filter(32001, &[0, 0, 0, 65536, 5, 1, 1]);
+    // Element (y, x) = (200, 7) lies 409628 bytes into its step, element (0, 9) 36 bytes.
+    let series = slab(&[0, 200, 7], &[8, 1, 1], &[1, 1, 1]);
+    let broken_series = slab(&[0, 0, 9], &[8, 1, 1], &[1, 1, 1]);
+    let whole = slab(&[0, 0, 0], &shape, &[1, 1, 1]);
+    for (order, endian) in [("le", Endian::Little), ("be", Endian::Big)] {
+        let name = format!("blosc-blocks-{order}.zarr");
+        make_with(dir.path(), &name, &shape, &chunks, endian, true, coding);
+        for t in 0..2 {
+            let path = dir.path().join(format!("{name}/v/{t}.0.0"));
+            let mut bytes = std::fs::read(&path).unwrap();
+            let blocksize = u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize;
+            let needed: Vec<usize> = (0..4).map(|s| (s * step + 409_628) / blocksize).collect();
+            let broken: Vec<usize> = (0..blosc_blocks(&bytes))
+                .filter(|b| !needed.contains(b))
+                .collect();
+            assert!(broken.len() >= needed.len() && broken[0] == 0, "{broken:?}");
+            for &block in &broken {
+                break_blosc_block(&mut bytes, block);
+            }
+            std::fs::write(&path, bytes).unwrap();
+        }
+        let mut ds = Dataset::open(&url(dir.path(), &name), false).unwrap();
+        ds.set_var_chunk_cache(G, 0, 0, 10, 0.75).unwrap();
+        assert_eq!(read(&mut ds, &series), expected(&shape, &series), "{name}");
+        for damaged in [&broken_series, &whole] {
+            let err = read_error(&mut ds, damaged);
+            assert!(matches!(err, Error::Filter { .. }), "{name}: {err:?}");
         }
     }
 }

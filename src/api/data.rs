@@ -14,7 +14,7 @@ use crate::chunk::copy::{
 };
 use crate::chunk::projection::{ChunkPiece, Projection};
 use crate::chunk::transpose;
-use crate::codec;
+use crate::codec::{self, PartialDecode};
 use crate::error::{Error, Result};
 use crate::model::{Endian, GroupId, NcType, Var};
 use crate::zmap::StoreKey;
@@ -123,10 +123,14 @@ impl Geometry {
         self.chain.is_empty() && !self.fortran
     }
 
-    /// True when a chunk may be decoded only as far as a request needs (C order, one codec
-    /// that can stop early).
-    fn stops_early(&self) -> bool {
-        self.chain.stops_early() && !self.fortran
+    /// How much of a chunk must be decoded to get some of its bytes (all of it unless it is
+    /// in C order, with one codec that can decode parts).
+    fn partial_decode(&self) -> PartialDecode {
+        if self.fortran {
+            PartialDecode::Whole
+        } else {
+            self.chain.partial_decode()
+        }
     }
 
     /// Elements in one chunk.
@@ -391,24 +395,28 @@ impl Dataset {
         Ok(())
     }
 
-    /// Decodes only the first `out.len()` bytes of a stored chunk (C order) into `out` in
-    /// native order, when its codec can stop early and the chunk declares the right size;
-    /// `Ok(false)` when it must be decoded whole.
-    fn decode_chunk_prefix_into(
+    /// Decodes at least the bytes at `wanted` (element-aligned ranges) of a stored chunk into
+    /// their places in `out` (a whole chunk's length), in native order, when its codec can
+    /// decode parts and the chunk declares the right size; `Ok(false)` when it must be decoded
+    /// whole.
+    fn decode_chunk_parts_into(
         geo: &Geometry,
         key: &StoreKey,
         stored: &[u8],
         out: &mut [u8],
+        wanted: &[Range<usize>],
     ) -> Result<bool> {
-        if geo.fortran || out.len() % geo.esize != 0 {
+        if geo.partial_decode() == PartialDecode::Whole {
             return Ok(false);
         }
         let done = geo
             .chain
-            .decode_prefix(stored, out, geo.chunk_bytes)
+            .decode_parts(stored, out, wanted)
             .map_err(|e| in_chunk(e, key))?;
         if done && geo.swap {
-            convert::swap_bytes_in_place(out, geo.esize);
+            for r in wanted {
+                convert::swap_bytes_in_place(&mut out[r.clone()], geo.esize);
+            }
         }
         Ok(done)
     }
@@ -616,9 +624,9 @@ impl Dataset {
 
     /// Takes out of `buffered` the pieces whose chunks are read sparsely for the first time
     /// (see [`ChunkCache::admits`]): pieces needing at most half of their chunk (half of its
-    /// decoded prefix when the codec can stop early), copied run by run. They are decoded (up
-    /// to the piece when the codec can stop there) into a worker's buffer and not kept; the
-    /// others stay in `buffered` (and in the cache).
+    /// decoded prefix when the codec decodes a prefix), copied run by run. They are decoded
+    /// (only as far as the piece needs when the codec can decode parts) into a worker's buffer
+    /// and not kept; the others stay in `buffered` (and in the cache).
     #[allow(clippy::too_many_arguments)]
     fn first_sparse_reads(
         &mut self,
@@ -630,15 +638,16 @@ impl Dataset {
         out_len: usize,
         strides: &[i64],
     ) -> Result<Vec<usize>> {
-        let stops_early = geo.stops_early();
+        let by_prefix = geo.partial_decode() == PartialDecode::Prefix;
         let mut first = Vec::new();
         let mut again = Vec::with_capacity(buffered.len());
         for i in std::mem::take(buffered) {
             let p = &pieces[i];
             // What the piece costs to decode: the chunk's prefix up to its last element when
-            // the codec can stop there, its elements otherwise (the chunk is decoded whole
-            // either way, but into a worker's reused buffer instead of a new cache entry).
-            let needed = if stops_early {
+            // the codec stops there, its elements otherwise (only the blocks that hold them when
+            // the codec decodes blocks; the whole chunk, but into a worker's reused buffer
+            // instead of a new cache entry, when it cannot).
+            let needed = if by_prefix {
                 p.chunk_region.c_order_end(&geo.chunks)
             } else {
                 p.chunk_region.num_elements()

@@ -5,9 +5,10 @@
 //! HDF5 parameters (the layout of the blosc filter and of netCDF's `nc_def_var_blosc`):
 //! `[reserved, reserved, reserved, blocksize, clevel, shuffle, compressor code]`.
 
-use super::{Codec, Config, Context, bad_config, failed, hdf5_id, params};
+use super::{Codec, Config, Context, PartialDecode, bad_config, failed, hdf5_id, params};
 use crate::error::Result;
 use serde_json::Value;
+use std::ops::Range;
 
 const ID: &str = "blosc";
 const AUTOSHUFFLE: i64 = -1;
@@ -154,16 +155,18 @@ impl Codec for Blosc {
         cblosc::decompress_into(encoded, out).map_err(|e| failed(ID, e))
     }
 
-    /// Decompresses only the blocks that hold the prefix.
-    fn decode_prefix(&self, encoded: &[u8], out: &mut [u8], full: usize) -> Result<bool> {
-        if cblosc::declared_size(encoded).map_err(|e| failed(ID, e))? != full {
-            return Ok(false);
-        }
-        cblosc::decompress_prefix(encoded, out).map_err(|e| failed(ID, e))
+    /// Decompresses only the blocks that hold the wanted bytes.
+    fn decode_parts(
+        &self,
+        encoded: &[u8],
+        out: &mut [u8],
+        wanted: &[Range<usize>],
+    ) -> Result<bool> {
+        cblosc::decompress_parts(encoded, out, wanted).map_err(|e| failed(ID, e))
     }
 
-    fn stops_early(&self) -> bool {
-        true
+    fn partial_decode(&self) -> PartialDecode {
+        PartialDecode::Blocks
     }
 }
 

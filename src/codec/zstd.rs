@@ -1,11 +1,14 @@
 //! `zstd` (numcodecs) = HDF5 filter 32015: a Zstandard frame; level (0 = library default,
 //! negative = fast) and an optional content checksum.
 
-use super::{Codec, Config, bad_config, failed, hdf5_id, params, reused::with_reused};
+use super::{
+    Codec, Config, PartialDecode, bad_config, failed, hdf5_id, params, reused::with_reused,
+};
 use crate::error::Result;
 use ::zstd::zstd_safe::{self, CCtx, CParameter, DCtx, InBuffer, OutBuffer, ResetDirective};
 use serde_json::Value;
 use std::cell::RefCell;
+use std::ops::Range;
 
 const ID: &str = "zstd";
 
@@ -103,15 +106,23 @@ impl Codec for Zstd {
         })
     }
 
-    /// Streams the frame until the prefix is out: only the blocks that hold it are decoded.
-    /// Done for one whole frame that declares `full` bytes and carries no checksum. Whatever
-    /// the stream refuses (a corrupt block, a window larger than streaming allows) is left to
-    /// a whole decode, which decodes or reports it.
-    fn decode_prefix(&self, encoded: &[u8], out: &mut [u8], full: usize) -> Result<bool> {
+    /// Streams the frame until the last byte wanted is out: only the blocks before it are
+    /// decoded. Done for one whole frame that declares `out.len()` bytes and carries no
+    /// checksum, when the last byte wanted comes before the end. Whatever the stream refuses
+    /// (a corrupt block, a window larger than streaming allows) is left to a whole decode,
+    /// which decodes or reports it.
+    fn decode_parts(
+        &self,
+        encoded: &[u8],
+        out: &mut [u8],
+        wanted: &[Range<usize>],
+    ) -> Result<bool> {
+        let end = wanted.iter().map(|r| r.end).max().unwrap_or(0);
         let one_frame = zstd_safe::find_frame_compressed_size(encoded) == Ok(encoded.len());
         let declared = zstd_safe::get_frame_content_size(encoded);
-        if !one_frame
-            || !matches!(declared, Ok(Some(n)) if n == full as u64)
+        if end >= out.len()
+            || !one_frame
+            || !matches!(declared, Ok(Some(n)) if n == out.len() as u64)
             || has_checksum(encoded)
         {
             return Ok(false);
@@ -121,7 +132,7 @@ impl Codec for Zstd {
                 return Ok(false);
             }
             let mut input = InBuffer::around(encoded);
-            let mut output = OutBuffer::around(out);
+            let mut output = OutBuffer::around(&mut out[..end]);
             while output.pos() < output.capacity() {
                 let before = (input.pos, output.pos());
                 let refused = d.decompress_stream(&mut output, &mut input).is_err();
@@ -133,8 +144,8 @@ impl Codec for Zstd {
         })
     }
 
-    fn stops_early(&self) -> bool {
-        true
+    fn partial_decode(&self) -> PartialDecode {
+        PartialDecode::Prefix
     }
 }
 

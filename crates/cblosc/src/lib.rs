@@ -8,6 +8,7 @@
 
 use blosc_src as sys;
 use std::ffi::{CStr, CString, c_int, c_void};
+use std::ops::Range;
 
 /// Bytes c-blosc may add to the input when compressing.
 pub const MAX_OVERHEAD: usize = sys::BLOSC_MAX_OVERHEAD as usize;
@@ -169,32 +170,87 @@ pub fn decompress_into(src: &[u8], dst: &mut [u8]) -> Result<usize, BloscError> 
     Ok(declared)
 }
 
-/// Decompresses only the blocks of `src` that hold its first `dst.len()` bytes, into `dst`
-/// (`blosc_getitem`, which keeps its state on the stack). `Ok(false)` when the prefix is not
-/// a whole number of the buffer's items or is longer than the buffer, the header sets a flag
-/// c-blosc reserves, or `blosc_getitem` refused the buffer: `dst` holds nothing useful and the
-/// buffer should be decompressed whole (which reports what is wrong with it).
-pub fn decompress_prefix(src: &[u8], dst: &mut [u8]) -> Result<bool, BloscError> {
+/// Decompresses only the blocks of `src` that hold the byte ranges `wanted` of its
+/// decompressed buffer, each block into its place in `dst`, which is as long as the whole
+/// decompressed buffer (`blosc_getitem`, which keeps its state on the stack). Bytes of `dst`
+/// outside those blocks are left as they were.
+///
+/// `Ok(false)` when this cannot be done or would save nothing: `dst` is not the declared
+/// length, a range lies outside it, every block is wanted, blocks are not whole items, the
+/// header sets a flag c-blosc reserves, or `blosc_getitem` refused the buffer. `dst` then
+/// holds nothing useful and the buffer should be decompressed whole (which reports what is
+/// wrong with it).
+pub fn decompress_parts(
+    src: &[u8],
+    dst: &mut [u8],
+    wanted: &[Range<usize>],
+) -> Result<bool, BloscError> {
     /// A header flag c-blosc reserves; `blosc_decompress_ctx` refuses buffers that set it.
     const RESERVED_FLAG: u8 = 0x08;
     let declared = declared_size(src)?;
     let typesize = usize::from(src[3]).max(1);
-    if dst.len() > declared || dst.len() % typesize != 0 || src[2] & RESERVED_FLAG != 0 {
+    let blocksize = u32::from_le_bytes([src[8], src[9], src[10], src[11]]) as usize;
+    if dst.len() != declared
+        || blocksize == 0
+        || blocksize % typesize != 0
+        || declared % typesize != 0
+        || src[2] & RESERVED_FLAG != 0
+    {
         return Ok(false);
     }
-    let nitems = dst.len() / typesize;
-    if nitems == 0 {
-        return Ok(true);
+    let nblocks = declared.div_ceil(blocksize);
+    let mut touched = vec![false; nblocks];
+    for r in wanted {
+        if r.start > r.end || r.end > declared {
+            return Ok(false);
+        }
+        if !r.is_empty() {
+            touched[r.start / blocksize..=(r.end - 1) / blocksize].fill(true);
+        }
     }
-    // Fits: `nitems * typesize <= declared`, and declared sizes are below `i32::MAX`.
-    let nitems = c_int::try_from(nitems).map_err(|_| BloscError::TooLarge(dst.len()))?;
-    // SAFETY: `src` was validated above (its header's sizes agree with its length); items
-    // `0..nitems` lie within the declared size, so c-blosc writes exactly
-    // `nitems * typesize == dst.len()` bytes to `dst`.
+    if touched.iter().all(|&t| t) {
+        return Ok(false);
+    }
+    let mut block = 0;
+    while block < nblocks {
+        if !touched[block] {
+            block += 1;
+            continue;
+        }
+        let first = block;
+        while block < nblocks && touched[block] {
+            block += 1;
+        }
+        let start = first * blocksize;
+        let end = (block * blocksize).min(declared);
+        if !get_items(src, start / typesize, &mut dst[start..end], typesize)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Decompresses the items from `first` on into all of `dst` (`dst.len()` a multiple of
+/// `typesize`, the header's item size, and `src` validated by [`declared_size`], with the
+/// items inside its declared size). `Ok(false)` when c-blosc refused.
+fn get_items(
+    src: &[u8],
+    first: usize,
+    dst: &mut [u8],
+    typesize: usize,
+) -> Result<bool, BloscError> {
+    let len = dst.len();
+    let too_large = |_| BloscError::TooLarge(len);
+    // Declared sizes are below `i32::MAX`, so these fit.
+    let start = c_int::try_from(first).map_err(too_large)?;
+    let nitems = c_int::try_from(len / typesize).map_err(too_large)?;
+    // SAFETY: `src` was validated (its header's sizes agree with its length) and the caller
+    // keeps items `first..first + nitems` within the declared size, so c-blosc reads within
+    // `src` and writes exactly `nitems * typesize == dst.len()` bytes to `dst`.
     let n = unsafe {
         sys::blosc_getitem(
             src.as_ptr().cast::<c_void>(),
-            0,
+            start,
             nitems,
             dst.as_mut_ptr().cast::<c_void>(),
         )
@@ -257,6 +313,54 @@ mod tests {
         }
         // Shuffles of every kind over sizes that do not divide the blocks were decoded.
         assert!(decoded > 50, "{decoded}");
+    }
+
+    /// Only the blocks holding the wanted bytes are written, and they hold what a whole
+    /// decompression gives; whatever cannot save work (or cannot be done) declines.
+    #[test]
+    fn decompressing_parts_writes_the_wanted_blocks_only() {
+        let data: Vec<u8> = (0..300_000u32)
+            .flat_map(|i| (i / 5).to_le_bytes())
+            .collect();
+        for (name, _) in COMPRESSORS {
+            for shuffle in 0..=2 {
+                let c = compress(&data, 5, shuffle, 4, name, 65_536).unwrap();
+                let blocksize = u32::from_le_bytes([c[8], c[9], c[10], c[11]]) as usize;
+                assert!(data.len() / blocksize >= 4, "{name}: {blocksize}");
+                let tail = data.len() - 8..data.len();
+                let wanted = [0..4, blocksize * 2 + 8..blocksize * 2 + 20, tail.clone()];
+                let mut dst = vec![0xA5u8; data.len()];
+                assert!(decompress_parts(&c, &mut dst, &wanted).unwrap(), "{name}");
+                for r in &wanted {
+                    assert_eq!(dst[r.clone()], data[r.clone()], "{name} {shuffle} {r:?}");
+                }
+                let untouched = blocksize..blocksize * 2;
+                assert!(
+                    dst[untouched].iter().all(|&b| b == 0xA5),
+                    "{name} {shuffle}"
+                );
+                let mut empty = vec![0xA5u8; data.len()];
+                assert!(decompress_parts(&c, &mut empty, &[]).unwrap());
+                assert!(empty.iter().all(|&b| b == 0xA5));
+                let every_block: Vec<Range<usize>> = (0..data.len())
+                    .step_by(blocksize)
+                    .map(|s| s..s + 1)
+                    .collect();
+                assert!(!decompress_parts(&c, &mut dst, &every_block).unwrap());
+                assert!(!decompress_parts(&c, &mut dst, &[0..data.len() + 1]).unwrap());
+                assert!(!decompress_parts(&c, &mut dst[..data.len() - 4], &[0..4]).unwrap());
+                let mut reserved = c.clone();
+                reserved[2] |= 0x08;
+                assert!(!decompress_parts(&reserved, &mut dst, &[0..4]).unwrap());
+                assert!(decompress_parts(&c[..c.len() - 1], &mut dst, &[0..4]).is_err());
+            }
+        }
+        // Level 0 stores the bytes as they are (the "memcpyed" flag): read from their place.
+        let stored = compress(&data, 0, 0, 4, "lz4", 65_536).unwrap();
+        assert_eq!(stored.len(), data.len() + MAX_OVERHEAD);
+        let mut dst = vec![0u8; data.len()];
+        assert!(decompress_parts(&stored, &mut dst, &[200_000..200_016]).unwrap());
+        assert_eq!(dst[200_000..200_016], data[200_000..200_016]);
     }
 
     #[test]

@@ -2,8 +2,9 @@
 //! whole (coded chunks, or any chunk on a remote store) and are not kept in the cache. Each
 //! worker decodes a chunk into its own scratch buffer and copies the piece's runs into their
 //! disjoint places in the caller's buffer, so decoding and copying both use every core and
-//! scratch memory is one chunk per worker. A chunk whose codec can stop early is decoded only
-//! up to the end of the piece's last run (a time series needs the first block of each chunk).
+//! scratch memory is one chunk per worker. A chunk whose codec can decode parts is decoded
+//! only as far as the piece's runs need: up to the end of the last run for a stream (a time
+//! series needs the first block of each chunk), only the blocks holding runs for blosc.
 //!
 //! Owns this parallel decode-and-scatter step; fetching is the store's, decoding the codec
 //! chain's, the run slicing `split`'s.
@@ -17,8 +18,10 @@ use crate::api::dataset::Dataset;
 use crate::chunk::copy::fill_pattern;
 use crate::chunk::projection::ChunkPiece;
 use crate::chunk::runs;
+use crate::codec::PartialDecode;
 use crate::error::Result;
 use crate::zmap::{Store, StoreKey, copy_runs};
+use std::ops::Range;
 
 /// Runs shorter than this are copied faster from a chunk kept whole (the run lists would be
 /// larger than the data), unless there are only a few of them.
@@ -91,17 +94,11 @@ fn land(
         transposed = Dataset::decode_chunk(geo, key, bytes)?;
         &transposed
     } else {
-        // Only the chunk's bytes up to the end of the last run are needed.
-        let needed = runs
-            .iter()
-            .map(|(at, o)| *at as usize + o.len())
-            .max()
-            .unwrap_or(0);
         scratch.resize(geo.chunk_bytes, 0);
-        if needed < geo.chunk_bytes
-            && Dataset::decode_chunk_prefix_into(geo, key, &bytes, &mut scratch[..needed])?
+        if geo.partial_decode() != PartialDecode::Whole
+            && Dataset::decode_chunk_parts_into(geo, key, &bytes, scratch, &wanted(&runs))?
         {
-            copy_runs(&scratch[..needed], 0, &mut runs);
+            copy_runs(scratch, 0, &mut runs);
             return Ok(());
         }
         Dataset::decode_chunk_into(geo, key, bytes, scratch)?;
@@ -110,4 +107,24 @@ fn land(
     // The runs were checked against the chunk's shape, and the chunk has that shape's size.
     copy_runs(chunk, 0, &mut runs);
     Ok(())
+}
+
+/// Runs closer than this are asked for as one range: no coded block is this small, so joining
+/// them never wants a block neither run is in, and a piece of many short runs makes a short
+/// list.
+const JOIN_GAP: usize = 4096;
+
+/// The byte ranges of the chunk that `runs` copy, in their order, close neighbours joined.
+fn wanted(runs: &PieceRuns<'_>) -> Vec<Range<usize>> {
+    let mut ranges: Vec<Range<usize>> = Vec::new();
+    for (at, o) in runs.iter() {
+        let r = *at as usize..*at as usize + o.len();
+        match ranges.last_mut() {
+            Some(last) if r.start >= last.start && r.start <= last.end.saturating_add(JOIN_GAP) => {
+                last.end = last.end.max(r.end);
+            }
+            _ => ranges.push(r),
+        }
+    }
+    ranges
 }
