@@ -59,6 +59,17 @@ pub enum PartialDecode {
     Blocks,
 }
 
+/// Which parts of an encoded buffer decoding some of its bytes reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EncodedParts {
+    /// All of it.
+    Whole,
+    /// Not known from the first bytes given; the first this many bytes tell.
+    Head(usize),
+    /// These byte ranges (sorted, disjoint); the rest of the buffer may hold anything.
+    Ranges(Vec<Range<usize>>),
+}
+
 /// One configured codec.
 pub trait Codec: Send + Sync + std::fmt::Debug {
     /// The numcodecs id.
@@ -106,6 +117,18 @@ pub trait Codec: Send + Sync + std::fmt::Debug {
     /// How much of a buffer [`Codec::decode_parts`] decodes to get some of its bytes.
     fn partial_decode(&self) -> PartialDecode {
         PartialDecode::Whole
+    }
+    /// The byte ranges of an encoded buffer of `encoded_len` bytes (decoding to `decoded_len`)
+    /// that [`Codec::decode_parts`] reads to decode `wanted`, found from the buffer's first
+    /// bytes `head`, so that only those need be fetched.
+    fn encoded_parts(
+        &self,
+        _head: &[u8],
+        _encoded_len: usize,
+        _decoded_len: usize,
+        _wanted: &[Range<usize>],
+    ) -> EncodedParts {
+        EncodedParts::Whole
     }
 }
 
@@ -214,12 +237,12 @@ impl Chain {
         let Some(first) = self.0.first() else {
             return Ok(stored);
         };
-        self.decode_stages(stored, expected, |data, limit| first.decode(data, limit))
+        self.decode_stages(&stored, expected, |data, limit| first.decode(data, limit))
     }
 
     /// Decodes a stored chunk as [`Chain::decode`], the first codec (the last stage) writing
     /// straight into `out`; returns the bytes written there (the caller checks the size).
-    pub fn decode_into(&self, stored: Vec<u8>, out: &mut [u8]) -> Result<usize> {
+    pub fn decode_into(&self, stored: &[u8], out: &mut [u8]) -> Result<usize> {
         let Some(first) = self.0.first() else {
             let n = stored.len().min(out.len());
             out[..n].copy_from_slice(&stored[..n]);
@@ -235,30 +258,34 @@ impl Chain {
     /// ([`stage_buffer`]) instead of a fresh one per chunk.
     fn decode_stages<T>(
         &self,
-        stored: Vec<u8>,
+        stored: &[u8],
         expected: usize,
         finish: impl FnOnce(&[u8], usize) -> Result<T>,
     ) -> Result<T> {
         let limits = self.stage_limits(expected);
         let rest = self.0.get(1..).unwrap_or_default();
         let rest_limits = limits.get(1..).unwrap_or_default();
-        let mut data = stored;
-        let mut len = data.len();
+        // The latest stage's output (`None`: the stored bytes), `len` bytes of it.
+        let mut decoded: Option<Vec<u8>> = None;
+        let mut len = stored.len();
         let mut spare = stage_buffer::take();
         for (c, &limit) in rest.iter().zip(rest_limits).rev() {
+            let input = decoded.as_deref().map_or(stored, |d| &d[..len]);
             if c.writes_in_place() {
                 if spare.len() < limit {
                     spare.resize(limit, 0);
                 }
-                len = c.decode_into(&data[..len], &mut spare[..limit])?;
-                std::mem::swap(&mut data, &mut spare);
+                len = c.decode_into(input, &mut spare[..limit])?;
+                spare = decoded.replace(spare).unwrap_or_default();
             } else {
-                data = c.decode(&data[..len], limit)?;
-                len = data.len();
+                let out = c.decode(input, limit)?;
+                len = out.len();
+                decoded = Some(out);
             }
         }
-        let finished = finish(&data[..len], limits.first().copied().unwrap_or(expected));
-        stage_buffer::give_back(data, spare);
+        let input = decoded.as_deref().map_or(stored, |d| &d[..len]);
+        let finished = finish(input, limits.first().copied().unwrap_or(expected));
+        stage_buffer::give_back(decoded.unwrap_or_default(), spare);
         finished
     }
 
@@ -274,6 +301,21 @@ impl Chain {
         match self.0.as_slice() {
             [only] => only.decode_parts(stored, out, wanted),
             _ => Ok(false),
+        }
+    }
+
+    /// The byte ranges of a stored chunk that [`Chain::decode_parts`] reads to decode
+    /// `wanted` ([`Codec::encoded_parts`] of its one codec).
+    pub fn encoded_parts(
+        &self,
+        head: &[u8],
+        stored_len: usize,
+        decoded_len: usize,
+        wanted: &[Range<usize>],
+    ) -> EncodedParts {
+        match self.0.as_slice() {
+            [only] => only.encoded_parts(head, stored_len, decoded_len, wanted),
+            _ => EncodedParts::Whole,
         }
     }
 

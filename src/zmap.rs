@@ -113,6 +113,25 @@ pub trait Store: Send + Sync + std::fmt::Debug {
             .collect()
     }
 
+    /// Reads the whole object at `key` into `buf` (replacing its contents, reusing its
+    /// capacity); false when the object is absent. The default reads a new buffer; backends
+    /// that read into a caller's buffer override it.
+    fn get_into(&self, key: &StoreKey, buf: &mut Vec<u8>) -> Result<bool> {
+        match self.get(key)? {
+            Some(value) => {
+                *buf = value;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// True when [`Store::get_runs_into`] reads the runs of the object at `key` where they
+    /// lie, not the whole object: reading a few parts of it costs about what those parts cost.
+    fn reads_runs_in_place(&self, _key: &StoreKey) -> bool {
+        false
+    }
+
     /// True when a read costs about what its bytes cost (local files, memory): the chunk
     /// engine then reads only the runs a request needs and keeps few requests in flight. False
     /// where every read is a round trip: whole chunks are fetched once, cached, and many
@@ -154,3 +173,34 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// A short description for messages ("file:///data/x.zarr").
     fn describe(&self) -> String;
 }
+
+/// In tests: the [`Store`] methods a wrapping store hands unchanged to its store in field
+/// `$inner` (writes, deletes and listings), for wrappers that watch or alter reads.
+#[cfg(test)]
+macro_rules! forward_writes_and_listings {
+    ($inner:ident) => {
+        fn put(&self, key: &$crate::zmap::StoreKey, value: &[u8]) -> $crate::error::Result<()> {
+            self.$inner.put(key, value)
+        }
+        fn delete(&self, key: &$crate::zmap::StoreKey) -> $crate::error::Result<()> {
+            self.$inner.delete(key)
+        }
+        fn delete_prefix(&self, prefix: &$crate::zmap::StorePrefix) -> $crate::error::Result<()> {
+            self.$inner.delete_prefix(prefix)
+        }
+        fn list_children(
+            &self,
+            prefix: &$crate::zmap::StorePrefix,
+        ) -> $crate::error::Result<Vec<String>> {
+            self.$inner.list_children(prefix)
+        }
+        fn list_keys(
+            &self,
+            prefix: &$crate::zmap::StorePrefix,
+        ) -> $crate::error::Result<Vec<$crate::zmap::StoreKey>> {
+            self.$inner.list_keys(prefix)
+        }
+    };
+}
+#[cfg(test)]
+pub(crate) use forward_writes_and_listings;

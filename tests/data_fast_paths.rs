@@ -8,7 +8,10 @@ use nczarr_rs::api::{CreateOptions, Dataset, Slab};
 use nczarr_rs::error::Error;
 use nczarr_rs::model::{Endian, GroupId, NcType, Storage, Tree};
 use nczarr_rs::url::DatasetUrl;
+use std::io::Write;
 use std::path::Path;
+use zip::write::SimpleFileOptions;
+use zip::{CompressionMethod, ZipWriter};
 
 const G: GroupId = Tree::ROOT;
 
@@ -562,6 +565,20 @@ fn blosc_blocks(buf: &[u8]) -> usize {
     nbytes.div_ceil(blocksize) as usize
 }
 
+/// Overwrites the compressed bytes of block `block` of a blosc buffer (from its start to the
+/// next block's) with bytes no decompressor accepts, leaving the block starts as they are.
+fn overwrite_blosc_block(buf: &mut [u8], block: usize) {
+    let start_of =
+        |b: usize| u32::from_le_bytes(buf[16 + 4 * b..20 + 4 * b].try_into().unwrap()) as usize;
+    let start = start_of(block);
+    let end = (0..blosc_blocks(buf))
+        .map(start_of)
+        .filter(|&s| s > start)
+        .min()
+        .unwrap_or(buf.len());
+    buf[start..end].fill(0xFF);
+}
+
 /// Points block `block` of a blosc buffer outside the buffer (header: 16 bytes, then one
 /// 4-byte start offset per block).
 fn break_blosc_block(buf: &mut [u8], block: usize) {
@@ -672,8 +689,10 @@ fn a_time_series_decodes_coded_chunks_only_up_to_its_element() {
 
 /// A time series through blosc chunks decodes only the blocks that hold its elements, not
 /// everything before them: with every other block of each chunk made undecodable (the first
-/// among them), a series whose elements lie in the blocks left whole reads right in both
-/// byte orders, while a series through a broken block and a whole read report the damage.
+/// among them) by pointing its start outside the chunk or by overwriting its bytes (the
+/// chunk's other blocks are then read from the file on their own), a series whose elements
+/// lie in the blocks left whole reads right in both byte orders, while a series through a
+/// broken block and a whole read report the damage.
 #[test]
 fn a_time_series_decodes_only_the_blosc_blocks_it_needs() {
     let dir = tempfile::tempdir().unwrap();
@@ -686,8 +705,12 @@ fn a_time_series_decodes_only_the_blosc_blocks_it_needs() {
     let series = slab(&[0, 200, 7], &[8, 1, 1], &[1, 1, 1]);
     let broken_series = slab(&[0, 0, 9], &[8, 1, 1], &[1, 1, 1]);
     let whole = slab(&[0, 0, 0], &shape, &[1, 1, 1]);
-    for (order, endian) in [("le", Endian::Little), ("be", Endian::Big)] {
-        let name = format!("blosc-blocks-{order}.zarr");
+    let damages = [("starts", true), ("bytes", false)];
+    for ((order, endian), (damage, starts)) in [("le", Endian::Little), ("be", Endian::Big)]
+        .into_iter()
+        .flat_map(|e| damages.map(|d| (e, d)))
+    {
+        let name = format!("blosc-blocks-{order}-{damage}.zarr");
         make_with(dir.path(), &name, &shape, &chunks, endian, true, coding);
         for t in 0..2 {
             let path = dir.path().join(format!("{name}/v/{t}.0.0"));
@@ -699,18 +722,55 @@ fn a_time_series_decodes_only_the_blosc_blocks_it_needs() {
                 .collect();
             assert!(broken.len() >= needed.len() && broken[0] == 0, "{broken:?}");
             for &block in &broken {
-                break_blosc_block(&mut bytes, block);
+                if starts {
+                    break_blosc_block(&mut bytes, block);
+                } else {
+                    overwrite_blosc_block(&mut bytes, block);
+                }
             }
             std::fs::write(&path, bytes).unwrap();
         }
-        let mut ds = Dataset::open(&url(dir.path(), &name), false).unwrap();
-        ds.set_var_chunk_cache(G, 0, 0, 10, 0.75).unwrap();
-        assert_eq!(read(&mut ds, &series), expected(&shape, &series), "{name}");
-        for damaged in [&broken_series, &whole] {
-            let err = read_error(&mut ds, damaged);
-            assert!(matches!(err, Error::Filter { .. }), "{name}: {err:?}");
+        // The directory, and zip archives of it: entries stored (read in place, block by
+        // block) and deflated (read whole).
+        let mut urls = vec![url(dir.path(), &name)];
+        if !starts {
+            for method in [CompressionMethod::Stored, CompressionMethod::Deflated] {
+                let zip = dir.path().join(format!("{name}-{method:?}.zip"));
+                zip_tree(&dir.path().join(&name), &zip, method);
+                let spec = format!("file://{}#mode=nczarr,zip", zip.display());
+                urls.push(DatasetUrl::parse(&spec).unwrap());
+            }
+        }
+        for at in urls {
+            let mut ds = Dataset::open(&at, false).unwrap();
+            ds.set_var_chunk_cache(G, 0, 0, 10, 0.75).unwrap();
+            assert_eq!(read(&mut ds, &series), expected(&shape, &series), "{at:?}");
+            for damaged in [&broken_series, &whole] {
+                let err = read_error(&mut ds, damaged);
+                assert!(matches!(err, Error::Filter { .. }), "{at:?}: {err:?}");
+            }
         }
     }
+}
+
+/// Writes the files below `root` into a zip archive at `zip`, named relative to `root`.
+fn zip_tree(root: &Path, zip: &Path, method: CompressionMethod) {
+    fn add(w: &mut ZipWriter<std::fs::File>, root: &Path, dir: &Path, method: CompressionMethod) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                add(w, root, &path, method);
+                continue;
+            }
+            let name = path.strip_prefix(root).unwrap().to_str().unwrap();
+            let options = SimpleFileOptions::default().compression_method(method);
+            w.start_file(name, options).unwrap();
+            w.write_all(&std::fs::read(&path).unwrap()).unwrap();
+        }
+    }
+    let mut w = ZipWriter::new(std::fs::File::create(zip).unwrap());
+    add(&mut w, root, root, method);
+    w.finish().unwrap();
 }
 
 /// A chunk that must be decoded whole (zlib declares no decoded size) and that a request

@@ -233,6 +233,26 @@ fn get_many_into_reports_lengths(s: &dyn Store) {
     assert_eq!(bufs[3], [0; 4], "an absent object leaves its buffer alone");
 }
 
+/// A whole object read into a caller's buffer replaces what the buffer held, longer or shorter;
+/// an absent object says so.
+fn get_into_replaces_the_buffer(s: &dyn Store) {
+    let long: Vec<u8> = (0..70_000u32).map(|i| (i % 253) as u8).collect();
+    s.put(&key("long"), &long).unwrap();
+    s.put(&key("short"), b"abc").unwrap();
+    s.put(&key("empty"), b"").unwrap();
+    let mut buf = vec![0xEEu8; 100];
+    for (k, want) in [
+        ("long", &long[..]),
+        ("short", b"abc"),
+        ("empty", b""),
+        ("long", &long[..]),
+    ] {
+        assert!(s.get_into(&key(k), &mut buf).unwrap(), "{k}");
+        assert!(buf == want, "{k}");
+    }
+    assert!(!s.get_into(&key("missing"), &mut buf).unwrap());
+}
+
 fn get_runs_into_reads_ranges(s: &dyn Store) {
     let value: Vec<u8> = (0..5000u32).map(|i| (i % 251) as u8).collect();
     s.put(&key("obj"), &value).unwrap();
@@ -326,6 +346,7 @@ const SUITE: &[(&str, Check)] = &[
         "get_many_into_reports_lengths",
         get_many_into_reports_lengths,
     ),
+    ("get_into_replaces_the_buffer", get_into_replaces_the_buffer),
     ("get_runs_into_reads_ranges", get_runs_into_reads_ranges),
     ("get_runs_many_reads_ranges", get_runs_many_reads_ranges),
     ("utf8_and_spaces", utf8_and_spaces),

@@ -340,6 +340,12 @@ fn runs_of_archive_entries_are_read_in_place() {
         assert_eq!(bufs[4], [0xEE; 3], "{name}");
         let mut none: Vec<(u64, &mut [u8])> = Vec::new();
         assert_eq!(s.get_runs_into(&key("v/1.0"), &mut none).unwrap(), None);
+        assert_eq!(
+            s.reads_runs_in_place(&key("v/0.0")),
+            method == CompressionMethod::Stored,
+            "{name}"
+        );
+        assert!(!s.reads_runs_in_place(&key("v/1.0")), "{name}");
     }
 
     // A stored entry really is read in place: with a byte of it damaged, a whole read fails

@@ -49,6 +49,7 @@ fn landing_batch_len(chunk_bytes: usize, local: bool) -> usize {
 
 mod by_runs;
 mod chunk_io;
+mod coded_parts;
 mod decoded;
 mod split;
 mod worker_buffers;
@@ -371,11 +372,11 @@ impl Dataset {
     fn decode_chunk_into(
         geo: &Geometry,
         key: &StoreKey,
-        stored: Vec<u8>,
+        stored: &[u8],
         out: &mut [u8],
     ) -> Result<()> {
         if geo.fortran {
-            out.copy_from_slice(&Self::decode_chunk(geo, key, stored)?);
+            out.copy_from_slice(&Self::decode_chunk(geo, key, stored.to_vec())?);
             return Ok(());
         }
         let n = geo
@@ -781,7 +782,7 @@ impl Dataset {
                     None => Ok(false),
                     Some(b) => {
                         slot.resize(geo.chunk_bytes, 0);
-                        Self::decode_chunk_into(geo, key, b, slot)?;
+                        Self::decode_chunk_into(geo, key, &b, slot)?;
                         Ok(true)
                     }
                 })

@@ -5,7 +5,9 @@
 //! HDF5 parameters (the layout of the blosc filter and of netCDF's `nc_def_var_blosc`):
 //! `[reserved, reserved, reserved, blocksize, clevel, shuffle, compressor code]`.
 
-use super::{Codec, Config, Context, PartialDecode, bad_config, failed, hdf5_id, params};
+use super::{
+    Codec, Config, Context, EncodedParts, PartialDecode, bad_config, failed, hdf5_id, params,
+};
 use crate::error::Result;
 use serde_json::Value;
 use std::ops::Range;
@@ -167,6 +169,21 @@ impl Codec for Blosc {
 
     fn partial_decode(&self) -> PartialDecode {
         PartialDecode::Blocks
+    }
+
+    /// The header, the block starts and the blocks that hold the wanted bytes.
+    fn encoded_parts(
+        &self,
+        head: &[u8],
+        encoded_len: usize,
+        decoded_len: usize,
+        wanted: &[Range<usize>],
+    ) -> EncodedParts {
+        match cblosc::parts_needed(head, encoded_len, decoded_len, wanted) {
+            cblosc::Needed::Whole => EncodedParts::Whole,
+            cblosc::Needed::Head(n) => EncodedParts::Head(n),
+            cblosc::Needed::Ranges(r) => EncodedParts::Ranges(r),
+        }
     }
 }
 

@@ -95,10 +95,7 @@ fn decoding_in_place_matches_decoding() {
     .unwrap();
     let stored = chain.encode(data.clone()).unwrap();
     let mut out = vec![0u8; data.len()];
-    assert_eq!(
-        chain.decode_into(stored.clone(), &mut out).unwrap(),
-        data.len()
-    );
+    assert_eq!(chain.decode_into(&stored, &mut out).unwrap(), data.len());
     assert_eq!(out, data);
     assert_eq!(chain.decode(stored, data.len()).unwrap(), data);
 }
@@ -270,12 +267,12 @@ fn reused_stage_buffers_never_leak_between_chunks() {
             for data in [&big, &small, &big] {
                 let stored = chain.encode(data.clone()).unwrap();
                 let mut out = vec![0xEEu8; data.len()];
-                let n = chain.decode_into(stored.clone(), &mut out).unwrap();
+                let n = chain.decode_into(&stored, &mut out).unwrap();
                 assert_eq!((n, &out), (data.len(), data), "chain {i} round {round}");
                 let decoded = chain.decode(stored.clone(), data.len()).unwrap();
                 assert_eq!(&decoded, data, "chain {i} round {round}, whole");
                 let cut = stored[..stored.len() / 2].to_vec();
-                assert!(chain.decode_into(cut, &mut out).is_err(), "chain {i}");
+                assert!(chain.decode_into(&cut, &mut out).is_err(), "chain {i}");
             }
         }
     }

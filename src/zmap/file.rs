@@ -115,15 +115,15 @@ fn read_into(file: &mut fs::File, out: &mut [u8]) -> io::Result<usize> {
     }
 }
 
-/// Reads the `len` bytes a file had when opened (fewer if it shrank since). Objects are
-/// replaced by renames, never grown in place, so there is no tail to look for: a small file
-/// costs one `read`, and the buffer is not zeroed first.
-fn read_len(file: &mut fs::File, len: u64) -> io::Result<Vec<u8>> {
-    let mut buf = Vec::new();
+/// Reads the `len` bytes a file had when opened (fewer if it shrank since) into `buf`,
+/// replacing its contents. Objects are replaced by renames, never grown in place, so there is
+/// no tail to look for: a small file costs one `read`, and the buffer is not zeroed first.
+fn read_len(file: &mut fs::File, len: u64, buf: &mut Vec<u8>) -> io::Result<()> {
+    buf.clear();
     buf.try_reserve_exact(usize::try_from(len).unwrap_or(usize::MAX))
         .map_err(|_| io::Error::from(ErrorKind::OutOfMemory))?;
-    file.take(len).read_to_end(&mut buf)?;
-    Ok(buf)
+    file.take(len).read_to_end(buf)?;
+    Ok(())
 }
 
 /// Buffers per vectored read (Linux's `IOV_MAX`).
@@ -334,9 +334,20 @@ impl Store for FileStore {
         let Some((mut file, len)) = open_object(&path)? else {
             return Ok(None);
         };
-        read_len(&mut file, len)
-            .map(Some)
-            .map_err(|e| io_error(&path, e))
+        let mut buf = Vec::new();
+        read_len(&mut file, len, &mut buf).map_err(|e| io_error(&path, e))?;
+        Ok(Some(buf))
+    }
+
+    /// Reads into the caller's buffer: a reader of many chunks reuses one buffer's pages
+    /// instead of faulting in fresh ones for every chunk.
+    fn get_into(&self, key: &StoreKey, buf: &mut Vec<u8>) -> Result<bool> {
+        let path = self.path_of(key.as_str());
+        let Some((mut file, len)) = open_object(&path)? else {
+            return Ok(false);
+        };
+        read_len(&mut file, len, buf).map_err(|e| io_error(&path, e))?;
+        Ok(true)
     }
 
     /// Files are read in parallel: on a warm page cache a read is a memory copy, so several
@@ -392,6 +403,10 @@ impl Store for FileStore {
     }
 
     fn is_local(&self) -> bool {
+        true
+    }
+
+    fn reads_runs_in_place(&self, _key: &StoreKey) -> bool {
         true
     }
 

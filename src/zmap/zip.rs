@@ -173,7 +173,50 @@ fn default_prefix(path: &Path) -> String {
     }
 }
 
+/// Where an object of the archive lies.
+enum Located {
+    Absent,
+    /// An entry stored uncompressed: `size` bytes from `start` in the archive file.
+    InPlace {
+        file: Arc<File>,
+        start: u64,
+        size: u64,
+    },
+    /// Compressed, or staged and not yet in the archive: read whole.
+    Elsewhere,
+}
+
 impl ZipStore {
+    /// Where the object at `key` lies: in place in the archive for entries stored uncompressed.
+    fn locate(&self, key: &StoreKey) -> Result<Located> {
+        let state = self.read_lock()?;
+        match (state.index.get(key.as_str()), state.archive.as_ref()) {
+            (None, _) => Ok(Located::Absent),
+            (Some(Source::Archive(i)), Some(archive)) => {
+                let mut archive = archive.clone();
+                let entry = archive
+                    .by_index_raw(*i)
+                    .map_err(|e| zip_error(&self.path, e))?;
+                let stored = entry.compression() == CompressionMethod::Stored
+                    && entry.compressed_size() == entry.size();
+                let at = entry
+                    .data_start()
+                    .filter(|_| stored)
+                    .map(|s| (s, entry.size()));
+                drop(entry);
+                Ok(match at {
+                    Some((start, size)) => Located::InPlace {
+                        file: archive.into_inner().file,
+                        start,
+                        size,
+                    },
+                    None => Located::Elsewhere,
+                })
+            }
+            (Some(_), _) => Ok(Located::Elsewhere),
+        }
+    }
+
     /// Opens the archive at `path` (read-only unless `writable`).
     ///
     /// Fails with [`Error::NotFound`] when there is no file and [`Error::NotZarr`] when the
@@ -444,28 +487,10 @@ impl Store for ZipStore {
     /// archive (a part of an entry cannot be checked against the entry's CRC; whole reads are);
     /// compressed entries and staged objects are read whole.
     fn get_runs_into(&self, key: &StoreKey, runs: &mut [(u64, &mut [u8])]) -> Result<Option<u64>> {
-        let state = self.read_lock()?;
-        let in_place = match (state.index.get(key.as_str()), state.archive.as_ref()) {
-            (None, _) => return Ok(None),
-            (Some(Source::Archive(i)), Some(archive)) => {
-                let mut archive = archive.clone();
-                let entry = archive
-                    .by_index_raw(*i)
-                    .map_err(|e| zip_error(&self.path, e))?;
-                let stored = entry.compression() == CompressionMethod::Stored
-                    && entry.compressed_size() == entry.size();
-                let at = entry
-                    .data_start()
-                    .filter(|_| stored)
-                    .map(|s| (s, entry.size()));
-                drop(entry);
-                at.map(|(start, size)| (archive.into_inner().file, start, size))
-            }
-            (Some(_), _) => None,
-        };
-        drop(state);
-        let Some((file, start, size)) = in_place else {
-            return Ok(super::runs_of_whole(self.get(key)?, runs));
+        let (file, start, size) = match self.locate(key)? {
+            Located::Absent => return Ok(None),
+            Located::Elsewhere => return Ok(super::runs_of_whole(self.get(key)?, runs)),
+            Located::InPlace { file, start, size } => (file, start, size),
         };
         let what = || format!("{}:{key}", show(&self.path));
         for (offset, out) in runs.iter_mut() {
@@ -487,6 +512,11 @@ impl Store for ZipStore {
 
     fn is_local(&self) -> bool {
         true
+    }
+
+    /// Entries stored uncompressed in the archive.
+    fn reads_runs_in_place(&self, key: &StoreKey) -> bool {
+        matches!(self.locate(key), Ok(Located::InPlace { .. }))
     }
 
     fn put(&self, key: &StoreKey, value: &[u8]) -> Result<()> {

@@ -170,10 +170,86 @@ pub fn decompress_into(src: &[u8], dst: &mut [u8]) -> Result<usize, BloscError> 
     Ok(declared)
 }
 
+/// A header flag c-blosc reserves; `blosc_decompress_ctx` refuses buffers that set it.
+const RESERVED_FLAG: u8 = 0x08;
+/// The header flag of a buffer that holds its bytes as they are, after the header.
+const MEMCPYED_FLAG: u8 = 0x02;
+
+/// What a buffer's header says about how it is laid out.
+struct Layout {
+    typesize: usize,
+    /// Decompressed bytes.
+    nbytes: usize,
+    /// Compressed bytes, header included.
+    cbytes: usize,
+    blocksize: usize,
+    nblocks: usize,
+    memcpyed: bool,
+}
+
+impl Layout {
+    /// The layout in a header (at least [`HEADER_LEN`] bytes), when blocks of it can be
+    /// decompressed on their own: blocks of whole items, a whole number of items, no
+    /// reserved flag.
+    fn of(header: &[u8]) -> Option<Layout> {
+        let word = |at: usize| {
+            u32::from_le_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]])
+                as usize
+        };
+        let (flags, typesize) = (header[2], usize::from(header[3]).max(1));
+        let (nbytes, blocksize, cbytes) = (word(4), word(8), word(12));
+        let usable = blocksize > 0
+            && blocksize % typesize == 0
+            && nbytes % typesize == 0
+            && flags & RESERVED_FLAG == 0;
+        usable.then(|| Layout {
+            typesize,
+            nbytes,
+            cbytes,
+            blocksize,
+            nblocks: nbytes.div_ceil(blocksize),
+            memcpyed: flags & MEMCPYED_FLAG != 0,
+        })
+    }
+
+    /// Which blocks hold bytes of `wanted`; `None` when a range lies outside the buffer.
+    fn touched(&self, wanted: &[Range<usize>]) -> Option<Vec<bool>> {
+        let mut touched = vec![false; self.nblocks];
+        for r in wanted {
+            if r.start > r.end || r.end > self.nbytes {
+                return None;
+            }
+            if !r.is_empty() {
+                touched[r.start / self.blocksize..=(r.end - 1) / self.blocksize].fill(true);
+            }
+        }
+        Some(touched)
+    }
+
+    /// The decompressed byte ranges of the runs of touched blocks.
+    fn spans(&self, touched: &[bool]) -> Vec<Range<usize>> {
+        let mut spans = Vec::new();
+        let mut block = 0;
+        while block < touched.len() {
+            if !touched[block] {
+                block += 1;
+                continue;
+            }
+            let first = block;
+            while block < touched.len() && touched[block] {
+                block += 1;
+            }
+            spans.push(first * self.blocksize..(block * self.blocksize).min(self.nbytes));
+        }
+        spans
+    }
+}
+
 /// Decompresses only the blocks of `src` that hold the byte ranges `wanted` of its
 /// decompressed buffer, each block into its place in `dst`, which is as long as the whole
 /// decompressed buffer (`blosc_getitem`, which keeps its state on the stack). Bytes of `dst`
-/// outside those blocks are left as they were.
+/// outside those blocks are left as they were. Only the header, the block starts and the
+/// blocks themselves are read from `src` (the parts [`parts_needed`] lists).
 ///
 /// `Ok(false)` when this cannot be done or would save nothing: `dst` is not the declared
 /// length, a range lies outside it, every block is wanted, blocks are not whole items, the
@@ -185,49 +261,102 @@ pub fn decompress_parts(
     dst: &mut [u8],
     wanted: &[Range<usize>],
 ) -> Result<bool, BloscError> {
-    /// A header flag c-blosc reserves; `blosc_decompress_ctx` refuses buffers that set it.
-    const RESERVED_FLAG: u8 = 0x08;
     let declared = declared_size(src)?;
-    let typesize = usize::from(src[3]).max(1);
-    let blocksize = u32::from_le_bytes([src[8], src[9], src[10], src[11]]) as usize;
-    if dst.len() != declared
-        || blocksize == 0
-        || blocksize % typesize != 0
-        || declared % typesize != 0
-        || src[2] & RESERVED_FLAG != 0
-    {
+    let Some(layout) = Layout::of(src).filter(|_| dst.len() == declared) else {
         return Ok(false);
-    }
-    let nblocks = declared.div_ceil(blocksize);
-    let mut touched = vec![false; nblocks];
-    for r in wanted {
-        if r.start > r.end || r.end > declared {
-            return Ok(false);
-        }
-        if !r.is_empty() {
-            touched[r.start / blocksize..=(r.end - 1) / blocksize].fill(true);
-        }
-    }
+    };
+    let Some(touched) = layout.touched(wanted) else {
+        return Ok(false);
+    };
     if touched.iter().all(|&t| t) {
         return Ok(false);
     }
-    let mut block = 0;
-    while block < nblocks {
-        if !touched[block] {
-            block += 1;
-            continue;
-        }
-        let first = block;
-        while block < nblocks && touched[block] {
-            block += 1;
-        }
-        let start = first * blocksize;
-        let end = (block * blocksize).min(declared);
-        if !get_items(src, start / typesize, &mut dst[start..end], typesize)? {
+    for span in layout.spans(&touched) {
+        let first = span.start / layout.typesize;
+        if !get_items(src, first, &mut dst[span], layout.typesize)? {
             return Ok(false);
         }
     }
     Ok(true)
+}
+
+/// What [`parts_needed`] needs to know or found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Needed {
+    /// The whole buffer: its blocks cannot be read on their own, or nearly all are wanted.
+    Whole,
+    /// The buffer's first this many bytes, to find out.
+    Head(usize),
+    /// These byte ranges of the buffer (sorted, disjoint, the header first): with them in
+    /// place, [`decompress_parts`] decompresses what was wanted.
+    Ranges(Vec<Range<usize>>),
+}
+
+/// The byte ranges of a compressed buffer of `len` bytes (decompressing to `decoded` bytes)
+/// that [`decompress_parts`] reads to decompress `wanted`, from the buffer's first bytes
+/// `head`: its header, its block starts, and the blocks that hold `wanted`. So a caller can
+/// read only those from storage.
+pub fn parts_needed(head: &[u8], len: usize, decoded: usize, wanted: &[Range<usize>]) -> Needed {
+    if head.len() < HEADER_LEN {
+        return if len >= HEADER_LEN {
+            Needed::Head(HEADER_LEN)
+        } else {
+            Needed::Whole
+        };
+    }
+    let Some(layout) = Layout::of(head) else {
+        return Needed::Whole;
+    };
+    let sane = layout.cbytes == len
+        && layout.nbytes == decoded
+        && len <= decoded.saturating_add(MAX_OVERHEAD);
+    let Some(touched) = layout.touched(wanted).filter(|_| sane) else {
+        return Needed::Whole;
+    };
+    let mut ranges: Vec<Range<usize>> = Vec::new();
+    if layout.memcpyed {
+        ranges.push(0..HEADER_LEN);
+        let plain = |r: Range<usize>| r.start + HEADER_LEN..r.end + HEADER_LEN;
+        ranges.extend(layout.spans(&touched).into_iter().map(plain));
+    } else {
+        let starts_end = HEADER_LEN + 4 * layout.nblocks;
+        if starts_end > len {
+            return Needed::Whole;
+        }
+        if head.len() < starts_end {
+            return Needed::Head(starts_end);
+        }
+        let starts: Vec<usize> = head[HEADER_LEN..starts_end]
+            .chunks_exact(4)
+            .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]) as usize)
+            .collect();
+        if starts.iter().any(|&s| s < starts_end || s >= len) {
+            return Needed::Whole;
+        }
+        let mut sorted = starts.clone();
+        sorted.sort_unstable();
+        ranges.push(0..starts_end);
+        // A block runs from its start to the next block's start, whatever order the blocks
+        // were written in.
+        for (block, _) in touched.iter().enumerate().filter(|(_, t)| **t) {
+            let start = starts[block];
+            let next = sorted.partition_point(|&s| s <= start);
+            ranges.push(start..sorted.get(next).copied().unwrap_or(len));
+        }
+    }
+    ranges.sort_unstable_by_key(|r| r.start);
+    let mut merged: Vec<Range<usize>> = Vec::with_capacity(ranges.len());
+    for r in ranges {
+        match merged.last_mut() {
+            Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
+            _ => merged.push(r),
+        }
+    }
+    let bytes: usize = merged.iter().map(|r| r.len()).sum();
+    if bytes > len / 2 {
+        return Needed::Whole;
+    }
+    Needed::Ranges(merged)
 }
 
 /// Decompresses the items from `first` on into all of `dst` (`dst.len()` a multiple of
@@ -270,6 +399,9 @@ pub fn version() -> String {
 }
 
 #[cfg(test)]
+// A list of one byte range is a common argument of `decompress_parts`, not a mistaken range
+// vector.
+#[allow(clippy::single_range_in_vec_init)]
 mod tests {
     use super::*;
 
@@ -361,6 +493,59 @@ mod tests {
         let mut dst = vec![0u8; data.len()];
         assert!(decompress_parts(&stored, &mut dst, &[200_000..200_016]).unwrap());
         assert_eq!(dst[200_000..200_016], data[200_000..200_016]);
+    }
+
+    /// The parts `parts_needed` lists are all `decompress_parts` reads: with every other byte
+    /// of the buffer overwritten, the wanted bytes still come out right.
+    #[test]
+    fn the_parts_needed_are_enough_to_decompress_the_wanted_bytes() {
+        let data: Vec<u8> = (0..1_000_000u32)
+            .flat_map(|i| (i / 5).to_le_bytes())
+            .collect();
+        let len = data.len();
+        let wanted = [8..12, 2_100_000..2_100_040, len - 4..len];
+        for (name, level) in [("lz4", 5), ("zstd", 3), ("blosclz", 9), ("lz4", 0)] {
+            let c = compress(&data, level, 1, 4, name, 65_536).unwrap();
+            let mut head_len = 0;
+            let ranges = loop {
+                match parts_needed(&c[..head_len], c.len(), len, &wanted) {
+                    Needed::Head(n) => {
+                        assert!(n > head_len && n <= c.len(), "{name}: {n}");
+                        head_len = n;
+                    }
+                    Needed::Ranges(r) => break r,
+                    Needed::Whole => panic!("{name}: whole; header {:?}", &c[..16.min(head_len)]),
+                }
+            };
+            assert_eq!(ranges[0].start, 0, "{name}");
+            assert!(ranges.windows(2).all(|w| w[0].end < w[1].start), "{name}");
+            let read: usize = ranges.iter().map(|r| r.len()).sum();
+            assert!(read < c.len() / 2, "{name}: {read} of {}", c.len());
+            let mut sparse = vec![0xEEu8; c.len()];
+            for r in &ranges {
+                sparse[r.clone()].copy_from_slice(&c[r.clone()]);
+            }
+            let mut dst = vec![0u8; len];
+            assert!(
+                decompress_parts(&sparse, &mut dst, &wanted).unwrap(),
+                "{name}"
+            );
+            for r in &wanted {
+                assert_eq!(dst[r.clone()], data[r.clone()], "{name} {r:?}");
+            }
+            // Sizes that do not match, or wanting most of the buffer: read it whole.
+            let head = &c[..head_len];
+            assert_eq!(parts_needed(head, c.len() + 1, len, &wanted), Needed::Whole);
+            assert_eq!(parts_needed(head, c.len(), len + 4, &wanted), Needed::Whole);
+            assert_eq!(
+                parts_needed(head, c.len(), len, &[0..len - 8]),
+                Needed::Whole
+            );
+            assert_eq!(
+                parts_needed(head, c.len(), len, &[0..len + 1]),
+                Needed::Whole
+            );
+        }
     }
 
     #[test]

@@ -13,19 +13,30 @@ use crate::error::Result;
 use crate::zmap::{Store, StoreKey};
 use rayon::prelude::*;
 
+/// A worker's buffers for reading chunks: its scratch buffer (for the caller's use) and the
+/// buffer its stored chunks are read into on a local store.
+#[derive(Default)]
+pub(super) struct ChunkBuffers {
+    pub(super) scratch: Vec<u8>,
+    stored: Vec<u8>,
+}
+
 /// Calls `land(scratch, item, key, stored)` for every item and its chunk (`None`: absent), in
-/// parallel; `scratch` is the worker's buffer from `buffers`, reused from chunk to chunk.
+/// parallel; `scratch` is the worker's buffer from `buffers`, reused from chunk to chunk, and
+/// so is the buffer a local store reads the chunk into.
 pub(super) fn fetch_each<T: Send>(
     store: &dyn Store,
     keys: &[StoreKey],
     items: Vec<T>,
-    buffers: &WorkerBuffers,
-    land: impl Fn(&mut Vec<u8>, T, &StoreKey, Option<Vec<u8>>) -> Result<()> + Sync,
+    buffers: &WorkerBuffers<ChunkBuffers>,
+    land: impl Fn(&mut Vec<u8>, T, &StoreKey, Option<&[u8]>) -> Result<()> + Sync,
 ) -> Result<()> {
     if store.is_local() {
         return items.into_par_iter().zip(keys).try_for_each(|(item, key)| {
-            let stored = store.get(key)?;
-            buffers.with(|scratch| land(scratch, item, key, stored))
+            buffers.with(|b| {
+                let found = store.get_into(key, &mut b.stored)?;
+                land(&mut b.scratch, item, key, found.then_some(&b.stored[..]))
+            })
         });
     }
     let fetched = store.get_many(keys)?;
@@ -34,7 +45,7 @@ pub(super) fn fetch_each<T: Send>(
         .zip(fetched)
         .zip(keys)
         .try_for_each(|((item, stored), key)| {
-            buffers.with(|scratch| land(scratch, item, key, stored))
+            buffers.with(|b| land(&mut b.scratch, item, key, stored.as_deref()))
         })
 }
 

@@ -10,8 +10,9 @@
 //! chain's, the run slicing `split`'s.
 
 use super::chunk_io;
+use super::coded_parts::{self, Fetched};
 use super::split::{PieceRuns, Target, in_batches};
-use super::worker_buffers::WorkerBuffers;
+use super::worker_buffers::{WorkerBuffers, set_len_sparse};
 use super::{Geometry, finish_error};
 use crate::api::convert;
 use crate::api::dataset::Dataset;
@@ -21,6 +22,7 @@ use crate::chunk::runs;
 use crate::codec::PartialDecode;
 use crate::error::Result;
 use crate::zmap::{Store, StoreKey, copy_runs};
+use rayon::prelude::*;
 use std::ops::Range;
 
 /// Runs shorter than this are copied faster from a chunk kept whole (the run lists would be
@@ -51,11 +53,20 @@ pub(super) fn read(
 ) -> Result<Vec<usize>> {
     let (geo, pieces) = (target.geo, target.pieces);
     let buffers = WorkerBuffers::new();
+    let in_place = WorkerBuffers::new();
     in_batches(target, wanted, batch_len, |batch, per_piece| {
         let keys: Vec<StoreKey> = batch
             .iter()
             .map(|&i| geo.key(&pieces[i].chunk))
             .collect::<Result<_>>()?;
+        if geo.partial_decode() == PartialDecode::Blocks && store.is_local() {
+            return per_piece
+                .into_par_iter()
+                .zip(&keys)
+                .try_for_each(|(runs, key)| {
+                    in_place.with(|bufs| land_parts(store, geo, key, runs, bufs))
+                });
+        }
         chunk_io::fetch_each(
             store,
             &keys,
@@ -66,11 +77,41 @@ pub(super) fn read(
     })
 }
 
+/// Reads the parts of a chunk its runs need when the store reads parts in place (see
+/// [`coded_parts`]), decodes them and copies the runs into place; otherwise reads the chunk
+/// whole and lands it. `bufs`: the worker's buffers for the decoded chunk and the stored one.
+fn land_parts(
+    store: &dyn Store,
+    geo: &Geometry,
+    key: &StoreKey,
+    mut runs: PieceRuns<'_>,
+    bufs: &mut (Vec<u8>, Vec<u8>),
+) -> Result<()> {
+    let (decoded, stored) = bufs;
+    if !store.reads_runs_in_place(key) {
+        return land(geo, key, store.get(key)?.as_deref(), runs, decoded);
+    }
+    let wanted = wanted(&runs);
+    match coded_parts::fetch(store, &geo.chain, key, geo.chunk_bytes, &wanted, stored)? {
+        Fetched::Absent => land(geo, key, None, runs, decoded),
+        Fetched::Whole(bytes) => land(geo, key, bytes.as_deref(), runs, decoded),
+        Fetched::Parts => {
+            set_len_sparse(decoded, geo.chunk_bytes);
+            if Dataset::decode_chunk_parts_into(geo, key, stored, decoded, &wanted)? {
+                copy_runs(decoded, 0, &mut runs);
+                return Ok(());
+            }
+            // Declined on the parts: the whole chunk decodes, or reports what is wrong with it.
+            land(geo, key, store.get(key)?.as_deref(), runs, decoded)
+        }
+    }
+}
+
 /// Decodes one fetched chunk (fill when absent) and copies its runs into place.
 fn land(
     geo: &Geometry,
     key: &StoreKey,
-    stored: Option<Vec<u8>>,
+    stored: Option<&[u8]>,
     mut runs: PieceRuns<'_>,
     scratch: &mut Vec<u8>,
 ) -> Result<()> {
@@ -84,19 +125,19 @@ fn land(
         if bytes.len() != geo.chunk_bytes {
             return Err(finish_error(geo, key, bytes.len() as u64));
         }
-        copy_runs(&bytes, 0, &mut runs);
+        copy_runs(bytes, 0, &mut runs);
         if geo.swap {
             runs.iter_mut()
                 .for_each(|(_, o)| convert::swap_bytes_in_place(o, geo.esize));
         }
         return Ok(());
     } else if geo.fortran {
-        transposed = Dataset::decode_chunk(geo, key, bytes)?;
+        transposed = Dataset::decode_chunk(geo, key, bytes.to_vec())?;
         &transposed
     } else {
-        scratch.resize(geo.chunk_bytes, 0);
+        set_len_sparse(scratch, geo.chunk_bytes);
         if geo.partial_decode() != PartialDecode::Whole
-            && Dataset::decode_chunk_parts_into(geo, key, &bytes, scratch, &wanted(&runs))?
+            && Dataset::decode_chunk_parts_into(geo, key, bytes, scratch, &wanted(&runs))?
         {
             copy_runs(scratch, 0, &mut runs);
             return Ok(());

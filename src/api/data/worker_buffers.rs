@@ -7,11 +7,11 @@
 
 use std::sync::Mutex;
 
-pub(super) struct WorkerBuffers(Vec<Mutex<Vec<u8>>>);
+pub(super) struct WorkerBuffers<T = Vec<u8>>(Vec<Mutex<T>>);
 
-impl WorkerBuffers {
+impl<T: Default> WorkerBuffers<T> {
     /// Buffers for every thread of the pool, and one for a caller outside it.
-    pub(super) fn new() -> WorkerBuffers {
+    pub(super) fn new() -> WorkerBuffers<T> {
         WorkerBuffers(
             (0..=rayon::current_num_threads())
                 .map(|_| Mutex::default())
@@ -21,14 +21,27 @@ impl WorkerBuffers {
 
     /// Runs `f` with the calling thread's buffer: a fresh one if the thread is already using
     /// its buffer further up its stack (nested parallel work), or another pool's thread.
-    pub(super) fn with<R>(&self, f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+    pub(super) fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
         let outside = self.0.len() - 1;
         let slot =
             rayon::current_thread_index().map_or(Some(outside), |i| (i < outside).then_some(i));
         match slot.and_then(|s| self.0[s].try_lock().ok()) {
             Some(mut buffer) => f(&mut buffer),
-            None => f(&mut Vec::new()),
+            None => f(&mut T::default()),
         }
+    }
+}
+
+/// Makes `buf` `len` bytes long for a caller that writes only some of them. A buffer that must
+/// grow is allocated anew, zeroed by the allocator: large ones are fresh pages from the kernel,
+/// mapped only where they are written, where growing in place would write every byte (a
+/// time series through 16 MiB blosc chunks writes a few blocks of each).
+pub(super) fn set_len_sparse(buf: &mut Vec<u8>, len: usize) {
+    if buf.len() < len {
+        *buf = Vec::new();
+        *buf = vec![0u8; len];
+    } else {
+        buf.truncate(len);
     }
 }
 
@@ -39,7 +52,7 @@ mod tests {
 
     #[test]
     fn each_thread_keeps_its_buffer_and_nesting_gets_a_fresh_one() {
-        let buffers = WorkerBuffers::new();
+        let buffers: WorkerBuffers = WorkerBuffers::new();
         buffers.with(|b| b.extend_from_slice(b"outside"));
         buffers.with(|b| {
             assert_eq!(b, b"outside");

@@ -283,21 +283,7 @@ mod tests {
             }
             keys.iter().map(|k| self.get(k)).collect()
         }
-        fn put(&self, key: &StoreKey, value: &[u8]) -> Result<()> {
-            self.inner.put(key, value)
-        }
-        fn delete(&self, key: &StoreKey) -> Result<()> {
-            self.inner.delete(key)
-        }
-        fn delete_prefix(&self, prefix: &StorePrefix) -> Result<()> {
-            self.inner.delete_prefix(prefix)
-        }
-        fn list_children(&self, prefix: &StorePrefix) -> Result<Vec<String>> {
-            self.inner.list_children(prefix)
-        }
-        fn list_keys(&self, prefix: &StorePrefix) -> Result<Vec<StoreKey>> {
-            self.inner.list_keys(prefix)
-        }
+        crate::zmap::forward_writes_and_listings!(inner);
         fn describe(&self) -> String {
             "watched".into()
         }

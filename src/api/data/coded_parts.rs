@@ -1,0 +1,220 @@
+//! Reading only the parts of a stored chunk that a sparse request needs: the codec says which
+//! byte ranges of the stored chunk decoding the request's runs reads (for blosc: its header,
+//! block starts and the blocks that hold the runs), and only those are read from the store,
+//! into a buffer as long as the stored chunk. A time series through large blosc chunks then
+//! reads a few blocks of each chunk instead of the whole of it.
+//!
+//! Owns this read protocol: a first look at the chunk's head, at most one more look at a longer
+//! head, then the parts in one read, checked against the head they were planned from. Which
+//! ranges a codec needs is the codec's; decoding and copying are the caller's.
+
+use super::worker_buffers::set_len_sparse;
+use crate::codec::{Chain, EncodedParts};
+use crate::error::Result;
+use crate::zmap::{Store, StoreKey};
+use std::ops::Range;
+
+/// Bytes looked at first: a blosc header and the starts of up to 1020 blocks.
+const FIRST_HEAD: usize = 4096;
+
+/// What [`fetch`] read.
+pub(super) enum Fetched {
+    /// There is no chunk.
+    Absent,
+    /// The parts are in the buffer it was given.
+    Parts,
+    /// The whole stored chunk: the codec needs all of it, or the chunk changed between reads.
+    Whole(Option<Vec<u8>>),
+}
+
+/// Reads the parts of the stored chunk at `key` that decoding the `wanted` byte ranges of the
+/// decoded chunk (`decoded_len` bytes) needs into `stored`, which becomes as long as the
+/// stored chunk; bytes outside the parts keep whatever they held.
+pub(super) fn fetch(
+    store: &dyn Store,
+    chain: &Chain,
+    key: &StoreKey,
+    decoded_len: usize,
+    wanted: &[Range<usize>],
+    stored: &mut Vec<u8>,
+) -> Result<Fetched> {
+    let whole = || store.get(key).map(Fetched::Whole);
+    let mut head = vec![0u8; FIRST_HEAD];
+    let Some(len) = store.get_runs_into(key, &mut [(0, &mut head[..])])? else {
+        return Ok(Fetched::Absent);
+    };
+    let Ok(len) = usize::try_from(len) else {
+        return whole();
+    };
+    head.truncate(len.min(FIRST_HEAD));
+    let mut looked_again = false;
+    let ranges = loop {
+        match chain.encoded_parts(&head, len, decoded_len, wanted) {
+            EncodedParts::Ranges(ranges) => break ranges,
+            EncodedParts::Head(n) if !looked_again && n > head.len() && n <= len => {
+                head.resize(n, 0);
+                if store.get_runs_into(key, &mut [(0, &mut head[..])])? != Some(len as u64) {
+                    return whole();
+                }
+                looked_again = true;
+            }
+            _ => return whole(),
+        }
+    };
+    let ordered = ranges.first().is_some_and(|r| r.start == 0)
+        && ranges.windows(2).all(|w| w[0].end <= w[1].start)
+        && ranges.iter().all(|r| r.start <= r.end && r.end <= len);
+    if !ordered {
+        return whole();
+    }
+    set_len_sparse(stored, len);
+    let mut runs: Vec<(u64, &mut [u8])> = Vec::with_capacity(ranges.len());
+    let (mut rest, mut consumed) = (stored.as_mut_slice(), 0);
+    for r in &ranges {
+        let (_, tail) = std::mem::take(&mut rest).split_at_mut(r.start - consumed);
+        let (part, tail) = tail.split_at_mut(r.len());
+        runs.push((r.start as u64, part));
+        (rest, consumed) = (tail, r.end);
+    }
+    let read = store.get_runs_into(key, &mut runs)?;
+    // The head the parts were planned from must be the head read with them: a chunk replaced
+    // in between is read whole.
+    let planned = head.len().min(ranges[0].end);
+    if read != Some(len as u64) || stored[..planned] != head[..planned] {
+        return whole();
+    }
+    Ok(Fetched::Parts)
+}
+
+#[cfg(test)]
+// A list of one byte range is a common argument here, not a mistaken range vector.
+#[allow(clippy::single_range_in_vec_init)]
+mod tests {
+    use super::*;
+    use crate::codec::Context;
+    use crate::zmap::memory::MemoryStore;
+    use crate::zmap::runs_of_whole;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A store that reads runs in place and counts what it reads; after `change_after` reads
+    /// of runs, the object is replaced by `replacement`.
+    #[derive(Debug)]
+    struct Counting {
+        inner: MemoryStore,
+        bytes: AtomicUsize,
+        whole: AtomicUsize,
+        run_reads: AtomicUsize,
+        change_after: usize,
+        replacement: Vec<u8>,
+    }
+
+    impl Store for Counting {
+        fn get(&self, key: &StoreKey) -> Result<Option<Vec<u8>>> {
+            self.whole.fetch_add(1, Ordering::Relaxed);
+            self.inner.get(key)
+        }
+        fn get_runs_into(
+            &self,
+            key: &StoreKey,
+            runs: &mut [(u64, &mut [u8])],
+        ) -> Result<Option<u64>> {
+            if self.run_reads.fetch_add(1, Ordering::Relaxed) + 1 == self.change_after {
+                self.inner.put(key, &self.replacement)?;
+            }
+            let n: usize = runs.iter().map(|(_, o)| o.len()).sum();
+            self.bytes.fetch_add(n, Ordering::Relaxed);
+            Ok(runs_of_whole(self.inner.get(key)?, runs))
+        }
+        fn reads_runs_in_place(&self, _key: &StoreKey) -> bool {
+            true
+        }
+        crate::zmap::forward_writes_and_listings!(inner);
+        fn describe(&self) -> String {
+            "counting".into()
+        }
+    }
+
+    fn chain(json: &str) -> Chain {
+        let cfgs: Vec<crate::codec::Config> = serde_json::from_str(json).unwrap();
+        Chain::from_configs("v", &cfgs, Context { elem_size: 4 }).unwrap()
+    }
+
+    fn store_with(stored: &[u8], change_after: usize, replacement: &[u8]) -> (Counting, StoreKey) {
+        let store = Counting {
+            inner: MemoryStore::new(),
+            bytes: AtomicUsize::new(0),
+            whole: AtomicUsize::new(0),
+            run_reads: AtomicUsize::new(0),
+            change_after,
+            replacement: replacement.to_vec(),
+        };
+        let key = StoreKey::new("v/0.0").unwrap();
+        store.put(&key, stored).unwrap();
+        (store, key)
+    }
+
+    /// Two elements of a blosc chunk of 64 blocks: a few blocks are read, and decoding them
+    /// gives the elements.
+    #[test]
+    fn a_few_elements_of_a_blosc_chunk_read_a_few_blocks() {
+        let data: Vec<u8> = (0..4_000_000u32)
+            .flat_map(|i| (i.wrapping_mul(2_654_435_761) >> 12).to_le_bytes())
+            .collect();
+        let blosc = chain(r#"[{"id":"blosc","cname":"lz4","clevel":5,"shuffle":1,"blocksize":0}]"#);
+        let stored = blosc.encode(data.clone()).unwrap();
+        let wanted = [4..8, 9_000_000..9_000_004];
+        let (store, key) = store_with(&stored, usize::MAX, &[]);
+        let mut buf = Vec::new();
+        let got = fetch(&store, &blosc, &key, data.len(), &wanted, &mut buf).unwrap();
+        assert!(matches!(got, Fetched::Parts));
+        assert_eq!(buf.len(), stored.len());
+        let read = store.bytes.load(Ordering::Relaxed);
+        assert!(read * 8 < stored.len(), "{read} of {}", stored.len());
+        assert_eq!(store.whole.load(Ordering::Relaxed), 0);
+        let mut out = vec![0u8; data.len()];
+        assert!(blosc.decode_parts(&buf, &mut out, &wanted).unwrap());
+        for r in &wanted {
+            assert_eq!(out[r.clone()], data[r.clone()]);
+        }
+        // Wanting most of the chunk, or a codec that decodes whole: the chunk is read whole.
+        let most = [0..data.len() * 3 / 4];
+        let got = fetch(&store, &blosc, &key, data.len(), &most, &mut buf).unwrap();
+        assert!(matches!(got, Fetched::Whole(Some(ref b)) if *b == stored));
+        let zstd = chain(r#"[{"id":"zstd","level":1}]"#);
+        let got = fetch(&store, &zstd, &key, data.len(), &wanted, &mut buf).unwrap();
+        assert!(matches!(got, Fetched::Whole(Some(_))));
+        let (empty, _) = store_with(&stored, usize::MAX, &[]);
+        let absent = StoreKey::new("v/1.0").unwrap();
+        let got = fetch(&empty, &blosc, &absent, data.len(), &wanted, &mut buf).unwrap();
+        assert!(matches!(got, Fetched::Absent));
+    }
+
+    /// A chunk replaced between the look at its head and the read of its parts is read whole:
+    /// parts of two different chunks are never decoded together.
+    #[test]
+    fn a_chunk_replaced_between_reads_is_read_whole() {
+        let data: Vec<u8> = (0..1_000_000u32).flat_map(|i| i.to_le_bytes()).collect();
+        let other: Vec<u8> = (0..1_000_000u32)
+            .flat_map(|i| (i ^ 0x5555).to_le_bytes())
+            .collect();
+        let blosc =
+            chain(r#"[{"id":"blosc","cname":"lz4","clevel":5,"shuffle":1,"blocksize":65536}]"#);
+        let stored = blosc.encode(data.clone()).unwrap();
+        let other = blosc.encode(other).unwrap();
+        // The same length, only one block start different.
+        let mut moved = stored.clone();
+        moved[16 + 4 * 5] ^= 1;
+        let wanted = [8..12];
+        for replacement in [other, moved] {
+            let (store, key) = store_with(&stored, 2, &replacement);
+            let mut buf = Vec::new();
+            let got = fetch(&store, &blosc, &key, data.len(), &wanted, &mut buf).unwrap();
+            assert_eq!(store.run_reads.load(Ordering::Relaxed), 2);
+            match got {
+                Fetched::Whole(Some(b)) => assert!(b == replacement),
+                Fetched::Parts => panic!("parts of a replaced chunk"),
+                _ => panic!("not read"),
+            }
+        }
+    }
+}
