@@ -51,6 +51,7 @@ mod by_runs;
 mod chunk_io;
 mod coded_parts;
 mod decoded;
+mod rows;
 mod split;
 mod worker_buffers;
 
@@ -573,7 +574,7 @@ impl Dataset {
         if !unkept.is_empty() {
             let mut scattered = Vec::new();
             let mut spanned = Vec::new();
-            let mut rest = Vec::new();
+            let mut strided = Vec::new();
             let remote_raw = geo.stored_as_is() && !self.store.is_local();
             for i in unkept {
                 if remote_raw
@@ -584,9 +585,15 @@ impl Dataset {
                 } else if decoded::worth_it(geo, out.len(), strides, &pieces[i])? {
                     scattered.push(i);
                 } else {
-                    rest.push(i);
+                    strided.push(i);
                 }
             }
+            let mut rest = decoded::read_rows(
+                self.store.as_ref(),
+                split::Target::new(geo, &pieces, out, strides),
+                &strided,
+                landing_batch_len(geo.chunk_bytes, self.store.is_local()),
+            )?;
             rest.extend(by_runs::read(
                 self.store.as_ref(),
                 split::Target::new(geo, &pieces, out, strides),

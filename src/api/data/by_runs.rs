@@ -7,13 +7,14 @@
 //! on local stores, one ranged request per chunk on remote ones). It must not know how a store
 //! reads.
 
-use super::split::{PIECES_PER_BATCH, Target, in_batches, slice_disjoint};
+use super::rows;
+use super::split::{PIECES_PER_BATCH, Target, in_batches};
 use super::{Geometry, finish_error};
 use crate::api::convert;
-use crate::chunk::copy::{copy_elements, fill_pattern};
+use crate::chunk::copy::fill_pattern;
 use crate::chunk::projection::ChunkPiece;
 use crate::chunk::runs::{self, Rows, RunShape};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::zmap::{Store, StoreKey};
 use rayon::prelude::*;
 
@@ -140,12 +141,7 @@ pub(super) fn read_rows(store: &dyn Store, target: Target<'_, '_>, wanted: &[usi
         out,
         strides,
     } = target;
-    let mut plans: Vec<(usize, Rows)> = Vec::with_capacity(wanted.len());
-    for &i in wanted {
-        if let Some(r) = runs::rows(&geo.chunks, out.len(), strides, &pieces[i], geo.esize)? {
-            plans.push((i, r));
-        }
-    }
+    let plans = rows::plans(geo, pieces, wanted, out.len(), strides)?;
     let need = |rows: &Rows| rows.starts.len() * rows.span;
     // One scratch buffer for every batch: its pages are faulted in and zeroed once, not per
     // piece.
@@ -200,102 +196,27 @@ fn land_rows(
     present: &[bool],
     out: &mut [u8],
 ) -> Result<()> {
-    let mut extents: Vec<(runs::Run, usize)> = Vec::new();
-    for (slot, (_, rows)) in batch.iter().enumerate() {
-        for (r, &(_, mem)) in rows.starts.iter().enumerate() {
-            let (start, len) = row_extent(rows, mem, geo.esize, out.len())?;
-            let run = runs::Run {
-                chunk: r,
-                mem: start,
-                len,
-            };
-            extents.push((run, slot));
-        }
-    }
-    let spans = |slot: usize| present[slot].then_some(&bufs[slot][..]);
-    match slice_disjoint(out, &mut extents, batch.len()) {
+    // Row `r` of a piece's spans starts at `r * span`.
+    let from =
+        |slot: usize, r: usize| present[slot].then(|| (&bufs[slot][..], r * batch[slot].1.span));
+    match rows::split(batch.iter().map(|(_, r)| r), out, geo.esize)? {
         Some(per_piece) => per_piece
             .into_par_iter()
             .enumerate()
             .for_each(|(slot, dests)| {
                 let rows = &batch[slot].1;
                 for (r, dest) in dests {
-                    pick_row(
-                        geo,
-                        rows,
-                        r as usize,
-                        spans(slot),
-                        dest,
-                        backward_reach(rows),
-                    );
+                    let r = r as usize;
+                    rows::copy_row(geo, rows, from(slot, r), dest, rows::backward_reach(rows));
                 }
             }),
         None => {
             for (slot, (_, rows)) in batch.iter().enumerate() {
                 for (r, &(_, mem)) in rows.starts.iter().enumerate() {
-                    pick_row(geo, rows, r, spans(slot), out, mem);
+                    rows::copy_row(geo, rows, from(slot, r), out, mem);
                 }
             }
         }
     }
     Ok(())
-}
-
-/// How far below its first element a row of `rows` reaches in the caller's buffer: nothing
-/// when it runs forwards, the span of its elements when it runs backwards.
-fn backward_reach(rows: &Rows) -> usize {
-    if rows.mem_step < 0 {
-        rows.count
-            .saturating_sub(1)
-            .saturating_mul(rows.mem_step.unsigned_abs())
-    } else {
-        0
-    }
-}
-
-/// The part of a buffer of `out_len` bytes that the row starting at `mem` covers, as its first
-/// byte and length; an error when any of its elements lies outside.
-fn row_extent(rows: &Rows, mem: usize, e: usize, out_len: usize) -> Result<(usize, usize)> {
-    let outside = || Error::Invalid("row outside the output buffer".into());
-    let reach = (rows.count.saturating_sub(1) as isize)
-        .checked_mul(rows.mem_step)
-        .ok_or_else(outside)?;
-    let (lo, hi) = if reach < 0 {
-        (
-            mem.checked_sub(reach.unsigned_abs()).ok_or_else(outside)?,
-            mem,
-        )
-    } else {
-        (mem, mem.checked_add(reach as usize).ok_or_else(outside)?)
-    };
-    let end = hi
-        .checked_add(e)
-        .filter(|&end| end <= out_len)
-        .ok_or_else(outside)?;
-    Ok((lo, end - lo))
-}
-
-/// Copies the elements of row `r` of `rows` from its span in `spans` (the fill value when the
-/// chunk is absent) into `dest`, the first at byte `first`.
-fn pick_row(
-    geo: &Geometry,
-    rows: &Rows,
-    r: usize,
-    spans: Option<&[u8]>,
-    dest: &mut [u8],
-    first: usize,
-) {
-    // An absent chunk gives the fill value: one element, read again for every place.
-    let (src, from) = match spans {
-        Some(s) => (s, (r * rows.span, rows.chunk_step as isize)),
-        None => (&geo.fill[..geo.esize], (0, 0)),
-    };
-    copy_elements(
-        dest,
-        (first, rows.mem_step),
-        src,
-        from,
-        rows.count,
-        geo.esize,
-    );
 }

@@ -11,7 +11,8 @@
 
 use super::chunk_io;
 use super::coded_parts::{self, Fetched};
-use super::split::{PieceRuns, Target, in_batches};
+use super::rows;
+use super::split::{PIECES_PER_BATCH, PieceRuns, Target, in_batches};
 use super::worker_buffers::{WorkerBuffers, set_len_sparse};
 use super::{Geometry, finish_error};
 use crate::api::convert;
@@ -75,6 +76,60 @@ pub(super) fn read(
             |scratch, runs, key, stored| land(geo, key, stored, runs, scratch),
         )
     })
+}
+
+/// Reads the strided `wanted` pieces (runs too short to list: [`worth_it`] is false) row by
+/// row: each worker decodes a chunk into its scratch buffer and copies the rows of its piece
+/// into their disjoint places in `out`, so decoding and the element copy both use every core.
+/// Batches of `batch_len` pieces; returns the pieces of batches whose rows overlap in `out`.
+pub(super) fn read_rows(
+    store: &dyn Store,
+    target: Target<'_, '_>,
+    wanted: &[usize],
+    batch_len: usize,
+) -> Result<Vec<usize>> {
+    let Target {
+        geo,
+        pieces,
+        out,
+        strides,
+    } = target;
+    let plans = rows::plans(geo, pieces, wanted, out.len(), strides)?;
+    let buffers = WorkerBuffers::new();
+    let mut left = Vec::new();
+    for batch in plans.chunks(batch_len.clamp(1, PIECES_PER_BATCH)) {
+        let Some(per_piece) = rows::split(batch.iter().map(|(_, r)| r), out, geo.esize)? else {
+            left.extend(batch.iter().map(|(i, _)| *i));
+            continue;
+        };
+        let keys: Vec<StoreKey> = batch
+            .iter()
+            .map(|(i, _)| geo.key(&pieces[*i].chunk))
+            .collect::<Result<_>>()?;
+        let items: Vec<_> = per_piece.into_iter().zip(batch).collect();
+        chunk_io::fetch_each(
+            store,
+            &keys,
+            items,
+            &buffers,
+            |scratch, (dests, (_, rows)), key, stored| {
+                let chunk = match stored {
+                    Some(bytes) => {
+                        set_len_sparse(scratch, geo.chunk_bytes);
+                        Dataset::decode_chunk_into(geo, key, bytes, scratch)?;
+                        Some(&scratch[..])
+                    }
+                    None => None,
+                };
+                for (r, dest) in dests {
+                    let from = chunk.map(|c| (c, rows.starts[r as usize].0));
+                    rows::copy_row(geo, rows, from, dest, rows::backward_reach(rows));
+                }
+                Ok(())
+            },
+        )?;
+    }
+    Ok(left)
 }
 
 /// Reads the parts of a chunk its runs need when the store reads parts in place (see
