@@ -589,6 +589,87 @@ fn strided_reads_of_coded_chunks_match_the_dense_copy() {
     }
 }
 
+/// A dataset opened read-only and read chunk after chunk has the chunks that follow decoded
+/// ahead (on a machine with two cores or more): once a request waited for them, they are
+/// served decoded even after their files change. Values are right in both byte orders, with
+/// an absent chunk (fill) among those decoded ahead, and for requests of single rows; a
+/// dataset opened for writing decodes nothing ahead (the change shows at once).
+#[test]
+fn chunks_read_in_sequence_are_decoded_ahead_on_read_only_datasets() {
+    let dir = tempfile::tempdir().unwrap();
+    let shape = [6u64, 16, 32];
+    let chunks = [1u64, 8, 16];
+    let chunk_at = |t: u64, y: u64, x: u64| slab(&[t, y * 8, x * 16], &[1, 8, 16], &[1, 1, 1]);
+    let fill = f32::from_bits(0x7cf0_0000);
+    for (name, endian) in [
+        ("ahead-le.zarr", Endian::Little),
+        ("ahead-be.zarr", Endian::Big),
+    ] {
+        make_with(
+            dir.path(),
+            name,
+            &shape,
+            &chunks,
+            endian,
+            true,
+            Coding::ShuffleDeflate,
+        );
+        let path = |c: &str| dir.path().join(format!("{name}/v/{c}"));
+        std::fs::remove_file(path("2.0.0")).unwrap();
+        // Requests lie within one chunk: those in chunk (2, 0, 0) are fill.
+        let expect = |c: &Slab| -> Vec<f32> {
+            let chunk: Vec<u64> = c.start.iter().zip(chunks).map(|(s, n)| s / n).collect();
+            if chunk == [2, 0, 0] {
+                vec![fill; c.count.iter().product::<u64>() as usize]
+            } else {
+                expected(&shape, c)
+            }
+        };
+        let mut ds = Dataset::open(&url(dir.path(), name), false).unwrap();
+        // Chunks 0, 1 and 2 in C order: a sequence; the request for chunk 2 waits for the
+        // chunks decoded ahead of it.
+        let order = [(0, 0, 0), (0, 0, 1), (0, 1, 0)];
+        for (t, y, x) in order {
+            let c = chunk_at(t, y, x);
+            assert_eq!(read(&mut ds, &c), expect(&c), "{name} {c:?}");
+        }
+        let good: Vec<_> = (1..6)
+            .map(|t| std::fs::read(path(&format!("{t}.1.1"))))
+            .collect();
+        if !std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2) {
+            eprintln!("one core: nothing is decoded ahead");
+            continue;
+        }
+        for t in 1..6 {
+            std::fs::write(path(&format!("{t}.1.1")), b"damaged").unwrap();
+        }
+        for t in 0..6 {
+            for (y, x) in [(0, 0), (0, 1), (1, 0), (1, 1)] {
+                if t == 0 && (y, x) != (1, 1) {
+                    continue;
+                }
+                let c = chunk_at(t, y, x);
+                assert_eq!(read(&mut ds, &c), expect(&c), "{name} ahead {c:?}");
+                // A single row of the chunk, read again.
+                let row = slab(&[t, y * 8 + 3, x * 16], &[1, 1, 16], &[1, 1, 1]);
+                assert_eq!(read(&mut ds, &row), expect(&row), "{name} row {row:?}");
+            }
+        }
+        let mut writable = Dataset::open(&url(dir.path(), name), true).unwrap();
+        for (t, y, x) in order {
+            read(&mut writable, &chunk_at(t, y, x));
+        }
+        let err = read_error(&mut writable, &chunk_at(1, 1, 1));
+        assert!(
+            matches!(err, Error::Filter { .. } | Error::ChunkSize { .. }),
+            "{name}: {err:?}"
+        );
+        for (t, bytes) in (1..6).zip(good) {
+            std::fs::write(path(&format!("{t}.1.1")), bytes.unwrap()).unwrap();
+        }
+    }
+}
+
 /// Makes the last compressed block of a one-frame Zstandard stream undecodable, leaving the
 /// frame's structure (block headers and sizes) intact: its literals section claims ~1 MiB of
 /// raw literals, more than a block can hold.

@@ -9,6 +9,7 @@
 use super::convert;
 use super::dataset::Dataset;
 use crate::chunk::cache::ChunkCache;
+use crate::chunk::cache::ChunkIndex;
 use crate::chunk::copy::{
     c_order_strides, fill_pattern, read_piece, whole_chunk_range, write_piece,
 };
@@ -20,6 +21,7 @@ use crate::model::{Endian, GroupId, NcType, Var};
 use crate::zmap::StoreKey;
 use rayon::prelude::*;
 use std::ops::Range;
+use std::sync::Arc;
 use worker_buffers::WorkerBuffers;
 
 /// Bytes of chunks fetched and decoded together from a store with latency: enough requests in
@@ -51,6 +53,7 @@ mod by_runs;
 mod chunk_io;
 mod coded_parts;
 mod decoded;
+pub(crate) mod read_ahead;
 mod rows;
 mod split;
 mod worker_buffers;
@@ -84,8 +87,13 @@ pub struct Slab {
     pub stride: Vec<u64>,
 }
 
+/// Bytes of chunks decoded ahead of a variable read in sequence, at least (see
+/// [`Dataset::read_ahead_depth`]).
+const READ_AHEAD_BYTES: usize = 8 << 20;
+
 /// Everything the data path needs to know about a variable, computed once per call (so no
 /// call clones the variable and its attributes).
+#[derive(Clone)]
 struct Geometry {
     ty: NcType,
     scalar: bool,
@@ -535,6 +543,119 @@ impl Dataset {
             &slab.stride,
         )?;
         let pieces: Vec<ChunkPiece> = proj.pieces().collect();
+        let ahead = self.read_ahead_depth(g, v, geo);
+        if ahead > 0 {
+            self.take_read_ahead(g, v, geo, &pieces)?;
+        }
+        self.read_pieces(g, v, geo, &pieces, out, strides)?;
+        if ahead > 0 {
+            self.read_ahead_after(g, v, geo, &pieces, ahead);
+        }
+        Ok(())
+    }
+
+    /// How many chunks to decode ahead of a variable read in sequence: [`READ_AHEAD_BYTES`]
+    /// of them, when that is at least two per thread and the chunk cache holds twice as many;
+    /// none unless the dataset is read-only (what is decoded ahead can never be stale), its
+    /// chunks are coded (uncompressed chunks are read straight into the caller's buffer at
+    /// the speed of a copy), and the pool has threads to spare and the caller is not one of
+    /// them. Larger chunks are decoded straight into the caller's buffer: decoding them ahead
+    /// into chunk buffers and copying them out cost more than it saved (16 MiB blosc chunks
+    /// read one by one took 20% longer, zstd ones 10% less).
+    fn read_ahead_depth(&self, g: GroupId, v: usize, geo: &Geometry) -> usize {
+        let threads = rayon::current_num_threads();
+        if self.writable
+            || geo.chain.is_empty()
+            || !geo.cacheable
+            || threads < 2
+            || rayon::current_thread_index().is_some()
+        {
+            return 0;
+        }
+        let chunk = geo.chunk_bytes.max(1);
+        let depth = (READ_AHEAD_BYTES / chunk)
+            .min(geo.cache_bytes / 2 / chunk)
+            .min(self.tree.group(g).vars[v].cache.nelems / 2);
+        if depth < 2 * threads { 0 } else { depth }
+    }
+
+    /// Puts the chunks decoded ahead that this request wants (and those decoded with them)
+    /// into the variable's chunk cache.
+    fn take_read_ahead(
+        &mut self,
+        g: GroupId,
+        v: usize,
+        geo: &Geometry,
+        pieces: &[ChunkPiece],
+    ) -> Result<()> {
+        let wanted: Vec<ChunkIndex> = pieces.iter().map(|p| p.chunk.clone()).collect();
+        let ready = self.read_ahead.entry((g.0, v)).or_default().take(&wanted);
+        let mut freed = Vec::new();
+        for (idx, data) in ready {
+            let (dirty, clean) = self
+                .cache_for(g, v)
+                .insert_keeping_buffers(idx, data, false);
+            freed.extend(clean);
+            for (evicted, data) in dirty {
+                self.store_chunk(geo, &evicted, data)?;
+            }
+        }
+        if let Some(ra) = self.read_ahead.get(&(g.0, v)) {
+            ra.recycle(freed);
+        }
+        Ok(())
+    }
+
+    /// Records the request's chunks and, when it continues a sequence, starts decoding the
+    /// next `ahead` chunks in the background ([`ReadAhead::after`]).
+    fn read_ahead_after(
+        &mut self,
+        g: GroupId,
+        v: usize,
+        geo: &Geometry,
+        pieces: &[ChunkPiece],
+        ahead: usize,
+    ) {
+        let (Some(first), Some(last)) = (
+            pieces.iter().map(|p| &p.chunk).min(),
+            pieces.iter().map(|p| &p.chunk).max(),
+        ) else {
+            return;
+        };
+        let grid: Vec<u64> = geo
+            .shape
+            .iter()
+            .zip(&geo.chunks)
+            .map(|(&s, &c)| s.div_ceil(c.max(1)))
+            .collect();
+        let store = Arc::clone(&self.store);
+        let geo = geo.clone();
+        let decode = move |idx: &ChunkIndex, stored: &mut Vec<u8>, mut out: Vec<u8>| {
+            let key = geo.key(idx).ok()?;
+            if !store.get_into(&key, stored).ok()? {
+                return None;
+            }
+            out.resize(geo.chunk_bytes, 0);
+            Dataset::decode_chunk_into(&geo, &key, stored, &mut out).ok()?;
+            Some(out)
+        };
+        self.read_ahead
+            .entry((g.0, v))
+            .or_default()
+            .after(first, last, &grid, ahead, decode);
+    }
+
+    /// Reads the `pieces` of a request into `out`: from the cache, straight from the store, or
+    /// through chunk buffers, each piece the cheapest way.
+    fn read_pieces(
+        &mut self,
+        g: GroupId,
+        v: usize,
+        geo: &Geometry,
+        pieces: &[ChunkPiece],
+        out: &mut [u8],
+        strides: &[i64],
+    ) -> Result<()> {
         let mut direct: Vec<(usize, Range<usize>)> = Vec::new();
         let mut buffered: Vec<usize> = Vec::new();
         let mut by_runs: Vec<usize> = Vec::new();
@@ -562,12 +683,12 @@ impl Dataset {
         }
         buffered.extend(by_runs::read(
             self.store.as_ref(),
-            split::Target::new(geo, &pieces, out, strides),
+            split::Target::new(geo, pieces, out, strides),
             &by_runs,
         )?);
         // Chunks the cache will not keep are decoded and copied in one parallel step.
         let unkept = if geo.cache_keeps(buffered.len()) {
-            self.first_sparse_reads(g, v, geo, &pieces, &mut buffered, out.len(), strides)?
+            self.first_sparse_reads(g, v, geo, pieces, &mut buffered, out.len(), strides)?
         } else {
             std::mem::take(&mut buffered)
         };
@@ -590,18 +711,18 @@ impl Dataset {
             }
             let mut rest = decoded::read_rows(
                 self.store.as_ref(),
-                split::Target::new(geo, &pieces, out, strides),
+                split::Target::new(geo, pieces, out, strides),
                 &strided,
                 landing_batch_len(geo.chunk_bytes, self.store.is_local()),
             )?;
             rest.extend(by_runs::read(
                 self.store.as_ref(),
-                split::Target::new(geo, &pieces, out, strides),
+                split::Target::new(geo, pieces, out, strides),
                 &spanned,
             )?);
             rest.extend(decoded::read(
                 self.store.as_ref(),
-                split::Target::new(geo, &pieces, out, strides),
+                split::Target::new(geo, pieces, out, strides),
                 &scattered,
                 landing_batch_len(geo.chunk_bytes, self.store.is_local()),
             )?);
@@ -609,7 +730,7 @@ impl Dataset {
         }
         by_runs::read_rows(
             self.store.as_ref(),
-            split::Target::new(geo, &pieces, out, strides),
+            split::Target::new(geo, pieces, out, strides),
             &by_rows,
         )?;
         // Direct targets must be disjoint (an `imap` can make them overlap): keep the first of
@@ -626,8 +747,8 @@ impl Dataset {
             keep
         });
         buffered.sort_unstable();
-        self.read_direct(geo, &pieces, &direct, out)?;
-        self.read_buffered(g, v, geo, &pieces, &buffered, out, strides)
+        self.read_direct(geo, pieces, &direct, out)?;
+        self.read_buffered(g, v, geo, pieces, &buffered, out, strides)
     }
 
     /// Takes out of `buffered` the pieces whose chunks are read sparsely for the first time

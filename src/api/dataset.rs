@@ -5,6 +5,7 @@
 //! whose bytes changed; arrays before the groups that list them, `.zmetadata` last, so a
 //! reader never finds a group naming an array that has no `.zarray`.
 
+use crate::api::data::read_ahead::ReadAhead;
 use crate::chunk::cache::ChunkCache;
 use crate::error::{Error, Result};
 use crate::format::{self, Layout};
@@ -12,6 +13,7 @@ use crate::model::{GroupId, Tree};
 use crate::url::{DatasetUrl, Flavor};
 use crate::zmap::{self, OpenHow, Store, StoreKey, StorePrefix};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// Objects copied per round when a renamed group or variable moves its objects.
 const MOVE_BATCH: usize = 256;
@@ -29,7 +31,7 @@ pub struct CreateOptions {
 #[derive(Debug)]
 pub struct Dataset {
     pub tree: Tree,
-    pub(crate) store: Box<dyn Store>,
+    pub(crate) store: Arc<dyn Store>,
     pub layout: Layout,
     pub writable: bool,
     pub(crate) read_only_reason: Option<String>,
@@ -44,6 +46,8 @@ pub struct Dataset {
     written: HashMap<String, Vec<u8>>,
     /// Per-variable chunk caches, keyed by (group, varid).
     pub(crate) caches: HashMap<(usize, usize), ChunkCache>,
+    /// Per-variable read-ahead of chunks read in sequence (datasets opened read-only).
+    pub(crate) read_ahead: HashMap<(usize, usize), ReadAhead>,
     /// Store paths of groups as they are on disk (for renames).
     group_paths: HashMap<usize, String>,
 }
@@ -52,7 +56,7 @@ impl Dataset {
     fn new(store: Box<dyn Store>, tree: Tree, layout: Layout, writable: bool) -> Dataset {
         Dataset {
             tree,
-            store,
+            store: Arc::from(store),
             layout,
             writable,
             read_only_reason: None,
@@ -63,6 +67,7 @@ impl Dataset {
             ncproperties: format::write::ncproperties(),
             written: HashMap::new(),
             caches: HashMap::new(),
+            read_ahead: HashMap::new(),
             group_paths: HashMap::new(),
         }
     }

@@ -13,6 +13,9 @@ const SEEN_LIMIT: usize = 16 * 1024;
 /// Chunk grid index.
 pub type ChunkIndex = Vec<u64>;
 
+/// Dirty chunks evicted (for the caller to store).
+pub type Evicted = Vec<(ChunkIndex, Vec<u8>)>;
+
 #[derive(Debug)]
 struct Entry {
     data: Vec<u8>,
@@ -94,6 +97,17 @@ impl ChunkCache {
         data: Vec<u8>,
         dirty: bool,
     ) -> Vec<(ChunkIndex, Vec<u8>)> {
+        self.insert_keeping_buffers(idx, data, dirty).0
+    }
+
+    /// Inserts a chunk as [`ChunkCache::insert`], and also returns the buffers of the clean
+    /// chunks evicted, for the caller to reuse.
+    pub fn insert_keeping_buffers(
+        &mut self,
+        idx: ChunkIndex,
+        data: Vec<u8>,
+        dirty: bool,
+    ) -> (Evicted, Vec<Vec<u8>>) {
         self.clock += 1;
         if let Some(old) = self.entries.remove(&idx) {
             self.bytes -= old.data.len();
@@ -107,10 +121,22 @@ impl ChunkCache {
                 last_use: self.clock,
             },
         );
-        self.evict(Some(&idx))
+        let mut clean = Vec::new();
+        let dirty = self.evict_all(Some(&idx), |buf| clean.push(buf));
+        (dirty, clean)
     }
 
     fn evict(&mut self, keep: Option<&ChunkIndex>) -> Vec<(ChunkIndex, Vec<u8>)> {
+        self.evict_all(keep, drop)
+    }
+
+    /// Evicts least recently used chunks until the bounds are met: returns the dirty ones and
+    /// hands the buffers of the clean ones to `clean`.
+    fn evict_all(
+        &mut self,
+        keep: Option<&ChunkIndex>,
+        mut clean: impl FnMut(Vec<u8>),
+    ) -> Vec<(ChunkIndex, Vec<u8>)> {
         let mut out = Vec::new();
         while self.bytes > self.limit_bytes || self.entries.len() > self.limit_entries {
             let victim = self
@@ -124,6 +150,8 @@ impl ChunkCache {
                 self.bytes -= e.data.len();
                 if e.dirty {
                     out.push((v, e.data));
+                } else {
+                    clean(e.data);
                 }
             }
         }

@@ -1,0 +1,233 @@
+//! Read-ahead for a variable read chunk after chunk: when a request starts at the chunk that
+//! follows, in C order, the last chunk of the previous request, the chunks after this request
+//! are fetched and decoded in the background, in parallel, while the caller works on what it
+//! got; the next request that wants any of them waits for that work and takes its chunks.
+//! A loop of `nc_get_vara` over chunks (what `nccopy` does) then decodes on every core instead
+//! of one chunk at a time on the caller's thread.
+//!
+//! Owns the detection of sequential requests, which chunks come next, and the background work
+//! and its hand-over. What fetching and decoding a chunk means is the caller's (a function
+//! given to [`ReadAhead::after`]), and so is where the chunks go (the chunk cache). Only
+//! datasets nobody writes through use it: a chunk decoded ahead can never be stale.
+
+use crate::chunk::cache::ChunkIndex;
+use rayon::prelude::*;
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+
+/// Decoded chunks handed over by a background job: `None` until it is done.
+type Handover = Arc<(Mutex<Option<Vec<(ChunkIndex, Vec<u8>)>>>, Condvar)>;
+
+/// One variable's read-ahead state.
+#[derive(Default, Debug)]
+pub(crate) struct ReadAhead {
+    /// The chunk after the last chunk of the previous request.
+    expected: Option<ChunkIndex>,
+    /// The chunk after the last one decoded ahead (or being decoded) in this sequence.
+    ahead_until: Option<ChunkIndex>,
+    /// The chunks a background job is decoding, and where it hands them over.
+    pending: Option<(Vec<ChunkIndex>, Handover)>,
+    /// Buffers for jobs to read and decode into (chunk buffers the cache let go of): a chunk
+    /// decoded into a fresh buffer costs its pages' faults, as much as decoding a fast codec.
+    spares: Arc<Mutex<Vec<Vec<u8>>>>,
+    /// The most buffers kept spare.
+    max_spares: usize,
+}
+
+impl ReadAhead {
+    /// The chunks decoded ahead when the request for `wanted` chunks wants any of them
+    /// (waiting for the job to finish); none otherwise, and the work stays for a later
+    /// request.
+    pub(crate) fn take(&mut self, wanted: &[ChunkIndex]) -> Vec<(ChunkIndex, Vec<u8>)> {
+        let Some((chunks, _)) = &self.pending else {
+            return Vec::new();
+        };
+        if !wanted.iter().any(|w| chunks.contains(w)) {
+            return Vec::new();
+        }
+        let Some((_, handover)) = self.pending.take() else {
+            return Vec::new();
+        };
+        let (slot, done) = &*handover;
+        let mut ready = slot.lock().unwrap_or_else(PoisonError::into_inner);
+        while ready.is_none() {
+            ready = done.wait(ready).unwrap_or_else(PoisonError::into_inner);
+        }
+        ready.take().unwrap_or_default()
+    }
+
+    /// Keeps `buffers` for the next jobs to decode into, as many as they can use.
+    pub(crate) fn recycle(&self, buffers: Vec<Vec<u8>>) {
+        let mut spares = self.spares.lock().unwrap_or_else(PoisonError::into_inner);
+        for b in buffers {
+            if spares.len() >= self.max_spares {
+                break;
+            }
+            spares.push(b);
+        }
+    }
+
+    /// Records a request for chunks `first..=last` (C order) of a variable with `grid` chunks
+    /// along each dimension. When it started where the previous one ended and no work is
+    /// under way, starts decoding in the background, with `decode`, the `ahead` chunks that
+    /// follow both this request and what was decoded ahead already. `decode(chunk, stored,
+    /// out)` reads the chunk into `stored` and decodes it into `out` (both reused buffers)
+    /// and gives `out` back, or `None` for a chunk that is absent or does not decode (the
+    /// request that wants it reads it itself and reports what is wrong). A sequence that
+    /// starts elsewhere abandons work under way.
+    pub(crate) fn after<F>(
+        &mut self,
+        first: &[u64],
+        last: &[u64],
+        grid: &[u64],
+        ahead: usize,
+        decode: F,
+    ) where
+        F: Fn(&ChunkIndex, &mut Vec<u8>, Vec<u8>) -> Option<Vec<u8>> + Send + Sync + 'static,
+    {
+        let sequential = self.expected.as_deref() == Some(first);
+        self.expected = next_chunk(last, grid);
+        if !sequential {
+            self.ahead_until = None;
+            return;
+        }
+        if let Some((chunks, _)) = &self.pending {
+            if self
+                .expected
+                .as_ref()
+                .is_some_and(|e| chunks.last().is_some_and(|l| e <= l))
+            {
+                return;
+            }
+            // The sequence moved past the work under way: it is of no use any more.
+            self.pending = None;
+            self.ahead_until = None;
+        }
+        let mut at = match (&self.expected, &self.ahead_until) {
+            (Some(e), Some(a)) if a > e => Some(a.clone()),
+            (e, _) => e.clone(),
+        };
+        let mut chunks = Vec::with_capacity(ahead);
+        while chunks.len() < ahead {
+            let Some(idx) = at.take() else { break };
+            at = next_chunk(&idx, grid);
+            chunks.push(idx);
+        }
+        if chunks.is_empty() {
+            return;
+        }
+        self.ahead_until = at;
+        // The buffers of one job: its decoded chunks and a read buffer per thread.
+        self.max_spares = ahead + rayon::current_num_threads();
+        let handover: Handover = Arc::default();
+        self.pending = Some((chunks.clone(), handover.clone()));
+        let spares = Arc::clone(&self.spares);
+        rayon::spawn(move || {
+            let spare = || {
+                let mut s = spares.lock().unwrap_or_else(PoisonError::into_inner);
+                s.pop().unwrap_or_default()
+            };
+            let one = |idx: ChunkIndex| {
+                let mut stored = spare();
+                let decoded = decode(&idx, &mut stored, spare());
+                spares
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(stored);
+                decoded.map(|data| (idx, data))
+            };
+            // A panic must not abort the host program: it hands over nothing instead.
+            let decoded = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                chunks.into_par_iter().filter_map(one).collect::<Vec<_>>()
+            }))
+            .unwrap_or_default();
+            let (slot, done) = &*handover;
+            *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(decoded);
+            done.notify_all();
+        });
+    }
+}
+
+/// The chunk after `idx` in C order within a grid of `grid` chunks per dimension; `None` after
+/// the last one.
+fn next_chunk(idx: &[u64], grid: &[u64]) -> Option<ChunkIndex> {
+    let mut next = idx.to_vec();
+    for d in (0..next.len()).rev() {
+        next[d] += 1;
+        if next[d] < grid[d] {
+            return Some(next);
+        }
+        next[d] = 0;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_follow_in_c_order_and_end_with_the_grid() {
+        assert_eq!(next_chunk(&[0, 2], &[2, 3]), Some(vec![1, 0]));
+        assert_eq!(next_chunk(&[0, 1], &[2, 3]), Some(vec![0, 2]));
+        assert_eq!(next_chunk(&[1, 2], &[2, 3]), None);
+        assert_eq!(next_chunk(&[], &[]), None);
+    }
+
+    /// Work starts only once a request continues the previous one, covers the chunks after
+    /// it (and after what was decoded ahead already), and is handed over to the first request
+    /// that wants it; a sequence that starts elsewhere abandons it.
+    #[test]
+    fn sequential_requests_get_the_next_chunks_decoded_ahead() {
+        let grid = [3u64, 2];
+        let decoded = Arc::new(Mutex::new(Vec::new()));
+        let log = decoded.clone();
+        let decode = move |idx: &ChunkIndex, _: &mut Vec<u8>, _: Vec<u8>| {
+            log.lock().unwrap().push(idx.clone());
+            // Chunk (2, 1) is absent.
+            (idx[..] != [2, 1]).then(|| vec![idx[0] as u8, idx[1] as u8])
+        };
+        let mut ra = ReadAhead::default();
+        ra.after(&[0, 0], &[0, 0], &grid, 2, decode.clone());
+        assert!(ra.pending.is_none(), "one request is no sequence");
+        ra.after(&[0, 1], &[0, 1], &grid, 2, decode.clone());
+        // A request that wants none of the work leaves it for later.
+        assert!(ra.take(&[vec![0, 1]]).is_empty());
+        let got = ra.take(&[vec![1, 0]]);
+        assert_eq!(
+            got,
+            vec![(vec![1, 0], vec![1, 0]), (vec![1, 1], vec![1, 1])]
+        );
+        // Chunk (1, 0) was decoded ahead: the next work starts after (1, 1).
+        ra.after(&[1, 0], &[1, 0], &grid, 2, decode.clone());
+        assert_eq!(ra.take(&[vec![2, 0]]), vec![(vec![2, 0], vec![2, 0])]);
+        let mut asked = decoded.lock().unwrap().clone();
+        asked.sort();
+        assert_eq!(asked, [vec![1, 0], vec![1, 1], vec![2, 0], vec![2, 1]]);
+        // The last chunk: nothing comes after it.
+        ra.after(&[1, 1], &[2, 1], &grid, 4, decode.clone());
+        assert!(ra.pending.is_none());
+        // A sequence elsewhere abandons the work under way and starts its own.
+        let mut ra = ReadAhead::default();
+        ra.after(&[0, 0], &[0, 0], &grid, 1, decode.clone());
+        ra.after(&[0, 1], &[0, 1], &grid, 1, decode.clone());
+        ra.after(&[2, 0], &[2, 0], &grid, 1, decode.clone());
+        ra.after(&[2, 1], &[2, 1], &grid, 1, decode.clone());
+        assert!(ra.pending.is_none());
+        ra.after(&[1, 0], &[1, 0], &grid, 1, decode.clone());
+        ra.after(&[1, 1], &[1, 1], &grid, 1, decode);
+        assert_eq!(ra.take(&[vec![2, 0]]), vec![(vec![2, 0], vec![2, 0])]);
+    }
+
+    /// A decoder that panics hands over nothing, and the waiting request goes on.
+    #[test]
+    fn a_panicking_decoder_hands_over_nothing() {
+        let mut ra = ReadAhead::default();
+        let decode = |_: &ChunkIndex, _: &mut Vec<u8>, _: Vec<u8>| -> Option<Vec<u8>> {
+            panic!("decoder failed")
+        };
+        ra.after(&[0], &[0], &[4], 2, decode);
+        ra.after(&[1], &[1], &[4], 2, decode);
+        assert!(ra.take(&[vec![2]]).is_empty());
+    }
+}
