@@ -558,8 +558,9 @@ impl Dataset {
     /// of them, when that is at least two per thread and the chunk cache holds twice as many;
     /// none unless the dataset is read-only (what is decoded ahead can never be stale), its
     /// chunks are coded (uncompressed chunks are read straight into the caller's buffer at
-    /// the speed of a copy), and the pool has threads to spare and the caller is not one of
-    /// them. Larger chunks are decoded straight into the caller's buffer: decoding them ahead
+    /// the speed of a copy), the store is local (a remote read would hold a pool thread for a
+    /// round trip), and the pool has threads to spare and the caller is not one of them.
+    /// Larger chunks are decoded straight into the caller's buffer: decoding them ahead
     /// into chunk buffers and copying them out cost more than it saved (16 MiB blosc chunks
     /// read one by one took 20% longer, zstd ones 10% less).
     fn read_ahead_depth(&self, g: GroupId, v: usize, geo: &Geometry) -> usize {
@@ -567,6 +568,7 @@ impl Dataset {
         if self.writable
             || geo.chain.is_empty()
             || !geo.cacheable
+            || !self.store.is_local()
             || threads < 2
             || rayon::current_thread_index().is_some()
         {
@@ -809,6 +811,9 @@ impl Dataset {
             (rest, consumed) = (tail, r.end);
             targets.push((geo.key(&pieces[*i].chunk)?, mine));
         }
+        // Chunks decode straight into the caller's buffer: only the workers' read buffers are
+        // used, from batch to batch.
+        let buffers = WorkerBuffers::new();
         for batch in targets.chunks_mut(landing_batch_len(geo.chunk_bytes, self.store.is_local())) {
             let keys: Vec<StoreKey> = batch.iter().map(|(k, _)| k.clone()).collect();
             if geo.stored_as_is() {
@@ -820,13 +825,11 @@ impl Dataset {
                     .try_for_each(|((o, len), key)| finish_direct(geo, key, len, o))?;
             } else {
                 let outs: Vec<&mut [u8]> = batch.iter_mut().map(|(_, o)| &mut **o).collect();
-                // Chunks decode straight into the caller's buffer: the workers' buffers stay empty.
-                let unused = WorkerBuffers::new();
                 chunk_io::fetch_each(
                     self.store.as_ref(),
                     &keys,
                     outs,
-                    &unused,
+                    &buffers,
                     |_, o, key, stored| match stored {
                         None => {
                             fill_pattern(o, &geo.fill);

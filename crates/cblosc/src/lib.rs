@@ -307,10 +307,14 @@ pub fn parts_needed(head: &[u8], len: usize, decoded: usize, wanted: &[Range<usi
     let Some(layout) = Layout::of(head) else {
         return Needed::Whole;
     };
+    // Checked first: the header's sizes bound what is allocated below.
     let sane = layout.cbytes == len
         && layout.nbytes == decoded
         && len <= decoded.saturating_add(MAX_OVERHEAD);
-    let Some(touched) = layout.touched(wanted).filter(|_| sane) else {
+    if !sane {
+        return Needed::Whole;
+    }
+    let Some(touched) = layout.touched(wanted) else {
         return Needed::Whole;
     };
     let mut ranges: Vec<Range<usize>> = Vec::new();
@@ -533,6 +537,12 @@ mod tests {
             for r in &wanted {
                 assert_eq!(dst[r.clone()], data[r.clone()], "{name} {r:?}");
             }
+            // A header claiming 4 GiB in blocks of one byte is refused before anything is
+            // sized from it.
+            let mut huge = c[..HEADER_LEN].to_vec();
+            huge[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
+            huge[8..12].copy_from_slice(&1u32.to_le_bytes());
+            assert_eq!(parts_needed(&huge, c.len(), len, &wanted), Needed::Whole);
             // Sizes that do not match, or wanting most of the buffer: read it whole.
             let head = &c[..head_len];
             assert_eq!(parts_needed(head, c.len() + 1, len, &wanted), Needed::Whole);

@@ -205,10 +205,10 @@ fn land(
     Ok(())
 }
 
-/// Runs closer than this are asked for as one range: no coded block is this small, so joining
-/// them never wants a block neither run is in, and a piece of many short runs makes a short
-/// list.
-const JOIN_GAP: usize = 4096;
+/// Runs closer than this are asked for as one range: no blosc block is smaller (c-blosc's
+/// least block size), so joining them never wants a block neither run is in, and a piece of
+/// many short runs makes a shorter list.
+const JOIN_GAP: usize = 128;
 
 /// The byte ranges of the chunk that `runs` copy, in their order, close neighbours joined.
 fn wanted(runs: &PieceRuns<'_>) -> Vec<Range<usize>> {

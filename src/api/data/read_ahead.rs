@@ -23,8 +23,8 @@ type Handover = Arc<(Mutex<Option<Vec<(ChunkIndex, Vec<u8>)>>>, Condvar)>;
 pub(crate) struct ReadAhead {
     /// The chunk after the last chunk of the previous request.
     expected: Option<ChunkIndex>,
-    /// The chunk after the last one decoded ahead (or being decoded) in this sequence.
-    ahead_until: Option<ChunkIndex>,
+    /// The last chunk decoded ahead (or being decoded) in this sequence.
+    ahead_last: Option<ChunkIndex>,
     /// The chunks a background job is decoding, and where it hands them over.
     pending: Option<(Vec<ChunkIndex>, Handover)>,
     /// Buffers for jobs to read and decode into (chunk buffers the cache let go of): a chunk
@@ -86,9 +86,20 @@ impl ReadAhead {
         F: Fn(&ChunkIndex, &mut Vec<u8>, Vec<u8>) -> Option<Vec<u8>> + Send + Sync + 'static,
     {
         let sequential = self.expected.as_deref() == Some(first);
-        self.expected = next_chunk(last, grid);
+        let next = next_chunk(last, grid);
+        if !sequential && next == self.expected {
+            // More of the chunk the previous request ended in (rows of it, say): the sequence
+            // goes on.
+            return;
+        }
+        self.expected = next;
         if !sequential {
-            self.ahead_until = None;
+            // No sequence: its buffers are freed.
+            self.ahead_last = None;
+            self.spares
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clear();
             return;
         }
         if let Some((chunks, _)) = &self.pending {
@@ -101,10 +112,11 @@ impl ReadAhead {
             }
             // The sequence moved past the work under way: it is of no use any more.
             self.pending = None;
-            self.ahead_until = None;
+            self.ahead_last = None;
         }
-        let mut at = match (&self.expected, &self.ahead_until) {
-            (Some(e), Some(a)) if a > e => Some(a.clone()),
+        // After what was decoded ahead already, when the sequence has not reached it.
+        let mut at = match (&self.expected, &self.ahead_last) {
+            (Some(e), Some(a)) if a >= e => next_chunk(a, grid),
             (e, _) => e.clone(),
         };
         let mut chunks = Vec::with_capacity(ahead);
@@ -113,10 +125,10 @@ impl ReadAhead {
             at = next_chunk(&idx, grid);
             chunks.push(idx);
         }
-        if chunks.is_empty() {
+        let Some(last) = chunks.last() else {
             return;
-        }
-        self.ahead_until = at;
+        };
+        self.ahead_last = Some(last.clone());
         // The buffers of one job: its decoded chunks and a read buffer per thread.
         self.max_spares = ahead + rayon::current_num_threads();
         let handover: Handover = Arc::default();
@@ -198,7 +210,10 @@ mod tests {
             got,
             vec![(vec![1, 0], vec![1, 0]), (vec![1, 1], vec![1, 1])]
         );
-        // Chunk (1, 0) was decoded ahead: the next work starts after (1, 1).
+        // Chunk (1, 0) was decoded ahead: the next work starts after (1, 1), also when the
+        // request was read in parts (rows) first.
+        ra.after(&[1, 0], &[1, 0], &grid, 2, decode.clone());
+        assert!(ra.take(&[vec![1, 0]]).is_empty());
         ra.after(&[1, 0], &[1, 0], &grid, 2, decode.clone());
         assert_eq!(ra.take(&[vec![2, 0]]), vec![(vec![2, 0], vec![2, 0])]);
         let mut asked = decoded.lock().unwrap().clone();
@@ -217,6 +232,28 @@ mod tests {
         ra.after(&[1, 0], &[1, 0], &grid, 1, decode.clone());
         ra.after(&[1, 1], &[1, 1], &grid, 1, decode);
         assert_eq!(ra.take(&[vec![2, 0]]), vec![(vec![2, 0], vec![2, 0])]);
+    }
+
+    /// Requests for more of the chunk the previous one ended in (rows of it) keep the
+    /// sequence: no chunk is decoded ahead twice.
+    #[test]
+    fn rows_of_one_chunk_keep_the_sequence() {
+        let decoded = Arc::new(Mutex::new(Vec::new()));
+        let log = decoded.clone();
+        let decode = move |idx: &ChunkIndex, _: &mut Vec<u8>, _: Vec<u8>| {
+            log.lock().unwrap().push(idx[0]);
+            Some(vec![idx[0] as u8])
+        };
+        let mut ra = ReadAhead::default();
+        for c in 0..8u64 {
+            for _row in 0..3 {
+                ra.take(&[vec![c]]);
+                ra.after(&[c], &[c], &[8], 2, decode.clone());
+            }
+        }
+        let mut asked = decoded.lock().unwrap().clone();
+        asked.sort_unstable();
+        assert_eq!(asked, (2..8).collect::<Vec<_>>());
     }
 
     /// A decoder that panics hands over nothing, and the waiting request goes on.
