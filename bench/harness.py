@@ -110,7 +110,7 @@ def build_cases(args):
         rx = re.compile(args.only)
         cases = [c for c in cases if rx.search(c.name())]
     if args.quick:
-        keep = {"read_all", "read_strided", "read_series", "write", "open1000"}
+        keep = {"read_all", "read_chunks", "read_strided", "read_series", "write", "open1000"}
         cases = [
             c
             for c in cases

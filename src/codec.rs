@@ -298,9 +298,9 @@ impl Chain {
         out: &mut [u8],
         wanted: &[Range<usize>],
     ) -> Result<bool> {
-        match self.0.as_slice() {
-            [only] => only.decode_parts(stored, out, wanted),
-            _ => Ok(false),
+        match self.only() {
+            Some(codec) => codec.decode_parts(stored, out, wanted),
+            None => Ok(false),
         }
     }
 
@@ -313,17 +313,23 @@ impl Chain {
         decoded_len: usize,
         wanted: &[Range<usize>],
     ) -> EncodedParts {
-        match self.0.as_slice() {
-            [only] => only.encoded_parts(head, stored_len, decoded_len, wanted),
-            _ => EncodedParts::Whole,
+        match self.only() {
+            Some(codec) => codec.encoded_parts(head, stored_len, decoded_len, wanted),
+            None => EncodedParts::Whole,
         }
     }
 
     /// How much of a chunk of this chain must be decoded to get some of its bytes.
     pub fn partial_decode(&self) -> PartialDecode {
+        self.only()
+            .map_or(PartialDecode::Whole, |codec| codec.partial_decode())
+    }
+
+    /// The chain's codec when it has exactly one: only then can parts of a chunk be decoded.
+    fn only(&self) -> Option<&dyn Codec> {
         match self.0.as_slice() {
-            [only] => only.partial_decode(),
-            _ => PartialDecode::Whole,
+            [only] => Some(only.as_ref()),
+            _ => None,
         }
     }
 

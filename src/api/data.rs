@@ -8,8 +8,7 @@
 
 use super::convert;
 use super::dataset::Dataset;
-use crate::chunk::cache::ChunkCache;
-use crate::chunk::cache::ChunkIndex;
+use crate::chunk::cache::{ChunkCache, ChunkIndex};
 use crate::chunk::copy::{
     c_order_strides, fill_pattern, read_piece, whole_chunk_range, write_piece,
 };
@@ -19,6 +18,7 @@ use crate::codec::{self, PartialDecode};
 use crate::error::{Error, Result};
 use crate::model::{Endian, GroupId, NcType, Var};
 use crate::zmap::StoreKey;
+use chunk_io::ChunkBuffers;
 use rayon::prelude::*;
 use std::ops::Range;
 use std::sync::Arc;
@@ -861,12 +861,13 @@ impl Dataset {
         let keep = geo.cache_keeps(wanted.len());
         let mut fill_chunk: Option<Vec<u8>> = None;
         let mut scratch: Vec<Vec<u8>> = Vec::new();
+        let buffers = WorkerBuffers::new();
         for batch in wanted.chunks(batch_len(geo.chunk_bytes, self.store.is_local())) {
             let keys: Vec<StoreKey> = batch
                 .iter()
                 .map(|i| geo.key(&pieces[*i].chunk))
                 .collect::<Result<_>>()?;
-            let present = self.fetch_chunks(geo, &keys, &mut scratch)?;
+            let present = self.fetch_chunks(geo, &keys, &mut scratch, &buffers)?;
             for (k, (i, found)) in batch.iter().zip(present).enumerate() {
                 let p = &pieces[*i];
                 if !found {
@@ -892,32 +893,37 @@ impl Dataset {
 
     /// Fetches and decodes the chunks of `keys` into `scratch[..keys.len()]` (native order),
     /// returning which exist. Uncompressed chunks are read into the scratch buffers in place,
-    /// so buffers are reused from batch to batch instead of allocated per chunk.
+    /// coded ones through the workers' read `buffers` ([`chunk_io::fetch_each`]), so buffers
+    /// are reused from batch to batch instead of allocated per chunk.
     fn fetch_chunks(
         &self,
         geo: &Geometry,
         keys: &[StoreKey],
         scratch: &mut Vec<Vec<u8>>,
+        buffers: &WorkerBuffers<ChunkBuffers>,
     ) -> Result<Vec<bool>> {
         if scratch.len() < keys.len() {
             scratch.resize_with(keys.len(), Vec::new);
         }
         let scratch = &mut scratch[..keys.len()];
         if !geo.stored_as_is() {
-            let fetched = self.store.get_many(keys)?;
-            return scratch
-                .par_iter_mut()
-                .zip(fetched)
-                .zip(keys)
-                .map(|((slot, bytes), key)| match bytes {
-                    None => Ok(false),
-                    Some(b) => {
+            let mut present = vec![false; keys.len()];
+            let slots: Vec<_> = scratch.iter_mut().zip(present.iter_mut()).collect();
+            chunk_io::fetch_each(
+                self.store.as_ref(),
+                keys,
+                slots,
+                buffers,
+                |_, (slot, found), key, stored| {
+                    if let Some(b) = stored {
                         slot.resize(geo.chunk_bytes, 0);
-                        Self::decode_chunk_into(geo, key, &b, slot)?;
-                        Ok(true)
+                        Self::decode_chunk_into(geo, key, b, slot)?;
+                        *found = true;
                     }
-                })
-                .collect();
+                    Ok(())
+                },
+            )?;
+            return Ok(present);
         }
         for slot in scratch.iter_mut() {
             slot.resize(geo.chunk_bytes, 0);

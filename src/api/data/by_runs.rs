@@ -132,8 +132,8 @@ pub(super) fn read(
 }
 
 /// Reads the `wanted` pieces row span by row span and copies their elements into `out`: the
-/// reads run in parallel across chunks into bounded scratch, the copies (a fraction of the
-/// bytes read) one piece after another.
+/// reads run in parallel across chunks into bounded scratch, then the copies (in parallel
+/// across pieces unless their rows interleave in `out`).
 pub(super) fn read_rows(store: &dyn Store, target: Target<'_, '_>, wanted: &[usize]) -> Result<()> {
     let Target {
         geo,

@@ -18,7 +18,7 @@ use rayon::prelude::*;
 #[derive(Default)]
 pub(super) struct ChunkBuffers {
     pub(super) scratch: Vec<u8>,
-    stored: Vec<u8>,
+    pub(super) stored: Vec<u8>,
 }
 
 /// Calls `land(scratch, item, key, stored)` for every item and its chunk (`None`: absent), in

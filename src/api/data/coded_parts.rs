@@ -8,7 +8,9 @@
 //! head, then the parts in one read, checked against the head they were planned from. Which
 //! ranges a codec needs is the codec's; decoding and copying are the caller's.
 
+use super::split::slice_disjoint;
 use super::worker_buffers::set_len_sparse;
+use crate::chunk::runs::Run;
 use crate::codec::{Chain, EncodedParts};
 use crate::error::Result;
 use crate::zmap::{Store, StoreKey};
@@ -23,13 +25,15 @@ pub(super) enum Fetched {
     Absent,
     /// The parts are in the buffer it was given.
     Parts,
-    /// The whole stored chunk: the codec needs all of it, or the chunk changed between reads.
-    Whole(Option<Vec<u8>>),
+    /// The whole stored chunk is in the buffer: the codec needs all of it, or the chunk
+    /// changed between reads.
+    Whole,
 }
 
 /// Reads the parts of the stored chunk at `key` that decoding the `wanted` byte ranges of the
 /// decoded chunk (`decoded_len` bytes) needs into `stored`, which becomes as long as the
-/// stored chunk; bytes outside the parts keep whatever they held.
+/// stored chunk; bytes outside the parts keep whatever they held. When the parts will not
+/// do, `stored` gets the whole chunk.
 pub(super) fn fetch(
     store: &dyn Store,
     chain: &Chain,
@@ -38,13 +42,18 @@ pub(super) fn fetch(
     wanted: &[Range<usize>],
     stored: &mut Vec<u8>,
 ) -> Result<Fetched> {
-    let whole = || store.get(key).map(Fetched::Whole);
+    let whole = |stored: &mut Vec<u8>| {
+        Ok(match store.get_into(key, stored)? {
+            true => Fetched::Whole,
+            false => Fetched::Absent,
+        })
+    };
     let mut head = vec![0u8; FIRST_HEAD];
     let Some(len) = store.get_runs_into(key, &mut [(0, &mut head[..])])? else {
         return Ok(Fetched::Absent);
     };
     let Ok(len) = usize::try_from(len) else {
-        return whole();
+        return whole(stored);
     };
     head.truncate(len.min(FIRST_HEAD));
     let mut looked_again = false;
@@ -54,34 +63,40 @@ pub(super) fn fetch(
             EncodedParts::Head(n) if !looked_again && n > head.len() && n <= len => {
                 head.resize(n, 0);
                 if store.get_runs_into(key, &mut [(0, &mut head[..])])? != Some(len as u64) {
-                    return whole();
+                    return whole(stored);
                 }
                 looked_again = true;
             }
-            _ => return whole(),
+            _ => return whole(stored),
         }
     };
-    let ordered = ranges.first().is_some_and(|r| r.start == 0)
-        && ranges.windows(2).all(|w| w[0].end <= w[1].start)
+    // The head first, every range within the chunk (overlaps are refused when slicing).
+    let fits = ranges.first().is_some_and(|r| r.start == 0)
         && ranges.iter().all(|r| r.start <= r.end && r.end <= len);
-    if !ordered {
-        return whole();
+    if !fits {
+        return whole(stored);
     }
     set_len_sparse(stored, len);
-    let mut runs: Vec<(u64, &mut [u8])> = Vec::with_capacity(ranges.len());
-    let (mut rest, mut consumed) = (stored.as_mut_slice(), 0);
-    for r in &ranges {
-        let (_, tail) = std::mem::take(&mut rest).split_at_mut(r.start - consumed);
-        let (part, tail) = tail.split_at_mut(r.len());
-        runs.push((r.start as u64, part));
-        (rest, consumed) = (tail, r.end);
-    }
+    let mut parts: Vec<(Run, usize)> = ranges
+        .iter()
+        .map(|r| {
+            let run = Run {
+                chunk: r.start,
+                mem: r.start,
+                len: r.len(),
+            };
+            (run, 0)
+        })
+        .collect();
+    let Some(mut runs) = slice_disjoint(stored, &mut parts, 1).and_then(|mut s| s.pop()) else {
+        return whole(stored);
+    };
     let read = store.get_runs_into(key, &mut runs)?;
     // The head the parts were planned from must be the head read with them: a chunk replaced
     // in between is read whole.
     let planned = head.len().min(ranges[0].end);
     if read != Some(len as u64) || stored[..planned] != head[..planned] {
-        return whole();
+        return whole(stored);
     }
     Ok(Fetched::Parts)
 }
@@ -179,10 +194,11 @@ mod tests {
         // Wanting most of the chunk, or a codec that decodes whole: the chunk is read whole.
         let most = [0..data.len() * 3 / 4];
         let got = fetch(&store, &blosc, &key, data.len(), &most, &mut buf).unwrap();
-        assert!(matches!(got, Fetched::Whole(Some(ref b)) if *b == stored));
+        assert!(matches!(got, Fetched::Whole) && buf == stored);
         let zstd = chain(r#"[{"id":"zstd","level":1}]"#);
+        buf.clear();
         let got = fetch(&store, &zstd, &key, data.len(), &wanted, &mut buf).unwrap();
-        assert!(matches!(got, Fetched::Whole(Some(_))));
+        assert!(matches!(got, Fetched::Whole) && buf == stored);
         let (empty, _) = store_with(&stored, usize::MAX, &[]);
         let absent = StoreKey::new("v/1.0").unwrap();
         let got = fetch(&empty, &blosc, &absent, data.len(), &wanted, &mut buf).unwrap();
@@ -211,9 +227,9 @@ mod tests {
             let got = fetch(&store, &blosc, &key, data.len(), &wanted, &mut buf).unwrap();
             assert_eq!(store.run_reads.load(Ordering::Relaxed), 2);
             match got {
-                Fetched::Whole(Some(b)) => assert!(b == replacement),
+                Fetched::Whole => assert!(buf == replacement),
                 Fetched::Parts => panic!("parts of a replaced chunk"),
-                _ => panic!("not read"),
+                Fetched::Absent => panic!("not read"),
             }
         }
     }

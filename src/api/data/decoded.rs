@@ -9,10 +9,10 @@
 //! Owns this parallel decode-and-scatter step; fetching is the store's, decoding the codec
 //! chain's, the run slicing `split`'s.
 
-use super::chunk_io;
+use super::chunk_io::{self, ChunkBuffers};
 use super::coded_parts::{self, Fetched};
 use super::rows;
-use super::split::{PIECES_PER_BATCH, PieceRuns, Target, in_batches};
+use super::split::{PieceRuns, Target, batches_of, in_batches};
 use super::worker_buffers::{WorkerBuffers, set_len_sparse};
 use super::{Geometry, finish_error};
 use crate::api::convert;
@@ -54,7 +54,6 @@ pub(super) fn read(
 ) -> Result<Vec<usize>> {
     let (geo, pieces) = (target.geo, target.pieces);
     let buffers = WorkerBuffers::new();
-    let in_place = WorkerBuffers::new();
     in_batches(target, wanted, batch_len, |batch, per_piece| {
         let keys: Vec<StoreKey> = batch
             .iter()
@@ -65,7 +64,7 @@ pub(super) fn read(
                 .into_par_iter()
                 .zip(&keys)
                 .try_for_each(|(runs, key)| {
-                    in_place.with(|bufs| land_parts(store, geo, key, runs, bufs))
+                    buffers.with(|bufs| land_parts(store, geo, key, runs, bufs))
                 });
         }
         chunk_io::fetch_each(
@@ -88,78 +87,76 @@ pub(super) fn read_rows(
     wanted: &[usize],
     batch_len: usize,
 ) -> Result<Vec<usize>> {
-    let Target {
-        geo,
-        pieces,
-        out,
-        strides,
-    } = target;
-    let plans = rows::plans(geo, pieces, wanted, out.len(), strides)?;
+    let (geo, pieces) = (target.geo, target.pieces);
+    let plans = rows::plans(geo, pieces, wanted, target.out.len(), target.strides)?;
     let buffers = WorkerBuffers::new();
-    let mut left = Vec::new();
-    for batch in plans.chunks(batch_len.clamp(1, PIECES_PER_BATCH)) {
-        let Some(per_piece) = rows::split(batch.iter().map(|(_, r)| r), out, geo.esize)? else {
-            left.extend(batch.iter().map(|(i, _)| *i));
-            continue;
-        };
-        let keys: Vec<StoreKey> = batch
-            .iter()
-            .map(|(i, _)| geo.key(&pieces[*i].chunk))
-            .collect::<Result<_>>()?;
-        let items: Vec<_> = per_piece.into_iter().zip(batch).collect();
-        chunk_io::fetch_each(
-            store,
-            &keys,
-            items,
-            &buffers,
-            |scratch, (dests, (_, rows)), key, stored| {
-                let chunk = match stored {
-                    Some(bytes) => {
-                        set_len_sparse(scratch, geo.chunk_bytes);
-                        Dataset::decode_chunk_into(geo, key, bytes, scratch)?;
-                        Some(&scratch[..])
+    let left = batches_of(
+        target.out,
+        &plans,
+        batch_len,
+        |batch, out| rows::split(batch.iter().map(|(_, r)| r), out, geo.esize),
+        |batch, per_piece| {
+            let keys: Vec<StoreKey> = batch
+                .iter()
+                .map(|(i, _)| geo.key(&pieces[*i].chunk))
+                .collect::<Result<_>>()?;
+            let items: Vec<_> = per_piece.into_iter().zip(batch).collect();
+            chunk_io::fetch_each(
+                store,
+                &keys,
+                items,
+                &buffers,
+                |scratch, (dests, (_, rows)), key, stored| {
+                    let chunk = match stored {
+                        Some(bytes) => {
+                            set_len_sparse(scratch, geo.chunk_bytes);
+                            Dataset::decode_chunk_into(geo, key, bytes, scratch)?;
+                            Some(&scratch[..])
+                        }
+                        None => None,
+                    };
+                    for (r, dest) in dests {
+                        let from = chunk.map(|c| (c, rows.starts[r as usize].0));
+                        rows::copy_row(geo, rows, from, dest, rows::backward_reach(rows));
                     }
-                    None => None,
-                };
-                for (r, dest) in dests {
-                    let from = chunk.map(|c| (c, rows.starts[r as usize].0));
-                    rows::copy_row(geo, rows, from, dest, rows::backward_reach(rows));
-                }
-                Ok(())
-            },
-        )?;
-    }
-    Ok(left)
+                    Ok(())
+                },
+            )
+        },
+    )?;
+    Ok(left.into_iter().map(|(i, _)| i).collect())
 }
 
 /// Reads the parts of a chunk its runs need when the store reads parts in place (see
 /// [`coded_parts`]), decodes them and copies the runs into place; otherwise reads the chunk
-/// whole and lands it. `bufs`: the worker's buffers for the decoded chunk and the stored one.
+/// whole and lands it. `bufs`: the worker's buffers, for the decoded chunk and the stored one.
 fn land_parts(
     store: &dyn Store,
     geo: &Geometry,
     key: &StoreKey,
     mut runs: PieceRuns<'_>,
-    bufs: &mut (Vec<u8>, Vec<u8>),
+    bufs: &mut ChunkBuffers,
 ) -> Result<()> {
-    let (decoded, stored) = bufs;
-    if !store.reads_runs_in_place(key) {
-        return land(geo, key, store.get(key)?.as_deref(), runs, decoded);
-    }
-    let wanted = wanted(&runs);
-    match coded_parts::fetch(store, &geo.chain, key, geo.chunk_bytes, &wanted, stored)? {
-        Fetched::Absent => land(geo, key, None, runs, decoded),
-        Fetched::Whole(bytes) => land(geo, key, bytes.as_deref(), runs, decoded),
-        Fetched::Parts => {
-            set_len_sparse(decoded, geo.chunk_bytes);
-            if Dataset::decode_chunk_parts_into(geo, key, stored, decoded, &wanted)? {
-                copy_runs(decoded, 0, &mut runs);
-                return Ok(());
+    let ChunkBuffers { scratch, stored } = bufs;
+    let fetched = if store.reads_runs_in_place(key) {
+        let wanted = wanted(&runs);
+        match coded_parts::fetch(store, &geo.chain, key, geo.chunk_bytes, &wanted, stored)? {
+            Fetched::Parts => {
+                set_len_sparse(scratch, geo.chunk_bytes);
+                if Dataset::decode_chunk_parts_into(geo, key, stored, scratch, &wanted)? {
+                    copy_runs(scratch, 0, &mut runs);
+                    return Ok(());
+                }
+                // Declined on the parts: the whole chunk decodes, or reports what is wrong.
+                store.get_into(key, stored)?
             }
-            // Declined on the parts: the whole chunk decodes, or reports what is wrong with it.
-            land(geo, key, store.get(key)?.as_deref(), runs, decoded)
+            Fetched::Whole => true,
+            Fetched::Absent => false,
         }
-    }
+    } else {
+        store.get_into(key, stored)?
+    };
+    land(geo, key, fetched.then_some(&stored[..]), runs, scratch)
 }
 
 /// Decodes one fetched chunk (fill when absent) and copies its runs into place.

@@ -94,7 +94,7 @@ pub(super) fn in_batches(
     target: Target<'_, '_>,
     wanted: &[usize],
     batch_len: usize,
-    mut land: impl FnMut(&[usize], Vec<PieceRuns<'_>>) -> Result<()>,
+    land: impl FnMut(&[usize], Vec<PieceRuns<'_>>) -> Result<()>,
 ) -> Result<Vec<usize>> {
     let Target {
         geo,
@@ -102,9 +102,28 @@ pub(super) fn in_batches(
         out,
         strides,
     } = target;
+    batches_of(
+        out,
+        wanted,
+        batch_len,
+        |batch, out| split(geo, pieces, batch, out, strides),
+        land,
+    )
+}
+
+/// Calls `land` with each batch of `items` (at most `batch_len`, and at most
+/// [`PIECES_PER_BATCH`]) and the batch's places in `out` as `cut` slices them (one list per
+/// item). Returns the items of batches `cut` could not slice into disjoint places (`None`).
+pub(super) fn batches_of<I: Clone>(
+    out: &mut [u8],
+    items: &[I],
+    batch_len: usize,
+    mut cut: impl for<'o> FnMut(&[I], &'o mut [u8]) -> Result<Option<Vec<PieceRuns<'o>>>>,
+    mut land: impl FnMut(&[I], Vec<PieceRuns<'_>>) -> Result<()>,
+) -> Result<Vec<I>> {
     let mut left = Vec::new();
-    for batch in wanted.chunks(batch_len.clamp(1, PIECES_PER_BATCH)) {
-        match split(geo, pieces, batch, out, strides)? {
+    for batch in items.chunks(batch_len.clamp(1, PIECES_PER_BATCH)) {
+        match cut(batch, out)? {
             Some(per_piece) => land(batch, per_piece)?,
             None => left.extend_from_slice(batch),
         }
