@@ -269,6 +269,77 @@ fn reads_what_netcdf_4101_writes_with_its_plugins() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Row by row, stock `ncdump` with the library preloaded reads chunks the engine decodes in
+/// parts and ahead of the reader: blosc chunks of several blocks (a row's first read decodes,
+/// and on a file store or a zip archive reads, only the blocks holding it), zstd chunks (a
+/// prefix), and small coded chunks read in sequence on a read-only open (decoded ahead). Every
+/// value matches, from the directory and from a zip archive of it, and netcdf-c 4.10.1 with
+/// its plugins reads the same values. (Its blosc filter ignores the block size parameter, so
+/// the dataset is written through the library.)
+#[test]
+fn rows_of_multi_block_chunks_read_in_parts_and_ahead_match() {
+    let dir = scratch("rows-in-parts");
+    // Chunks of two rows of 128 KiB, four chunks along `t`: the first row read of a chunk
+    // wants half of it, the reads go on from chunk to chunk.
+    let (t, x) = (8usize, 32768usize);
+    let specs = [
+        // Forced blocks of 16 KiB (64 KiB once blosc splits them by byte): 4 per chunk.
+        ("blosc_rows", "_Filter = \"32001,0,0,0,16384,5,1,1\""),
+        ("zstd_rows", "_Filter = \"32015,3\""),
+        ("deflate_rows", "_DeflateLevel = 1 ; v:_Shuffle = \"true\""),
+    ];
+    let mut cdl = format!("netcdf rows {{\ndimensions:\n\tt = {t} ;\n\tx = {x} ;\nvariables:\n");
+    let values: Vec<f64> = (0..t * x)
+        .map(|i| {
+            let (r, c) = (i / x, i % x);
+            ((r * 7 + c / 6) % 11) as f64 * 100.0 - (c % 3) as f64 + 0.25
+        })
+        .collect();
+    let text = values
+        .iter()
+        .map(f64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut data = String::from("data:\n");
+    for (name, special) in specs {
+        let special = special.replace("v:", &format!("{name}:"));
+        cdl.push_str(&format!(
+            "\tfloat {name}(t, x) ;\n\t\t{name}:_ChunkSizes = 2, {x} ;\n\t\t{name}:{special} ;\n"
+        ));
+        data.push_str(&format!(" {name} = {text} ;\n"));
+    }
+    cdl.push_str(&data);
+    cdl.push_str("}\n");
+    let cdl_path = dir.path().join("rows.cdl");
+    fs::write(&cdl_path, cdl).unwrap();
+    let store = dir.path().join("rows.zarr");
+    let u = url(&store, "nczarr,file");
+    common::ncgen(Host::Ours, &cdl_path, &u).expect("ncgen through the library");
+    let chunk = fs::read(store.join("blosc_rows/0.0")).unwrap();
+    let nbytes = u32::from_le_bytes(chunk[4..8].try_into().unwrap());
+    let blocksize = u32::from_le_bytes(chunk[8..12].try_into().unwrap());
+    assert!(
+        nbytes / blocksize >= 4,
+        "{blocksize} of {nbytes}: several blocks per chunk"
+    );
+    let zip = dir.path().join("rows.zip");
+    let zu = url(&zip, "nczarr,zip");
+    run(Host::Ours, "nccopy", &[&u, &zu])
+        .output()
+        .expect("nccopy to a zip archive");
+    let mut failures = Vec::new();
+    for (host, at) in [(Host::Ours, &u), (Host::Ours, &zu), (Host::Ref410, &u)] {
+        for (var, _) in specs {
+            match ncdump_var(host, at, var) {
+                Ok(got) if same(&got, &values) => {}
+                Ok(got) => failures.push(format!("{host:?} {at} {var}: {} values", got.len())),
+                Err(e) => failures.push(format!("{host:?} {at} {var}: {e}")),
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 #[test]
 fn an_unknown_codec_fails_only_its_variable() {
     let dir = scratch("unknown-codec");
