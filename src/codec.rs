@@ -80,6 +80,13 @@ pub trait Codec: Send + Sync + std::fmt::Debug {
     fn hdf5(&self) -> Option<(u32, Vec<u32>)>;
     /// Encodes one buffer.
     fn encode(&self, raw: &[u8]) -> Result<Vec<u8>>;
+    /// Encodes one buffer into `out`, replacing what it held. The default encodes into a fresh
+    /// buffer; codecs that can write into a kept one override it, so that a writer encoding
+    /// chunk after chunk reuses its memory.
+    fn encode_into(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
+        *out = self.encode(raw)?;
+        Ok(())
+    }
     /// Decodes one buffer into at most `limit` bytes.
     fn decode(&self, encoded: &[u8], limit: usize) -> Result<Vec<u8>>;
     /// Decodes one buffer into the start of `out` (at most `out.len()` bytes) and returns how
@@ -224,11 +231,48 @@ impl Chain {
 
     /// Encodes a chunk through every codec, first to last.
     pub fn encode(&self, raw: Vec<u8>) -> Result<Vec<u8>> {
-        let mut data = raw;
-        for c in &self.0 {
-            data = c.encode(&data)?;
+        if self.is_empty() {
+            return Ok(raw);
         }
-        Ok(data)
+        let mut out = Vec::new();
+        self.encode_into(&raw, &mut out, &mut Vec::new())?;
+        Ok(out)
+    }
+
+    /// Encodes a chunk as [`Chain::encode`] with the caller's kept buffers: the result is `raw`
+    /// itself when there are no codecs, else it lands in `out`, with `spare` holding the
+    /// stages between. Both buffers keep their memory for the next chunk, failure or not.
+    pub fn encode_into<'a>(
+        &self,
+        raw: &'a [u8],
+        out: &'a mut Vec<u8>,
+        spare: &mut Vec<u8>,
+    ) -> Result<&'a [u8]> {
+        if self.is_empty() {
+            return Ok(raw);
+        }
+        let mut buffers = [std::mem::take(out), std::mem::take(spare)];
+        let encoded = self.encode_stages(raw, &mut buffers);
+        [*out, *spare] = buffers;
+        encoded?;
+        Ok(out)
+    }
+
+    /// Runs every codec, stages alternating between the two buffers so that the last one
+    /// writes `buffers[0]`.
+    fn encode_stages(&self, raw: &[u8], buffers: &mut [Vec<u8>; 2]) -> Result<()> {
+        let last = self.0.len() - 1;
+        for (i, c) in self.0.iter().enumerate() {
+            let [even, odd] = &mut *buffers;
+            let (from, to) = if (last - i) % 2 == 0 {
+                (odd, even)
+            } else {
+                (even, odd)
+            };
+            let input: &[u8] = if i == 0 { raw } else { from };
+            c.encode_into(input, to)?;
+        }
+        Ok(())
     }
 
     /// Decodes a stored chunk, last codec first, into at most `expected` bytes (each stage

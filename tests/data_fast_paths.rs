@@ -967,3 +967,69 @@ fn a_sparse_first_read_of_a_zlib_chunk_is_not_kept() {
         "kept from the second sparse read"
     );
 }
+
+/// Whole chunks that are one run of the caller's buffer are stored from it as they are:
+/// uncompressed chunk files hold exactly the caller's bytes (byte-swapped for a big-endian
+/// variable, whose swap never touches the caller's buffer), coded ones read back right; chunks
+/// that are two runs of it are assembled first. Each worker reuses its buffers chunk after
+/// chunk (more chunks than workers, codecs of one to two stages). A later write of one value
+/// goes through the cache and is flushed on close, with the same encoding step.
+#[test]
+fn whole_chunks_are_written_from_the_callers_buffer() {
+    let dir = tempfile::tempdir().unwrap();
+    let shape = [8u64, 4, 6];
+    let all = slab(&[0, 0, 0], &shape, &[1, 1, 1]);
+    let n: u64 = shape.iter().product();
+    let data: Vec<u8> = (0..n).flat_map(|i| (i as f32).to_ne_bytes()).collect();
+    let codings = [
+        ("raw", Coding::Raw),
+        ("shuffle-zlib", Coding::ShuffleDeflate),
+        ("zstd", Coding::Filter(32015, &[3])),
+        ("blosc", Coding::Filter(32001, &[0, 0, 0, 0, 5, 1, 1])),
+    ];
+    for (chunks, layout) in [([2u64, 4, 6], "one-run"), ([2, 2, 6], "two-runs")] {
+        for (endian, order) in [(Endian::Little, "le"), (Endian::Big, "be")] {
+            for (codec, coding) in codings {
+                let name = format!("{layout}-{order}-{codec}.zarr");
+                let what = name.as_str();
+                make_with(dir.path(), what, &shape, &chunks, endian, false, coding);
+                let mut ds = Dataset::open(&url(dir.path(), what), true).unwrap();
+                let given = data.clone();
+                ds.put_fixed(G, 0, &all, None, NcType::Float, &given)
+                    .unwrap();
+                assert_eq!(given, data, "{what}: the caller's buffer changed");
+                ds.close().unwrap();
+                if codec == "raw" {
+                    // The chunk from element (2, 2, 0) on, or from (2, 0, 0) when chunks
+                    // span whole planes.
+                    let (key, first) = match layout {
+                        "one-run" => ("v/1.0.0", 48),
+                        _ => ("v/1.1.0", 60),
+                    };
+                    let file = std::fs::read(dir.path().join(what).join(key)).unwrap();
+                    let want: Vec<u8> = (0..chunks.iter().product::<u64>())
+                        .map(|k| {
+                            let (t, r) = (k / (chunks[1] * 6), k % (chunks[1] * 6));
+                            (first + t * 24 + r) as f32
+                        })
+                        .flat_map(|f| match endian {
+                            Endian::Big => f.to_be_bytes(),
+                            _ => f.to_le_bytes(),
+                        })
+                        .collect();
+                    assert_eq!(file, want, "{what}: stored bytes");
+                }
+                let mut ds = Dataset::open(&url(dir.path(), what), true).unwrap();
+                assert_eq!(read(&mut ds, &all), expected(&shape, &all), "{what}");
+                let one = slab(&[7, 3, 5], &[1, 1, 1], &[1, 1, 1]);
+                ds.put_fixed(G, 0, &one, None, NcType::Float, &(-1.0f32).to_ne_bytes())
+                    .unwrap();
+                ds.close().unwrap();
+                let mut ds = Dataset::open(&url(dir.path(), what), false).unwrap();
+                let mut want = expected(&shape, &all);
+                *want.last_mut().unwrap() = -1.0;
+                assert_eq!(read(&mut ds, &all), want, "{what}, after one value");
+            }
+        }
+    }
+}

@@ -19,6 +19,7 @@ use crate::error::{Error, Result};
 use crate::model::{Endian, GroupId, NcType, Var};
 use crate::zmap::StoreKey;
 use chunk_io::ChunkBuffers;
+use encoded::{EncodeBuffers, WriteBuffers};
 use rayon::prelude::*;
 use std::ops::Range;
 use std::sync::Arc;
@@ -53,6 +54,7 @@ mod by_runs;
 mod chunk_io;
 mod coded_parts;
 mod decoded;
+mod encoded;
 pub(crate) mod read_ahead;
 mod rows;
 mod split;
@@ -599,7 +601,7 @@ impl Dataset {
                 .insert_keeping_buffers(idx, data, false);
             freed.extend(clean);
             for (evicted, data) in dirty {
-                self.store_chunk(geo, &evicted, data)?;
+                self.store_chunk(geo, &evicted, &data)?;
             }
         }
         if let Some(ra) = self.read_ahead.get(&(g.0, v)) {
@@ -883,7 +885,7 @@ impl Dataset {
                 if keep {
                     let buf = std::mem::take(&mut scratch[k]);
                     for (idx, data) in self.cache_for(g, v).insert(p.chunk.clone(), buf, false) {
-                        self.store_chunk(geo, &idx, data)?;
+                        self.store_chunk(geo, &idx, &data)?;
                     }
                 }
             }
@@ -944,22 +946,10 @@ impl Dataset {
     }
 
     /// Encodes and stores one chunk (native order in).
-    fn store_chunk(&self, geo: &Geometry, idx: &[u64], data: Vec<u8>) -> Result<()> {
-        let (key, encoded) = Self::encode_chunk(geo, idx, data)?;
-        self.store.put(&key, &encoded)
-    }
-
-    /// A chunk (native order) as stored: byte order of the variable, then its codecs.
-    fn encode_chunk(geo: &Geometry, idx: &[u64], mut data: Vec<u8>) -> Result<(StoreKey, Vec<u8>)> {
-        if geo.swap {
-            convert::swap_bytes_in_place(&mut data, geo.esize);
-        }
-        if geo.fortran {
-            data = transpose::c_to_f(&data, &geo.chunks, geo.esize);
-        }
-        let key = geo.key(idx)?;
-        let encoded = geo.chain.encode(data).map_err(|e| in_chunk(e, &key))?;
-        Ok((key, encoded))
+    fn store_chunk(&self, geo: &Geometry, idx: &[u64], data: &[u8]) -> Result<()> {
+        let mut buffers = EncodeBuffers::default();
+        let (key, stored) = encoded::encode_chunk(geo, idx, data, &mut buffers)?;
+        self.store.put(&key, stored)
     }
 
     /// Writes a hyperslab of a fixed-size type from `data` (memtype values laid out with
@@ -1156,7 +1146,7 @@ impl Dataset {
             write_piece(&mut buf, &geo.chunks, values, strides, p, geo.esize)?;
             let evicted = self.cache_for(g, v).insert(p.chunk.clone(), buf, true);
             for (idx, data) in evicted {
-                self.store_chunk(&geo, &idx, data)?;
+                self.store_chunk(&geo, &idx, &data)?;
             }
         }
         self.tree.group_mut(g).vars[v].data_written = true;
@@ -1164,8 +1154,9 @@ impl Dataset {
     }
 
     /// Writes the chunks that `whole` pieces cover entirely straight to the store, bypassing
-    /// the cache (a cached copy is dropped: every byte of it is overwritten): assembled,
-    /// byte-swapped, encoded and stored in parallel batches ([`chunk_io::store_each`]).
+    /// the cache (a cached copy is dropped: every byte of it is overwritten): assembled (unless
+    /// the chunk is one run of `values`), byte-swapped, encoded and stored in parallel batches
+    /// ([`chunk_io::store_each`]), each worker in the buffers it keeps.
     #[allow(clippy::too_many_arguments)]
     fn write_whole_chunks(
         &mut self,
@@ -1177,18 +1168,27 @@ impl Dataset {
         values: &[u8],
         strides: &[i64],
     ) -> Result<()> {
-        let mut pool: Vec<Vec<u8>> = Vec::new();
+        let buffers: WorkerBuffers<WriteBuffers> = WorkerBuffers::new();
         for batch in whole.chunks(landing_batch_len(geo.chunk_bytes, self.store.is_local())) {
             let cache = self.cache_for(g, v);
             for i in batch {
                 cache.take(&pieces[*i].chunk);
             }
-            chunk_io::store_each(self.store.as_ref(), batch, &mut pool, |&i, mut buf| {
+            chunk_io::store_each(self.store.as_ref(), batch, &buffers, |&i, b, put| {
                 let p = &pieces[i];
-                buf.clear();
-                buf.resize(geo.chunk_bytes, 0);
-                write_piece(&mut buf, &geo.chunks, values, strides, p, geo.esize)?;
-                Self::encode_chunk(geo, &p.chunk, buf)
+                let native: &[u8] =
+                    match whole_chunk_range(&geo.chunks, values.len(), strides, p, geo.esize)? {
+                        Some(run) => &values[run],
+                        None => {
+                            // A whole piece writes every byte: only growth needs filling.
+                            b.assembled.resize(geo.chunk_bytes, 0);
+                            let esize = geo.esize;
+                            write_piece(&mut b.assembled, &geo.chunks, values, strides, p, esize)?;
+                            &b.assembled
+                        }
+                    };
+                let (key, stored) = encoded::encode_chunk(geo, &p.chunk, native, &mut b.encode)?;
+                put(&key, stored)
             })?;
         }
         Ok(())
@@ -1204,11 +1204,16 @@ impl Dataset {
             return Ok(());
         }
         let geo = self.geometry(g, v)?;
-        let items: Vec<(StoreKey, Vec<u8>)> = dirty
-            .into_par_iter()
-            .map(|(idx, data)| Self::encode_chunk(&geo, &idx, data))
-            .collect::<Result<_>>()?;
-        self.store.put_many(&items)
+        let buffers: WorkerBuffers<EncodeBuffers> = WorkerBuffers::new();
+        chunk_io::store_each(
+            self.store.as_ref(),
+            &dirty,
+            &buffers,
+            |(idx, data), b, put| {
+                let (key, stored) = encoded::encode_chunk(&geo, idx, data, b)?;
+                put(&key, stored)
+            },
+        )
     }
 
     /// Writes every dirty chunk of the dataset.
@@ -1243,7 +1248,7 @@ impl Dataset {
         }
         let geo = self.geometry(g, v)?;
         for (idx, data) in evicted {
-            self.store_chunk(&geo, &idx, data)?;
+            self.store_chunk(&geo, &idx, &data)?;
         }
         Ok(())
     }

@@ -134,13 +134,20 @@ impl Codec for Blosc {
     }
 
     fn encode(&self, raw: &[u8]) -> Result<Vec<u8>> {
-        cblosc::compress(
+        let mut out = Vec::new();
+        self.encode_into(raw, &mut out)?;
+        Ok(out)
+    }
+
+    fn encode_into(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
+        cblosc::compress_into(
             raw,
             self.clevel,
             self.shuffle_mode(),
             self.typesize,
             &self.cname,
             self.blocksize,
+            out,
         )
         .map_err(|e| failed(ID, e))
     }

@@ -121,13 +121,22 @@ impl Codec for Shuffle {
     }
 
     fn encode(&self, raw: &[u8]) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.encode_into(raw, &mut out)?;
+        Ok(out)
+    }
+
+    fn encode_into(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
         let e = self.elementsize;
         if e <= 1 {
-            return Ok(raw.to_vec());
+            out.clear();
+            out.extend_from_slice(raw);
+        } else {
+            // Every byte is written by the shuffle: only growth needs filling.
+            out.resize(raw.len(), 0);
+            shuffle_into(raw, e, out);
         }
-        let mut out = vec![0u8; raw.len()];
-        shuffle_into(raw, e, &mut out);
-        Ok(out)
+        Ok(())
     }
 
     fn decode(&self, encoded: &[u8], limit: usize) -> Result<Vec<u8>> {

@@ -51,12 +51,20 @@ impl Codec for Zlib {
     }
 
     fn encode(&self, raw: &[u8]) -> Result<Vec<u8>> {
-        let mut e = ZlibEncoder::new(
-            Vec::with_capacity(raw.len() / 2 + 64),
-            Compression::new(self.level),
-        );
+        let mut out = Vec::new();
+        self.encode_into(raw, &mut out)?;
+        Ok(out)
+    }
+
+    /// Deflates into `out`'s memory.
+    fn encode_into(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
+        let mut kept = std::mem::take(out);
+        kept.clear();
+        kept.reserve(raw.len() / 2 + 64);
+        let mut e = ZlibEncoder::new(kept, Compression::new(self.level));
         e.write_all(raw).map_err(|x| failed(ID, x))?;
-        e.finish().map_err(|x| failed(ID, x))
+        *out = e.finish().map_err(|x| failed(ID, x))?;
+        Ok(())
     }
 
     /// Inflates into a buffer of `limit` bytes, or fewer when `encoded` cannot inflate to that

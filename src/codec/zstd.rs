@@ -66,6 +66,13 @@ impl Codec for Zstd {
     /// Compresses with this thread's reused context (a fresh one costs its tables' allocation
     /// and first touch, chunk after chunk).
     fn encode(&self, raw: &[u8]) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.encode_into(raw, &mut out)?;
+        Ok(out)
+    }
+
+    /// Compresses into `out`'s memory (nothing is written to it before the compressor).
+    fn encode_into(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
         thread_local! {
             static CONTEXT: RefCell<Option<CCtx<'static>>> = const { RefCell::new(None) };
         }
@@ -73,10 +80,11 @@ impl Codec for Zstd {
             c.set_parameter(CParameter::CompressionLevel(self.level))
                 .and_then(|_| c.set_parameter(CParameter::ChecksumFlag(self.checksum)))
                 .map_err(|code| corrupt("cannot set the compression parameters", code))?;
-            let mut out = Vec::with_capacity(zstd_safe::compress_bound(raw.len()));
-            c.compress2(&mut out, raw)
+            out.clear();
+            out.reserve(zstd_safe::compress_bound(raw.len()));
+            c.compress2(out, raw)
                 .map_err(|code| corrupt("cannot compress", code))?;
-            Ok(out)
+            Ok(())
         })
     }
 

@@ -77,15 +77,34 @@ pub fn compress(
     cname: &str,
     blocksize: usize,
 ) -> Result<Vec<u8>, BloscError> {
+    let mut dst = Vec::new();
+    compress_into(src, clevel, shuffle, typesize, cname, blocksize, &mut dst)?;
+    Ok(dst)
+}
+
+/// Compresses `src` as [`compress`] into `dst`, replacing what it held and reusing its
+/// allocation (nothing is written to it before c-blosc writes the compressed bytes).
+pub fn compress_into(
+    src: &[u8],
+    clevel: u8,
+    shuffle: u8,
+    typesize: usize,
+    cname: &str,
+    blocksize: usize,
+    dst: &mut Vec<u8>,
+) -> Result<(), BloscError> {
+    dst.clear();
     if src.len() > MAX_BUFFER {
         return Err(BloscError::TooLarge(src.len()));
     }
     compressor_code(cname).ok_or_else(|| BloscError::UnknownCompressor(cname.into()))?;
     let cname_c = CString::new(cname).map_err(|_| BloscError::UnknownCompressor(cname.into()))?;
-    let mut dst = vec![0u8; src.len() + MAX_OVERHEAD];
-    // SAFETY: `src` is valid for `src.len()` bytes, `dst` for `dst.len()` bytes and they do not
-    // overlap; c-blosc never writes past `destsize`; `cname_c` is NUL-terminated and outlives
-    // the call; the ctx variant keeps no global state.
+    let room = src.len() + MAX_OVERHEAD;
+    dst.reserve(room);
+    // SAFETY: `src` is valid for `src.len()` bytes; `dst`'s spare capacity is valid for writes
+    // of `room` bytes (reserved above) and does not overlap `src`; c-blosc never writes past
+    // `destsize`; `cname_c` is NUL-terminated and outlives the call; the ctx variant keeps no
+    // global state.
     let n = unsafe {
         sys::blosc_compress_ctx(
             c_int::from(clevel),
@@ -93,8 +112,8 @@ pub fn compress(
             typesize,
             src.len(),
             src.as_ptr().cast::<c_void>(),
-            dst.as_mut_ptr().cast::<c_void>(),
-            dst.len(),
+            dst.spare_capacity_mut().as_mut_ptr().cast::<c_void>(),
+            room,
             cname_c.as_ptr(),
             blocksize,
             1,
@@ -103,8 +122,11 @@ pub fn compress(
     if n <= 0 {
         return Err(BloscError::Library(n));
     }
-    dst.truncate(n as usize);
-    Ok(dst)
+    let n = (n as usize).min(room);
+    // SAFETY: c-blosc wrote the first `n` bytes of the spare capacity (it returns how many it
+    // wrote, at most `room`, all of which was reserved).
+    unsafe { dst.set_len(n) };
+    Ok(())
 }
 
 /// The decompressed size a buffer declares, after checking that the buffer is well formed.
@@ -422,6 +444,22 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A reused destination (longer, shorter or full of other bytes) ends up holding exactly
+    /// what a fresh compression gives; a failure leaves it empty, not stale.
+    #[test]
+    fn compressing_into_a_reused_buffer_gives_the_fresh_result() {
+        let data: Vec<u8> = (0..50_000u32).flat_map(|i| (i / 3).to_le_bytes()).collect();
+        let fresh = compress(&data, 5, 1, 4, "lz4", 0).unwrap();
+        for held in [vec![], vec![0xEE; 7], vec![0xEE; data.len() * 2]] {
+            let mut dst = held;
+            compress_into(&data, 5, 1, 4, "lz4", 0, &mut dst).unwrap();
+            assert_eq!(dst, fresh);
+        }
+        let mut dst = vec![0xEE; 100];
+        assert!(compress_into(&data, 5, 1, 4, "no-such", 0, &mut dst).is_err());
+        assert!(dst.is_empty());
     }
 
     /// A buffer whose header was tampered with (flags, typesize) either fails or writes every

@@ -49,30 +49,33 @@ pub(super) fn fetch_each<T: Send>(
         })
 }
 
-/// Stores the chunk `make(item, buffer)` returns (its key and stored bytes, built in the buffer
-/// it was handed when it can) for every item, in parallel. Buffers are reused: by each worker
-/// on a local store; through `pool`, from one call to the next, on a remote one.
-pub(super) fn store_each<T: Sync>(
+/// Has `make(item, buffers, put)` make each item's chunk (in the worker's `buffers`, or from
+/// the caller's values as they are) and hand its key and stored bytes to `put`, for every item
+/// in parallel. On a local store `put` stores the chunk there and then; on a remote one the
+/// batch is stored concurrently once it is made.
+pub(super) fn store_each<T: Sync, B: Default + Send>(
     store: &dyn Store,
     items: &[T],
-    pool: &mut Vec<Vec<u8>>,
-    make: impl Fn(&T, Vec<u8>) -> Result<(StoreKey, Vec<u8>)> + Sync,
+    buffers: &WorkerBuffers<B>,
+    make: impl Fn(&T, &mut B, &mut dyn FnMut(&StoreKey, &[u8]) -> Result<()>) -> Result<()> + Sync,
 ) -> Result<()> {
     if store.is_local() {
-        return items.par_iter().try_for_each_init(Vec::new, |buf, item| {
-            let (key, stored) = make(item, std::mem::take(buf))?;
-            store.put(&key, &stored)?;
-            *buf = stored;
-            Ok(())
+        return items.par_iter().try_for_each(|item| {
+            buffers.with(|b| make(item, b, &mut |key, stored| store.put(key, stored)))
         });
     }
-    pool.resize_with(items.len(), Vec::new);
-    let made: Vec<(StoreKey, Vec<u8>)> = items
+    let made: Vec<Vec<(StoreKey, Vec<u8>)>> = items
         .par_iter()
-        .zip(pool.par_drain(..))
-        .map(|(item, buf)| make(item, buf))
+        .map(|item| {
+            buffers.with(|b| {
+                let mut made = Vec::new();
+                make(item, b, &mut |key, stored| {
+                    made.push((key.clone(), stored.to_vec()));
+                    Ok(())
+                })?;
+                Ok(made)
+            })
+        })
         .collect::<Result<_>>()?;
-    store.put_many(&made)?;
-    *pool = made.into_iter().map(|(_, buf)| buf).collect();
-    Ok(())
+    store.put_many(&made.into_iter().flatten().collect::<Vec<_>>())
 }
