@@ -2,6 +2,9 @@
 
 Contenders (all on the same datasets, in the same run):
   A  ours      bench/c/ncbench with our library preloaded
+  A1 ours, 1 thread   the same with one worker thread (RAYON_NUM_THREADS=1): A1/A is how
+                      much using every core gave, and reference/A1 our speed per core, which
+                      says how many cores a target needs where ours is CPU-bound
   B  nc-4.9    the same program on Debian's netcdf-c 4.9.0 (built-in NCZarr; uncompressed only)
   C  nc-4.10   the same program under with-netcdf-4.10 (netcdf-c 4.10.1 with codec plugins)
   D  zarr-py   bench/zarr_python.py on zarr-python 3
@@ -35,9 +38,12 @@ MiB = 1 << 20
 S3_BUCKET = "bench"
 S3_ACCESS = "nczarr-test"
 S3_SECRET = "nczarr-test-secret"
-CONTENDERS = ["A", "B", "C", "D", "E"]
+CONTENDERS = ["A", "A1", "B", "C", "D", "E"]
+# Contenders that run our library: what is "not available" for another is a failure for them.
+OURS = ("A", "A1")
 LABEL = {
     "A": "ours",
+    "A1": "ours 1 thread",
     "B": "nc-4.9.0",
     "C": "nc-4.10.1",
     "D": "zarr-python",
@@ -293,7 +299,7 @@ class Env:
                 if n[0].isdigit()
             )
             return ["cat"] + chunks, self.base_env, "wall"
-        if who in ("A", "B", "C"):
+        if who in ("A", "A1", "B", "C"):
             argv, run_env = self.nc_argv(who, [self.ncbench, case.workload, url, "data"])
             return argv, dict(run_env, **extra), "self"
         if who == "D":
@@ -323,6 +329,8 @@ class Env:
         """Runs argv on one netCDF implementation; returns (argv, env)."""
         if who == "A":
             return argv, dict(self.base_env, LD_PRELOAD=self.lib)
+        if who == "A1":
+            return argv, dict(self.base_env, LD_PRELOAD=self.lib, RAYON_NUM_THREADS="1")
         if who == "B":
             return argv, self.base_env
         if not self.with410:
@@ -337,7 +345,7 @@ class Env:
         url, extra = self.write_location(case.store, who)
         dest = os.path.join(self.scratch, f"{who}.zarr")
         shutil.rmtree(dest, ignore_errors=True)
-        if who in ("A", "B", "C"):
+        if who in ("A", "A1", "B", "C"):
             argv, env = self.nc_argv(who, [self.ncbench, "write", url, "data"] + dims)
             return [str(a) for a in argv], dict(env, **extra), "self"
         if who == "D":
@@ -362,7 +370,7 @@ class Env:
         src = self.many_vars(consolidated)
         if case.store != "file" and who in ("D", "E"):
             return f"n/a (not wired for the {case.store} store)"
-        if who in ("A", "B", "C"):
+        if who in ("A", "A1", "B", "C"):
             # What `ncdump -h` does (every variable and attribute inquired), timed inside the
             # process so that start-up costs (larger for the 4.10.1 wrapper) do not count.
             mode = "nczarr" + (",consolidated" if consolidated else "")
@@ -422,11 +430,14 @@ class Runner:
         return wall, ru.ru_maxrss, "", cpu
 
 
-def run_case(env, case, who, reps):
+def run_case(env, case, who, reps, warmup=0):
+    """Times `reps` runs of a case after `warmup` untimed ones (first touches of memory the
+    machine has not used for a while can cost several times a run). Writes are synced to disk
+    after every run, untimed, so that one run's write-back does not land in the next."""
     r = Result(case, who)
     # Our library must run every case it is asked to: what is "not available" for another
     # contender is a failure for ours.
-    unavailable = "error" if who == "A" else "n/a"
+    unavailable = "error" if who in OURS else "n/a"
     try:
         how = env.argv(case, who)
     except RuntimeError as e:
@@ -435,12 +446,14 @@ def run_case(env, case, who, reps):
     if isinstance(how, str):
         r.status = how
         return r
-    for i in range(reps):
+    for i in range(warmup + reps):
         if case.workload == "write" and i > 0:
             how = env.argv(case, who)  # fresh destination every time
         argv, run_env, timed_by = how
         try:
             secs, rss, checksum, cpu = Runner.run(argv, run_env or env.base_env, timed_by)
+            if case.workload == "write":
+                os.sync()
         except RuntimeError as e:
             reason, code = e.args[0], e.args[1] if len(e.args) > 1 else 1
             r.status = ("n/a" if code == 3 else "error") + f" ({reason})"
@@ -451,6 +464,8 @@ def run_case(env, case, who, reps):
             if wrong:
                 r.status, r.times = f"{unavailable} ({wrong})", []
                 return r
+        if i < warmup:
+            continue
         r.times.append(secs)
         r.cpu.append(cpu)
         r.rss_kib = max(r.rss_kib, rss)
@@ -499,9 +514,10 @@ def main():
     ap = argparse.ArgumentParser(prog="scripts/bench")
     ap.add_argument("--size", default="1G", help="bytes per variable: 1G, 256M, ...")
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=1, help="untimed runs before the timed ones")
     ap.add_argument("--quick", action="store_true", help="a smoke run of a few seconds")
     ap.add_argument("--only", help="regex over case names (workload/type/chunking/codec/store)")
-    ap.add_argument("--contenders", default="A,B,C,D,E,cat")
+    ap.add_argument("--contenders", default="A,A1,B,C,D,E,cat")
     ap.add_argument("--target", required=True)
     ap.add_argument("--data-dir", required=True)
     ap.add_argument("--out-dir", required=True)
@@ -515,6 +531,7 @@ def main():
     if args.quick:
         args.size = min(args.size, 8 * MiB)
         args.reps = 1
+        args.warmup = 0
     env = Env(args)
     who_all = [w for w in args.contenders.split(",") if w]
     results = []
@@ -532,7 +549,7 @@ def main():
             if ours and not ours.times and not args.references_without_ours:
                 r = Result(case, who, status="n/a (skipped: ours n/a)")
             else:
-                r = run_case(env, case, who, args.reps)
+                r = run_case(env, case, who, args.reps, args.warmup)
             results.append(r)
             row.append(r)
         check_checksums(row)
@@ -660,25 +677,37 @@ TARGETS = [
 
 
 def render_targets(results):
+    """One line per target: how many cases meet it, the worst ratio, and, where ours on one
+    thread (A1) was run, the cores the worst unmet case would need at our per-core speed if it
+    used them all as well as ideal scaling allows (reference time / A1 time per core)."""
     idx = {(r.case.name(), r.who): r for r in results}
-    lines = ["", "| target | cases | met | worst ratio | worst case |", "|---|---|---|---|---|"]
+    lines = ["", "| target | cases | met | worst ratio | worst case | ours per core (x), "
+             "cores needed |", "|---|---|---|---|---|---|"]
     for desc, workload, codecs, stores, ref, need in TARGETS:
-        ratios = []
+        ratios, cores = [], []
         for r in results:
             c = r.case
             if (r.who != "A" or c.workload != workload or c.codec not in codecs
                     or c.store not in stores or not r.times):
                 continue
             o = idx.get((c.name(), ref))
-            if o and o.times:
-                ratios.append((o.median() / r.median(), c.name()))
+            if not (o and o.times):
+                continue
+            ratio = o.median() / r.median()
+            ratios.append((ratio, c.name()))
+            one = idx.get((c.name(), "A1"))
+            if ratio < need and one and one.times:
+                per_core = o.median() / one.median()
+                cores.append((need / per_core, per_core, c.name()))
         if not ratios:
-            lines.append(f"| {desc} | 0 | n/a | - | - |")
+            lines.append(f"| {desc} | 0 | n/a | - | - | - |")
             continue
         met = sum(1 for q, _ in ratios if q >= need)
         worst = min(ratios)
+        most = max(cores) if cores else None
+        needs = f"{most[1]:.2f}, {most[0]:.1f} ({most[2]})" if most else "-"
         lines.append(f"| {desc} | {len(ratios)} | {met}/{len(ratios)} | {worst[0]:.2f} | "
-                     f"{worst[1]} |")
+                     f"{worst[1]} | {needs} |")
     return "\n".join(lines)
 
 
