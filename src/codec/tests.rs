@@ -15,6 +15,8 @@ fn cfg(v: serde_json::Value) -> Config {
 fn every_codec() -> Vec<Config> {
     [
         json!({"id": "zlib", "level": 5}),
+        json!({"id": "zlib", "level": 0}),
+        json!({"id": "zlib", "level": 9}),
         json!({"id": "gzip", "level": 3}),
         json!({"id": "zstd", "level": 3}),
         json!({"id": "zstd", "level": 1, "checksum": true}),

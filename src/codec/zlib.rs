@@ -3,7 +3,7 @@
 use super::{Codec, Config, bad_config, failed, hdf5_id, params, reused::with_reused};
 use crate::error::Result;
 use flate2::{Compression, write::ZlibEncoder};
-use libdeflater::{DecompressionError, Decompressor};
+use libdeflater::{CompressionLvl, Compressor, DecompressionError, Decompressor};
 use serde_json::Value;
 use std::cell::RefCell;
 use std::io::Write;
@@ -56,8 +56,12 @@ impl Codec for Zlib {
         Ok(out)
     }
 
-    /// Deflates into `out`'s memory.
+    /// Deflates into `out`'s memory: in one pass with libdeflate (this thread's compressor for
+    /// the level), or through zlib for level 0, which libdeflate does not take.
     fn encode_into(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
+        if let Ok(level) = CompressionLvl::new(self.level as i32) {
+            return deflate_into(raw, level, self.level as usize, out);
+        }
         let mut kept = std::mem::take(out);
         kept.clear();
         kept.reserve(raw.len() / 2 + 64);
@@ -85,6 +89,32 @@ impl Codec for Zlib {
         let limit = out.len();
         inflate_into(encoded, out, limit)
     }
+}
+
+/// Deflates `raw` into a zlib stream in `out` (replacing what it held) with this thread's
+/// libdeflate compressor for `level` (at `slot`, the level's number).
+fn deflate_into(raw: &[u8], level: CompressionLvl, slot: usize, out: &mut Vec<u8>) -> Result<()> {
+    thread_local! {
+        static COMPRESSORS: RefCell<Option<[Option<Compressor>; 10]>> = const { RefCell::new(None) };
+    }
+    with_reused(
+        ID,
+        &COMPRESSORS,
+        || Some(Default::default()),
+        |all| {
+            let c = all
+                .get_mut(slot)
+                .ok_or_else(|| failed(ID, format!("level {slot} is outside 0..=9")))?
+                .get_or_insert_with(|| Compressor::new(level));
+            // Only growth is filled: the compressor writes what it returns.
+            out.resize(c.zlib_compress_bound(raw.len()), 0);
+            let n = c
+                .zlib_compress(raw, out)
+                .map_err(|e| failed(ID, format!("cannot compress: {e:?}")))?;
+            out.truncate(n);
+            Ok(())
+        },
+    )
 }
 
 /// Inflates the zlib stream at the start of `encoded` into the start of `out` in one pass
