@@ -668,6 +668,29 @@ fn deleting_everything_keeps_the_dataset_directory() {
 }
 
 #[test]
+fn puts_make_the_directories_they_need_again_after_a_delete_pruned_them() {
+    let f = directory();
+    let s = f.store.as_ref();
+    let root = f._dir.as_ref().unwrap().path().join("x.zarr");
+    put_all(s, &["g/v/0.0", "g/v/0.1"]);
+    s.delete_prefix(&prefix("g")).unwrap();
+    assert!(
+        !root.join("g").exists(),
+        "the delete prunes the empty directories"
+    );
+    s.put(&key("g/v/0.0"), b"again").unwrap();
+    s.put(&key("g/w/x/1"), b"deeper").unwrap();
+    assert_eq!(
+        s.get(&key("g/v/0.0")).unwrap().as_deref(),
+        Some(&b"again"[..])
+    );
+    assert_eq!(keys(s, ""), ["g/v/0.0", "g/w/x/1"]);
+    // A plain file where a directory is needed is an error, not a loop.
+    touch(&root.join("h"));
+    assert!(s.put(&key("h/0"), b"1").is_err());
+}
+
+#[test]
 fn directories_are_not_objects() {
     let f = directory();
     let s = f.store.as_ref();

@@ -419,14 +419,15 @@ impl Store for FileStore {
         }
         let path = self.path_of(key.as_str());
         let dir = path.parent().unwrap_or(&self.root);
+        // The directory usually exists (every chunk after a variable's first): it is made only
+        // when writing into it says it is missing, again if a concurrent delete pruned it.
         let mut attempt = 0;
         let tmp = loop {
-            fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
             match FileStore::write_temp(dir, key.name(), value) {
                 Ok(tmp) => break tmp,
-                // A concurrent delete pruned the freshly made directory: make it again.
                 Err(e) if e.kind() == ErrorKind::NotFound && attempt < PUT_RETRIES => {
                     attempt += 1;
+                    fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
                 }
                 Err(e) => return Err(io_error(dir, e)),
             }
