@@ -144,7 +144,7 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     fn put(&self, key: &StoreKey, value: &[u8]) -> Result<()>;
 
     /// Writes several objects; backends with latency upload them concurrently.
-    fn put_many(&self, items: &[(StoreKey, Vec<u8>)]) -> Result<()> {
+    fn put_many(&self, items: Vec<(StoreKey, Vec<u8>)>) -> Result<()> {
         items.iter().try_for_each(|(k, v)| self.put(k, v))
     }
 

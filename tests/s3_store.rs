@@ -44,7 +44,7 @@ fn many_chunks_are_one_get_each_over_several_connections() {
             .enumerate()
             .map(|(i, k)| (k.clone(), vec![i as u8; 100 + i]))
             .collect();
-        store.put_many(&items).unwrap();
+        store.put_many(items).unwrap();
         let puts = proxy.take();
         assert_eq!(puts.iter().filter(|r| r.method == "PUT").count(), 64);
 
@@ -83,7 +83,7 @@ fn deleting_many_objects_is_a_few_bulk_requests() {
             .into_iter()
             .map(|k| (k, vec![1u8; 10]))
             .collect();
-        store.put_many(&items).unwrap();
+        store.put_many(items).unwrap();
         proxy.take();
         store.delete_prefix(&StorePrefix::root()).unwrap();
         let reqs = proxy.take();

@@ -206,7 +206,7 @@ fn get_many_keeps_order(s: &dyn Store) {
     put_all(s, &["a", "b/c"]);
     let got = s.get_many(&[key("b/c"), key("missing"), key("a")]).unwrap();
     assert_eq!(got, [Some(b"b/c".to_vec()), None, Some(b"a".to_vec())]);
-    s.put_many(&[(key("m/1"), vec![1]), (key("m/2"), vec![2])])
+    s.put_many(vec![(key("m/1"), vec![1]), (key("m/2"), vec![2])])
         .unwrap();
     assert_eq!(keys(s, "m"), ["m/1", "m/2"]);
 }

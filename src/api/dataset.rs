@@ -250,7 +250,7 @@ impl Dataset {
             .filter(|(k, v)| self.written.get(k) != Some(v))
             .map(|(k, v)| Ok((StoreKey::new(k)?, v.clone())))
             .collect::<Result<_>>()?;
-        self.store.put_many(&changed)?;
+        self.store.put_many(changed)?;
         for (k, v) in objects {
             self.written.insert(k, v);
         }
@@ -285,7 +285,7 @@ impl Dataset {
                     moved.push((StoreKey::new(&format!("{to}{rest}"))?, bytes));
                 }
             }
-            self.store.put_many(&moved)?;
+            self.store.put_many(moved)?;
         }
         self.store.delete_prefix(&src)?;
         let old_prefix = format!("{from}/");

@@ -357,7 +357,7 @@ impl Store for FileStore {
     }
 
     /// Files are written in parallel, each still atomically (temporary file + rename).
-    fn put_many(&self, items: &[(StoreKey, Vec<u8>)]) -> Result<()> {
+    fn put_many(&self, items: Vec<(StoreKey, Vec<u8>)>) -> Result<()> {
         items.par_iter().try_for_each(|(k, v)| self.put(k, v))
     }
 

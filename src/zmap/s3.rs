@@ -422,13 +422,13 @@ impl Store for S3Store {
     }
 
     fn put(&self, key: &StoreKey, value: &[u8]) -> Result<()> {
-        self.put_many(&[(key.clone(), value.to_vec())])
+        self.put_many(vec![(key.clone(), value.to_vec())])
     }
 
-    fn put_many(&self, items: &[(StoreKey, Vec<u8>)]) -> Result<()> {
+    fn put_many(&self, items: Vec<(StoreKey, Vec<u8>)>) -> Result<()> {
         let work = items
-            .iter()
-            .map(|(k, v)| Ok((self.object_path(k.as_str())?, PutPayload::from(v.clone()))))
+            .into_iter()
+            .map(|(k, v)| Ok((self.object_path(k.as_str())?, PutPayload::from(v))))
             .collect::<Result<Vec<_>>>()?;
         self.run_many(work, |client, (path, payload)| {
             let what = format!("PUT {path}");

@@ -77,5 +77,5 @@ pub(super) fn store_each<T: Sync, B: Default + Send>(
             })
         })
         .collect::<Result<_>>()?;
-    store.put_many(&made.into_iter().flatten().collect::<Vec<_>>())
+    store.put_many(made.into_iter().flatten().collect())
 }
