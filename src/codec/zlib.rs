@@ -2,11 +2,9 @@
 
 use super::{Codec, Config, bad_config, failed, hdf5_id, params, reused::with_reused};
 use crate::error::Result;
-use flate2::{Compression, write::ZlibEncoder};
 use libdeflater::{CompressionLvl, Compressor, DecompressionError, Decompressor};
 use serde_json::Value;
 use std::cell::RefCell;
-use std::io::Write;
 
 const ID: &str = "zlib";
 
@@ -56,19 +54,12 @@ impl Codec for Zlib {
         Ok(out)
     }
 
-    /// Deflates into `out`'s memory: in one pass with libdeflate (this thread's compressor for
-    /// the level), or through zlib for level 0, which libdeflate does not take.
+    /// Deflates into `out`'s memory in one pass with libdeflate (this thread's compressor for
+    /// the level; level 0 stores the bytes in uncompressed blocks, as zlib's does).
     fn encode_into(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
-        if let Ok(level) = CompressionLvl::new(self.level as i32) {
-            return deflate_into(raw, level, self.level as usize, out);
-        }
-        let mut kept = std::mem::take(out);
-        kept.clear();
-        kept.reserve(raw.len() / 2 + 64);
-        let mut e = ZlibEncoder::new(kept, Compression::new(self.level));
-        e.write_all(raw).map_err(|x| failed(ID, x))?;
-        *out = e.finish().map_err(|x| failed(ID, x))?;
-        Ok(())
+        let level = CompressionLvl::new(self.level as i32)
+            .map_err(|_| bad_config(ID, format!("level {} is outside 0..=9", self.level)))?;
+        deflate_into(raw, level, self.level as usize, out)
     }
 
     /// Inflates into a buffer of `limit` bytes, or fewer when `encoded` cannot inflate to that
@@ -106,7 +97,8 @@ fn deflate_into(raw: &[u8], level: CompressionLvl, slot: usize, out: &mut Vec<u8
                 .get_mut(slot)
                 .ok_or_else(|| failed(ID, format!("level {slot} is outside 0..=9")))?
                 .get_or_insert_with(|| Compressor::new(level));
-            // Only growth is filled: the compressor writes what it returns.
+            // Zero-filled only past the kept length (the end of the last chunk's output);
+            // the compressor writes every byte it returns.
             out.resize(c.zlib_compress_bound(raw.len()), 0);
             let n = c
                 .zlib_compress(raw, out)
@@ -182,6 +174,28 @@ mod tests {
         );
         assert_eq!(Zlib::from_config(&z.config()).unwrap(), z);
         assert_eq!(z.hdf5(), Some((1, vec![5])));
+    }
+
+    /// Every level's stream is a zlib stream another inflater (zlib-rs, through flate2) reads;
+    /// level 0 keeps the bytes uncompressed, the others compress.
+    #[test]
+    fn every_level_is_a_zlib_stream_zlib_inflates() {
+        use std::io::Read;
+        let data: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        for level in 0..=9 {
+            let enc = Zlib::new(level).unwrap().encode(&data).unwrap();
+            let mut back = Vec::new();
+            flate2::read::ZlibDecoder::new(&enc[..])
+                .read_to_end(&mut back)
+                .unwrap();
+            assert!(back == data, "level {level}");
+            assert_eq!(
+                enc.len() > data.len(),
+                level == 0,
+                "level {level}: {}",
+                enc.len()
+            );
+        }
     }
 
     #[test]
