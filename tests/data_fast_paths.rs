@@ -309,6 +309,89 @@ fn dirty_cached_chunks_win_over_the_store() {
     ds.close().unwrap();
 }
 
+/// Makes the place of a chunk file unusable (a directory with something in it takes it), or
+/// frees it again.
+fn block_chunk(path: &Path, blocked: bool) {
+    if blocked {
+        let _ = std::fs::remove_file(path);
+        std::fs::create_dir_all(path.join("in-the-way")).unwrap();
+    } else {
+        std::fs::remove_dir_all(path).unwrap();
+    }
+}
+
+/// A dirty chunk that cannot be stored fails the sync, or the write whose eviction tried to
+/// store it, and stays dirty in the cache: once it can be stored, a later sync, eviction or
+/// close stores it, and no value written is lost.
+#[test]
+fn chunks_that_fail_to_store_stay_dirty_until_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let shape = [4u64, 3];
+    let all = slab(&[0, 0], &[4, 3], &[1, 1]);
+    let minus_one = (-1.0f32).to_ne_bytes();
+    let first_chunk = dir.path().join("retry.zarr/v/0.0");
+
+    // Flushed by a sync.
+    make(
+        dir.path(),
+        "retry.zarr",
+        &shape,
+        &[2, 3],
+        Endian::Little,
+        true,
+    );
+    let mut ds = Dataset::open(&url(dir.path(), "retry.zarr"), true).unwrap();
+    ds.put_fixed(
+        G,
+        0,
+        &slab(&[0, 1], &[1, 1], &[1, 1]),
+        None,
+        NcType::Float,
+        &minus_one,
+    )
+    .unwrap();
+    block_chunk(&first_chunk, true);
+    assert!(ds.sync().is_err());
+    assert!(
+        ds.sync().is_err(),
+        "still dirty, so stored again, and failing again"
+    );
+    block_chunk(&first_chunk, false);
+    ds.sync().unwrap();
+    ds.close().unwrap();
+    let mut want = expected(&shape, &all);
+    want[1] = -1.0;
+    let mut ds = Dataset::open(&url(dir.path(), "retry.zarr"), false).unwrap();
+    assert_eq!(read(&mut ds, &all), want);
+    ds.close().unwrap();
+
+    // Evicted by a write to another chunk, the cache holding one chunk.
+    let mut ds = Dataset::open(&url(dir.path(), "retry.zarr"), true).unwrap();
+    ds.set_var_chunk_cache(G, 0, 2 * 3 * 4, 10, 0.75).unwrap();
+    ds.put_fixed(
+        G,
+        0,
+        &slab(&[1, 2], &[1, 1], &[1, 1]),
+        None,
+        NcType::Float,
+        &minus_one,
+    )
+    .unwrap();
+    block_chunk(&first_chunk, true);
+    let evicting = slab(&[3, 0], &[1, 1], &[1, 1]);
+    assert!(
+        ds.put_fixed(G, 0, &evicting, None, NcType::Float, &minus_one)
+            .is_err()
+    );
+    block_chunk(&first_chunk, false);
+    ds.close().unwrap();
+    want[5] = -1.0;
+    want[9] = -1.0;
+    let mut ds = Dataset::open(&url(dir.path(), "retry.zarr"), false).unwrap();
+    assert_eq!(read(&mut ds, &all), want);
+    ds.close().unwrap();
+}
+
 /// Uncompressed chunks on a local store are read run by run straight into the caller's buffer
 /// when a piece is a few runs or long ones: time series through every chunk (one element
 /// each, edge chunks included), whole reads of chunks that are strided in the output, both

@@ -8,7 +8,7 @@
 
 use super::convert;
 use super::dataset::Dataset;
-use crate::chunk::cache::{ChunkCache, ChunkIndex};
+use crate::chunk::cache::{ChunkCache, ChunkIndex, Evicted};
 use crate::chunk::copy::{
     c_order_strides, fill_pattern, read_piece, whole_chunk_range, write_piece,
 };
@@ -600,9 +600,7 @@ impl Dataset {
                 .cache_for(g, v)
                 .insert_keeping_buffers(idx, data, false);
             freed.extend(clean);
-            for (evicted, data) in dirty {
-                self.store_chunk(geo, &evicted, &data)?;
-            }
+            self.store_evicted(g, v, geo, dirty)?;
         }
         if let Some(ra) = self.read_ahead.get(&(g.0, v)) {
             ra.recycle(freed);
@@ -884,9 +882,8 @@ impl Dataset {
                 read_piece(&scratch[k], &geo.chunks, out, strides, p, geo.esize)?;
                 if keep {
                     let buf = std::mem::take(&mut scratch[k]);
-                    for (idx, data) in self.cache_for(g, v).insert(p.chunk.clone(), buf, false) {
-                        self.store_chunk(geo, &idx, &data)?;
-                    }
+                    let evicted = self.cache_for(g, v).insert(p.chunk.clone(), buf, false);
+                    self.store_evicted(g, v, geo, evicted)?;
                 }
             }
         }
@@ -946,6 +943,27 @@ impl Dataset {
     }
 
     /// Encodes and stores one chunk (native order in).
+    /// Stores dirty chunks the cache of variable `v` evicted; those not stored when one fails
+    /// go back into the cache, still dirty, so a later eviction or flush stores them (the
+    /// error is reported now, and the data are not lost).
+    fn store_evicted(
+        &mut self,
+        g: GroupId,
+        v: usize,
+        geo: &Geometry,
+        evicted: Evicted,
+    ) -> Result<()> {
+        let mut left = evicted.into_iter();
+        while let Some((idx, data)) = left.next() {
+            if let Err(e) = self.store_chunk(geo, &idx, &data) {
+                let unsaved = std::iter::once((idx, data)).chain(left).collect();
+                self.cache_for(g, v).restore_dirty(unsaved);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
     fn store_chunk(&self, geo: &Geometry, idx: &[u64], data: &[u8]) -> Result<()> {
         let mut buffers = EncodeBuffers::default();
         let (key, stored) = encoded::encode_chunk(geo, idx, data, &mut buffers)?;
@@ -1145,9 +1163,7 @@ impl Dataset {
             };
             write_piece(&mut buf, &geo.chunks, values, strides, p, geo.esize)?;
             let evicted = self.cache_for(g, v).insert(p.chunk.clone(), buf, true);
-            for (idx, data) in evicted {
-                self.store_chunk(&geo, &idx, &data)?;
-            }
+            self.store_evicted(g, v, &geo, evicted)?;
         }
         self.tree.group_mut(g).vars[v].data_written = true;
         Ok(())
@@ -1194,12 +1210,14 @@ impl Dataset {
         Ok(())
     }
 
-    /// Writes every dirty chunk of one variable.
+    /// Writes every dirty chunk of one variable, encoded from the cache where they are; they
+    /// are marked clean once all are stored (after a failure they stay dirty, and a later
+    /// flush stores them again).
     pub(crate) fn flush_var_chunks(&mut self, g: GroupId, v: usize) -> Result<()> {
-        let Some(cache) = self.caches.get_mut(&(g.0, v)) else {
+        let Some(cache) = self.caches.get(&(g.0, v)) else {
             return Ok(());
         };
-        let dirty = cache.take_dirty();
+        let dirty = cache.dirty();
         if dirty.is_empty() {
             return Ok(());
         }
@@ -1209,11 +1227,16 @@ impl Dataset {
             self.store.as_ref(),
             &dirty,
             &buffers,
-            |(idx, data), b, put| {
+            |&(idx, data), b, put| {
                 let (key, stored) = encoded::encode_chunk(&geo, idx, data, b)?;
                 put(&key, stored)
             },
-        )
+        )?;
+        let stored: Vec<ChunkIndex> = dirty.into_iter().map(|(idx, _)| idx.clone()).collect();
+        if let Some(cache) = self.caches.get_mut(&(g.0, v)) {
+            cache.mark_clean(&stored);
+        }
+        Ok(())
     }
 
     /// Writes every dirty chunk of the dataset.
@@ -1247,10 +1270,7 @@ impl Dataset {
             return Ok(());
         }
         let geo = self.geometry(g, v)?;
-        for (idx, data) in evicted {
-            self.store_chunk(&geo, &idx, &data)?;
-        }
-        Ok(())
+        self.store_evicted(g, v, &geo, evicted)
     }
 }
 

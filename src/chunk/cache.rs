@@ -158,14 +158,45 @@ impl ChunkCache {
         out
     }
 
-    /// Every dirty chunk, copied out and marked clean.
-    pub fn take_dirty(&mut self) -> Vec<(ChunkIndex, Vec<u8>)> {
-        let mut out = Vec::new();
-        for (k, e) in self.entries.iter_mut().filter(|(_, e)| e.dirty) {
-            e.dirty = false;
-            out.push((k.clone(), e.data.clone()));
+    /// Every dirty chunk, in place: the caller stores them and then marks them clean
+    /// ([`ChunkCache::mark_clean`]), so a failed store leaves them dirty.
+    pub fn dirty(&self) -> Vec<(&ChunkIndex, &[u8])> {
+        self.entries
+            .iter()
+            .filter(|(_, e)| e.dirty)
+            .map(|(k, e)| (k, e.data.as_slice()))
+            .collect()
+    }
+
+    /// Marks the chunks at `stored` clean (they were stored as they are).
+    pub fn mark_clean(&mut self, stored: &[ChunkIndex]) {
+        for idx in stored {
+            if let Some(e) = self.entries.get_mut(idx) {
+                e.dirty = false;
+            }
         }
-        out
+    }
+
+    /// Puts back dirty chunks that were evicted and could not be stored, without evicting
+    /// anything (the cache may exceed its bounds until the next insertion evicts again), so
+    /// they are stored by a later eviction or flush instead of being lost.
+    pub fn restore_dirty(&mut self, unsaved: Evicted) {
+        for (idx, data) in unsaved {
+            self.clock += 1;
+            if let Some(old) = self.entries.remove(&idx) {
+                self.bytes -= old.data.len();
+            }
+            self.bytes += data.len();
+            let last_use = self.clock;
+            self.entries.insert(
+                idx,
+                Entry {
+                    data,
+                    dirty: true,
+                    last_use,
+                },
+            );
+        }
     }
 }
 
@@ -184,7 +215,40 @@ mod tests {
         assert!(c.get(&[1]).is_none());
         let ev = c.insert(vec![3], vec![3; 8], false);
         assert_eq!(ev, vec![(vec![0], vec![0; 4])]);
-        assert!(c.take_dirty().is_empty());
+        assert!(c.dirty().is_empty());
+    }
+
+    #[test]
+    fn dirty_chunks_stay_dirty_until_marked_clean() {
+        let mut c = ChunkCache::new(100, 100);
+        c.insert(vec![0], vec![0; 4], true);
+        c.insert(vec![1], vec![1; 4], false);
+        c.insert(vec![2], vec![2; 4], true);
+        let mut dirty: Vec<_> = c
+            .dirty()
+            .into_iter()
+            .map(|(k, d)| (k.clone(), d.to_vec()))
+            .collect();
+        dirty.sort();
+        assert_eq!(dirty, vec![(vec![0], vec![0; 4]), (vec![2], vec![2; 4])]);
+        assert_eq!(c.dirty().len(), 2, "looking does not clean");
+        c.mark_clean(&[vec![0], vec![7]]);
+        assert_eq!(c.dirty(), vec![(&vec![2], &[2u8; 4][..])]);
+    }
+
+    #[test]
+    fn restored_chunks_are_dirty_and_evicted_again_later() {
+        let mut c = ChunkCache::new(8, 100);
+        c.insert(vec![0], vec![0; 4], true);
+        let ev = c.insert(vec![1], vec![1; 8], false);
+        assert_eq!(ev, vec![(vec![0], vec![0; 4])]);
+        // Storing it failed: it comes back, over the bound, and is kept dirty.
+        c.restore_dirty(ev);
+        assert_eq!(c.get(&[0]), Some(&[0u8; 4][..]));
+        assert_eq!(c.dirty(), vec![(&vec![0], &[0u8; 4][..])]);
+        // An insertion that needs its room evicts it again, for the caller to store.
+        let ev = c.insert(vec![2], vec![2; 8], false);
+        assert!(ev.contains(&(vec![0], vec![0; 4])), "{ev:?}");
     }
 
     #[test]
