@@ -392,6 +392,92 @@ fn chunks_that_fail_to_store_stay_dirty_until_stored() {
     ds.close().unwrap();
 }
 
+/// Shrinking the cache evicts several dirty chunks, oldest first; when one of them cannot be
+/// stored, it and those after it stay dirty, and the close stores them.
+#[test]
+fn chunks_evicted_together_after_a_failed_one_stay_dirty() {
+    let dir = tempfile::tempdir().unwrap();
+    let shape = [6u64, 3];
+    let all = slab(&[0, 0], &[6, 3], &[1, 1]);
+    make(
+        dir.path(),
+        "three.zarr",
+        &shape,
+        &[2, 3],
+        Endian::Little,
+        true,
+    );
+    let mut ds = Dataset::open(&url(dir.path(), "three.zarr"), true).unwrap();
+    let mut want = expected(&shape, &all);
+    for (row, value) in [(0u64, -1.0f32), (2, -2.0), (4, -3.0)] {
+        let one = slab(&[row, 1], &[1, 1], &[1, 1]);
+        ds.put_fixed(G, 0, &one, None, NcType::Float, &value.to_ne_bytes())
+            .unwrap();
+        want[row as usize * 3 + 1] = value;
+    }
+    let middle = dir.path().join("three.zarr/v/1.0");
+    block_chunk(&middle, true);
+    assert!(ds.set_var_chunk_cache(G, 0, 0, 10, 0.75).is_err());
+    block_chunk(&middle, false);
+    let stored_first = std::fs::metadata(dir.path().join("three.zarr/v/0.0")).unwrap();
+    assert!(stored_first.is_file());
+    ds.close().unwrap();
+    let mut ds = Dataset::open(&url(dir.path(), "three.zarr"), false).unwrap();
+    assert_eq!(read(&mut ds, &all), want);
+    ds.close().unwrap();
+}
+
+/// A write over several partial chunks, with a cache of one chunk: inserting the first
+/// piece's chunk evicts a chunk that was cached (dirty) when the write began, whose own piece
+/// comes later; that piece starts from the chunk as it was stored at eviction, not from fill
+/// values.
+#[test]
+fn a_chunk_evicted_during_a_write_keeps_its_other_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let shape = [4u64, 3];
+    let all = slab(&[0, 0], &[4, 3], &[1, 1]);
+    make(
+        dir.path(),
+        "evict.zarr",
+        &shape,
+        &[2, 3],
+        Endian::Little,
+        true,
+    );
+    let mut ds = Dataset::open(&url(dir.path(), "evict.zarr"), true).unwrap();
+    ds.set_var_chunk_cache(G, 0, 2 * 3 * 4, 10, 0.75).unwrap();
+    let mut want = expected(&shape, &all);
+    ds.put_fixed(
+        G,
+        0,
+        &slab(&[2, 1], &[1, 1], &[1, 1]),
+        None,
+        NcType::Float,
+        &(-1.0f32).to_ne_bytes(),
+    )
+    .unwrap();
+    want[7] = -1.0;
+    let column: Vec<u8> = [-2.0f32, -3.0, -4.0]
+        .iter()
+        .flat_map(|f| f.to_ne_bytes())
+        .collect();
+    ds.put_fixed(
+        G,
+        0,
+        &slab(&[1, 0], &[3, 1], &[1, 1]),
+        None,
+        NcType::Float,
+        &column,
+    )
+    .unwrap();
+    (want[3], want[6], want[9]) = (-2.0, -3.0, -4.0);
+    assert_eq!(read(&mut ds, &all), want, "before closing");
+    ds.close().unwrap();
+    let mut ds = Dataset::open(&url(dir.path(), "evict.zarr"), false).unwrap();
+    assert_eq!(read(&mut ds, &all), want, "as stored");
+    ds.close().unwrap();
+}
+
 /// Uncompressed chunks on a local store are read run by run straight into the caller's buffer
 /// when a piece is a few runs or long ones: time series through every chunk (one element
 /// each, edge chunks included), whole reads of chunks that are strided in the output, both

@@ -942,7 +942,6 @@ impl Dataset {
             .collect()
     }
 
-    /// Encodes and stores one chunk (native order in).
     /// Stores dirty chunks the cache of variable `v` evicted; those not stored when one fails
     /// go back into the cache, still dirty, so a later eviction or flush stores them (the
     /// error is reported now, and the data are not lost).
@@ -964,6 +963,7 @@ impl Dataset {
         Ok(())
     }
 
+    /// Encodes and stores one chunk (native order in).
     fn store_chunk(&self, geo: &Geometry, idx: &[u64], data: &[u8]) -> Result<()> {
         let mut buffers = EncodeBuffers::default();
         let (key, stored) = encoded::encode_chunk(geo, idx, data, &mut buffers)?;
@@ -1123,6 +1123,8 @@ impl Dataset {
         let pieces: Vec<ChunkPiece> = proj.pieces().collect();
         let (whole, partial): (Vec<usize>, Vec<usize>) = (0..pieces.len())
             .partition(|i| crate::chunk::projection::is_whole_chunk(&pieces[*i], &geo.chunks));
+        // Set before any chunk is stored: a write that fails part way has stored some.
+        self.tree.group_mut(g).vars[v].data_written = true;
         self.write_whole_chunks(g, v, &geo, &pieces, &whole, values, strides)?;
         // Partial chunks not in the cache must be read first: one batch.
         let need: Vec<usize> = {
@@ -1143,6 +1145,7 @@ impl Dataset {
             .zip(keys.par_iter())
             .map(|(bytes, key)| bytes.map(|b| Self::decode_chunk(&geo, key, b)).transpose())
             .collect::<Result<_>>()?;
+        let fetched_now: std::collections::HashSet<usize> = need.iter().copied().collect();
         let mut existing: std::collections::HashMap<usize, Vec<u8>> = need
             .iter()
             .zip(decoded)
@@ -1154,19 +1157,35 @@ impl Dataset {
                 Some((b, _)) => b,
                 None => match existing.remove(&i) {
                     Some(b) => b,
-                    None => {
-                        let mut b = vec![0u8; geo.chunk_bytes];
-                        fill_pattern(&mut b, &geo.fill);
-                        b
+                    // Cached when the write began, evicted by an earlier piece's chunk (and
+                    // stored then, when it was dirty): the store has it now.
+                    None if !fetched_now.contains(&i) => {
+                        self.stored_chunk_or_fill(&geo, &p.chunk)?
                     }
+                    None => Self::filled_chunk(&geo),
                 },
             };
             write_piece(&mut buf, &geo.chunks, values, strides, p, geo.esize)?;
             let evicted = self.cache_for(g, v).insert(p.chunk.clone(), buf, true);
             self.store_evicted(g, v, &geo, evicted)?;
         }
-        self.tree.group_mut(g).vars[v].data_written = true;
         Ok(())
+    }
+
+    /// A chunk of fill values.
+    fn filled_chunk(geo: &Geometry) -> Vec<u8> {
+        let mut b = vec![0u8; geo.chunk_bytes];
+        fill_pattern(&mut b, &geo.fill);
+        b
+    }
+
+    /// The stored chunk at `idx`, decoded (fill values when there is none).
+    fn stored_chunk_or_fill(&self, geo: &Geometry, idx: &[u64]) -> Result<Vec<u8>> {
+        let key = geo.key(idx)?;
+        match self.store.get(&key)? {
+            Some(bytes) => Self::decode_chunk(geo, &key, bytes),
+            None => Ok(Self::filled_chunk(geo)),
+        }
     }
 
     /// Writes the chunks that `whole` pieces cover entirely straight to the store, bypassing
@@ -1239,13 +1258,17 @@ impl Dataset {
         Ok(())
     }
 
-    /// Writes every dirty chunk of the dataset.
+    /// Writes every dirty chunk of the dataset: every variable's, even after one fails (the
+    /// first error is returned).
     pub(crate) fn flush_chunks(&mut self) -> Result<()> {
         let keys: Vec<(usize, usize)> = self.caches.keys().copied().collect();
+        let mut first_error = None;
         for (g, v) in keys {
-            self.flush_var_chunks(GroupId(g), v)?;
+            if let Err(e) = self.flush_var_chunks(GroupId(g), v) {
+                first_error.get_or_insert(e);
+            }
         }
-        Ok(())
+        first_error.map_or(Ok(()), Err)
     }
 
     /// `nc_set_var_chunk_cache`.

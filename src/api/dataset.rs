@@ -223,6 +223,13 @@ impl Dataset {
 
     /// `nc_close`.
     pub fn close(mut self) -> Result<()> {
+        self.store_for_close()
+    }
+
+    /// What closing stores (leaving define mode, every change), without giving the dataset
+    /// up: when it fails, the dataset is still open with its unsaved changes, and closing can
+    /// be tried again (netcdf-c keeps a dataset open when its close fails) or aborted.
+    pub fn store_for_close(&mut self) -> Result<()> {
         if self.writable && self.read_only_reason.is_none() {
             self.define_mode = false;
             self.sync_all()?;

@@ -1,8 +1,8 @@
 //! A byte-bounded least-recently-used cache of decoded chunks of one variable.
 //!
 //! Holds chunks in native byte order. Dirty chunks are handed back to the caller when they
-//! are evicted or flushed, so the caller encodes and stores them; the cache never touches a
-//! store.
+//! are evicted, and lent to it to flush (marked clean once it has stored them), so the caller
+//! encodes and stores them; the cache never touches a store.
 
 use std::collections::{HashMap, HashSet};
 
@@ -179,12 +179,14 @@ impl ChunkCache {
 
     /// Puts back dirty chunks that were evicted and could not be stored, without evicting
     /// anything (the cache may exceed its bounds until the next insertion evicts again), so
-    /// they are stored by a later eviction or flush instead of being lost.
+    /// they are stored by a later eviction or flush instead of being lost. A chunk cached again
+    /// since it was evicted is newer: it stays, marked dirty.
     pub fn restore_dirty(&mut self, unsaved: Evicted) {
         for (idx, data) in unsaved {
             self.clock += 1;
-            if let Some(old) = self.entries.remove(&idx) {
-                self.bytes -= old.data.len();
+            if let Some(newer) = self.entries.get_mut(&idx) {
+                newer.dirty = true;
+                continue;
             }
             self.bytes += data.len();
             let last_use = self.clock;
@@ -249,6 +251,11 @@ mod tests {
         // An insertion that needs its room evicts it again, for the caller to store.
         let ev = c.insert(vec![2], vec![2; 8], false);
         assert!(ev.contains(&(vec![0], vec![0; 4])), "{ev:?}");
+        // A chunk cached again since it was evicted is newer: it stays, dirty.
+        c.insert(vec![0], vec![5; 4], false);
+        c.restore_dirty(vec![(vec![0], vec![0; 4])]);
+        assert_eq!(c.get(&[0]), Some(&[5u8; 4][..]));
+        assert!(c.dirty().contains(&(&vec![0], &[5u8; 4][..])));
     }
 
     #[test]

@@ -111,10 +111,16 @@ pub(crate) extern "C" fn close(ncid: c_int, _memio: *mut c_void) -> c_int {
         if ncid & 0xFFFF != 0 {
             return Err(Error::BadGroupId(ncid));
         }
-        let open = registry::lock()
-            .remove(&registry::file_of(ncid))
-            .ok_or(Error::BadId(ncid))?;
-        open.ds.close().map(|_| NC_NOERR)
+        // Stored while still registered: when that fails the dataset stays open (netcdf-c
+        // keeps its handle), so nc_close can be called again, or nc_abort.
+        let mut open = registry::lock();
+        let file = registry::file_of(ncid);
+        open.get_mut(&file)
+            .ok_or(Error::BadId(ncid))?
+            .ds
+            .store_for_close()?;
+        open.remove(&file);
+        Ok(NC_NOERR)
     })
 }
 
