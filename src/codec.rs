@@ -78,14 +78,14 @@ pub trait Codec: Send + Sync + std::fmt::Debug {
     fn config(&self) -> Config;
     /// The HDF5 filter id and visible parameters, when HDF5 has this filter.
     fn hdf5(&self) -> Option<(u32, Vec<u32>)>;
-    /// Encodes one buffer.
-    fn encode(&self, raw: &[u8]) -> Result<Vec<u8>>;
-    /// Encodes one buffer into `out`, replacing what it held. The default encodes into a fresh
-    /// buffer; codecs that can write into a kept one override it, so that a writer encoding
-    /// chunk after chunk reuses its memory.
-    fn encode_into(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
-        *out = self.encode(raw)?;
-        Ok(())
+    /// Encodes one buffer into `out`, replacing what it held; codecs that can write into its
+    /// memory do, so that a writer encoding chunk after chunk reuses it.
+    fn encode_into(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<()>;
+    /// Encodes one buffer into a fresh one.
+    fn encode(&self, raw: &[u8]) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.encode_into(raw, &mut out)?;
+        Ok(out)
     }
     /// Decodes one buffer into at most `limit` bytes.
     fn decode(&self, encoded: &[u8], limit: usize) -> Result<Vec<u8>>;

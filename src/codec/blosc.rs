@@ -133,12 +133,6 @@ impl Codec for Blosc {
         ))
     }
 
-    fn encode(&self, raw: &[u8]) -> Result<Vec<u8>> {
-        let mut out = Vec::new();
-        self.encode_into(raw, &mut out)?;
-        Ok(out)
-    }
-
     fn encode_into(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
         cblosc::compress_into(
             raw,

@@ -144,9 +144,10 @@ impl Codec for Delta {
         None
     }
 
-    fn encode(&self, raw: &[u8]) -> Result<Vec<u8>> {
+    fn encode_into(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
         self.check(raw)?;
-        let mut out = raw.to_vec();
+        out.clear();
+        out.extend_from_slice(raw);
         let mut prev = 0u64;
         for (i, o) in raw
             .chunks_exact(self.size)
@@ -156,7 +157,7 @@ impl Codec for Delta {
             self.write(self.combine(v, prev, true), o);
             prev = v;
         }
-        Ok(out)
+        Ok(())
     }
 
     fn decode(&self, encoded: &[u8], limit: usize) -> Result<Vec<u8>> {

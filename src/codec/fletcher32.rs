@@ -59,11 +59,12 @@ impl Codec for Fletcher32 {
         Some((hdf5_id::FLETCHER32, Vec::new()))
     }
 
-    fn encode(&self, raw: &[u8]) -> Result<Vec<u8>> {
-        let mut out = Vec::with_capacity(raw.len() + 4);
+    fn encode_into(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
+        out.clear();
+        out.reserve(raw.len() + 4);
         out.extend_from_slice(raw);
         out.extend_from_slice(&checksum(raw).to_le_bytes());
-        Ok(out)
+        Ok(())
     }
 
     fn decode(&self, encoded: &[u8], limit: usize) -> Result<Vec<u8>> {

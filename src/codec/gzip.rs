@@ -37,13 +37,14 @@ impl Codec for Gzip {
         None
     }
 
-    fn encode(&self, raw: &[u8]) -> Result<Vec<u8>> {
-        let mut e = GzEncoder::new(
-            Vec::with_capacity(raw.len() / 2 + 64),
-            Compression::new(self.level),
-        );
+    fn encode_into(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
+        let mut kept = std::mem::take(out);
+        kept.clear();
+        kept.reserve(raw.len() / 2 + 64);
+        let mut e = GzEncoder::new(kept, Compression::new(self.level));
         e.write_all(raw).map_err(|x| failed(ID, x))?;
-        e.finish().map_err(|x| failed(ID, x))
+        *out = e.finish().map_err(|x| failed(ID, x))?;
+        Ok(())
     }
 
     fn decode(&self, encoded: &[u8], limit: usize) -> Result<Vec<u8>> {

@@ -39,11 +39,12 @@ impl Codec for Lz4 {
         None
     }
 
-    fn encode(&self, raw: &[u8]) -> Result<Vec<u8>> {
+    fn encode_into(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
         if u32::try_from(raw.len()).is_err() {
             return Err(failed(ID, format!("{} bytes is too large", raw.len())));
         }
-        Ok(lz4_flex::block::compress_prepend_size(raw))
+        *out = lz4_flex::block::compress_prepend_size(raw);
+        Ok(())
     }
 
     fn decode(&self, encoded: &[u8], limit: usize) -> Result<Vec<u8>> {

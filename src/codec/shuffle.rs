@@ -120,12 +120,6 @@ impl Codec for Shuffle {
         Some((hdf5_id::SHUFFLE, Vec::new()))
     }
 
-    fn encode(&self, raw: &[u8]) -> Result<Vec<u8>> {
-        let mut out = Vec::new();
-        self.encode_into(raw, &mut out)?;
-        Ok(out)
-    }
-
     fn encode_into(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
         let e = self.elementsize;
         if e <= 1 {

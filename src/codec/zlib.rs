@@ -48,12 +48,6 @@ impl Codec for Zlib {
         Some((hdf5_id::DEFLATE, vec![self.level]))
     }
 
-    fn encode(&self, raw: &[u8]) -> Result<Vec<u8>> {
-        let mut out = Vec::new();
-        self.encode_into(raw, &mut out)?;
-        Ok(out)
-    }
-
     /// Deflates into `out`'s memory in one pass with libdeflate (this thread's compressor for
     /// the level; level 0 stores the bytes in uncompressed blocks, as zlib's does).
     fn encode_into(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {

@@ -63,15 +63,9 @@ impl Codec for Zstd {
         Some((hdf5_id::ZSTD, vec![self.level as u32]))
     }
 
-    /// Compresses with this thread's reused context (a fresh one costs its tables' allocation
-    /// and first touch, chunk after chunk).
-    fn encode(&self, raw: &[u8]) -> Result<Vec<u8>> {
-        let mut out = Vec::new();
-        self.encode_into(raw, &mut out)?;
-        Ok(out)
-    }
-
-    /// Compresses into `out`'s memory (nothing is written to it before the compressor).
+    /// Compresses into `out`'s memory (nothing is written to it before the compressor) with
+    /// this thread's reused context (a fresh one costs its tables' allocation and first touch,
+    /// chunk after chunk).
     fn encode_into(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
         thread_local! {
             static CONTEXT: RefCell<Option<CCtx<'static>>> = const { RefCell::new(None) };
