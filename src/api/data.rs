@@ -871,11 +871,7 @@ impl Dataset {
             for (k, (i, found)) in batch.iter().zip(present).enumerate() {
                 let p = &pieces[*i];
                 if !found {
-                    let f = fill_chunk.get_or_insert_with(|| {
-                        let mut b = vec![0u8; geo.chunk_bytes];
-                        fill_pattern(&mut b, &geo.fill);
-                        b
-                    });
+                    let f = fill_chunk.get_or_insert_with(|| Self::filled_chunk(geo));
                     read_piece(f, &geo.chunks, out, strides, p, geo.esize)?;
                     continue;
                 }
@@ -1145,24 +1141,19 @@ impl Dataset {
             .zip(keys.par_iter())
             .map(|(bytes, key)| bytes.map(|b| Self::decode_chunk(&geo, key, b)).transpose())
             .collect::<Result<_>>()?;
-        let fetched_now: std::collections::HashSet<usize> = need.iter().copied().collect();
-        let mut existing: std::collections::HashMap<usize, Vec<u8>> = need
-            .iter()
-            .zip(decoded)
-            .filter_map(|(i, chunk)| chunk.map(|c| (*i, c)))
-            .collect();
+        // Every chunk read for the write: its values, or `None` when it is not stored.
+        let mut existing: std::collections::HashMap<usize, Option<Vec<u8>>> =
+            need.iter().copied().zip(decoded).collect();
         for i in partial {
             let p = &pieces[i];
             let mut buf = match self.cache_for(g, v).take(&p.chunk) {
                 Some((b, _)) => b,
                 None => match existing.remove(&i) {
-                    Some(b) => b,
+                    Some(Some(b)) => b,
+                    Some(None) => Self::filled_chunk(&geo),
                     // Cached when the write began, evicted by an earlier piece's chunk (and
                     // stored then, when it was dirty): the store has it now.
-                    None if !fetched_now.contains(&i) => {
-                        self.stored_chunk_or_fill(&geo, &p.chunk)?
-                    }
-                    None => Self::filled_chunk(&geo),
+                    None => self.stored_chunk_or_fill(&geo, &p.chunk)?,
                 },
             };
             write_piece(&mut buf, &geo.chunks, values, strides, p, geo.esize)?;

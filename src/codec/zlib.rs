@@ -51,9 +51,7 @@ impl Codec for Zlib {
     /// Deflates into `out`'s memory in one pass with libdeflate (this thread's compressor for
     /// the level; level 0 stores the bytes in uncompressed blocks, as zlib's does).
     fn encode_into(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
-        let level = CompressionLvl::new(self.level as i32)
-            .map_err(|_| bad_config(ID, format!("level {} is outside 0..=9", self.level)))?;
-        deflate_into(raw, level, self.level as usize, out)
+        deflate_into(raw, self.level, out)
     }
 
     /// Inflates into a buffer of `limit` bytes, or fewer when `encoded` cannot inflate to that
@@ -77,8 +75,8 @@ impl Codec for Zlib {
 }
 
 /// Deflates `raw` into a zlib stream in `out` (replacing what it held) with this thread's
-/// libdeflate compressor for `level` (at `slot`, the level's number).
-fn deflate_into(raw: &[u8], level: CompressionLvl, slot: usize, out: &mut Vec<u8>) -> Result<()> {
+/// libdeflate compressor for `level` (0-9), made on its first use.
+fn deflate_into(raw: &[u8], level: u32, out: &mut Vec<u8>) -> Result<()> {
     thread_local! {
         static COMPRESSORS: RefCell<Option<[Option<Compressor>; 10]>> = const { RefCell::new(None) };
     }
@@ -87,10 +85,15 @@ fn deflate_into(raw: &[u8], level: CompressionLvl, slot: usize, out: &mut Vec<u8
         &COMPRESSORS,
         || Some(Default::default()),
         |all| {
-            let c = all
-                .get_mut(slot)
-                .ok_or_else(|| failed(ID, format!("level {slot} is outside 0..=9")))?
-                .get_or_insert_with(|| Compressor::new(level));
+            let outside = || bad_config(ID, format!("level {level} is outside 0..=9"));
+            let slot = all.get_mut(level as usize).ok_or_else(outside)?;
+            let c = match slot {
+                Some(c) => c,
+                None => {
+                    let lvl = CompressionLvl::new(level as i32).map_err(|_| outside())?;
+                    slot.insert(Compressor::new(lvl))
+                }
+            };
             // Zero-filled only past the kept length (the end of the last chunk's output);
             // the compressor writes every byte it returns.
             out.resize(c.zlib_compress_bound(raw.len()), 0);
