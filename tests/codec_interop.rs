@@ -140,13 +140,19 @@ fn reads_what_zarr_python_3_writes() {
 
 /// A CDL file with every filter the netCDF API can define, and the values it holds.
 fn filter_cdl(dir: &Path) -> (PathBuf, Values) {
-    let specs: [(&str, &str, &str); 11] = [
+    let specs: [(&str, &str, &str); 13] = [
         (
             "deflate_shuffle",
             "int",
             "_DeflateLevel = 6 ; v:_Shuffle = \"true\"",
         ),
+        (
+            "deflate1_shuffle",
+            "float",
+            "_DeflateLevel = 1 ; v:_Shuffle = \"true\"",
+        ),
         ("deflate0", "double", "_DeflateLevel = 0"),
+        ("deflate9", "int", "_DeflateLevel = 9"),
         ("fletcher", "short", "_Fletcher32 = \"true\""),
         (
             "fletcher_deflate",

@@ -309,6 +309,26 @@ fn dirty_cached_chunks_win_over_the_store() {
     ds.close().unwrap();
 }
 
+/// Writes one float `value` at `at` of variable 0.
+fn put_one(ds: &mut Dataset, at: &[u64], value: f32) -> Result<bool, Error> {
+    let ones = vec![1; at.len()];
+    ds.put_fixed(
+        G,
+        0,
+        &slab(at, &ones, &ones),
+        None,
+        NcType::Float,
+        &value.to_ne_bytes(),
+    )
+}
+
+/// Reopens `name` read-only and checks that all of it (`all`) reads as `want`.
+fn assert_stored(dir: &Path, name: &str, all: &Slab, want: &[f32]) {
+    let mut ds = Dataset::open(&url(dir, name), false).unwrap();
+    assert_eq!(read(&mut ds, all), want, "{name} as stored");
+    ds.close().unwrap();
+}
+
 /// Makes the place of a chunk file unusable (a directory with something in it takes it), or
 /// frees it again.
 fn block_chunk(path: &Path, blocked: bool) {
@@ -328,7 +348,6 @@ fn chunks_that_fail_to_store_stay_dirty_until_stored() {
     let dir = tempfile::tempdir().unwrap();
     let shape = [4u64, 3];
     let all = slab(&[0, 0], &[4, 3], &[1, 1]);
-    let minus_one = (-1.0f32).to_ne_bytes();
     let first_chunk = dir.path().join("retry.zarr/v/0.0");
 
     // Flushed by a sync.
@@ -341,15 +360,7 @@ fn chunks_that_fail_to_store_stay_dirty_until_stored() {
         true,
     );
     let mut ds = Dataset::open(&url(dir.path(), "retry.zarr"), true).unwrap();
-    ds.put_fixed(
-        G,
-        0,
-        &slab(&[0, 1], &[1, 1], &[1, 1]),
-        None,
-        NcType::Float,
-        &minus_one,
-    )
-    .unwrap();
+    put_one(&mut ds, &[0, 1], -1.0).unwrap();
     block_chunk(&first_chunk, true);
     assert!(ds.sync().is_err());
     assert!(
@@ -361,35 +372,19 @@ fn chunks_that_fail_to_store_stay_dirty_until_stored() {
     ds.close().unwrap();
     let mut want = expected(&shape, &all);
     want[1] = -1.0;
-    let mut ds = Dataset::open(&url(dir.path(), "retry.zarr"), false).unwrap();
-    assert_eq!(read(&mut ds, &all), want);
-    ds.close().unwrap();
+    assert_stored(dir.path(), "retry.zarr", &all, &want);
 
     // Evicted by a write to another chunk, the cache holding one chunk.
     let mut ds = Dataset::open(&url(dir.path(), "retry.zarr"), true).unwrap();
     ds.set_var_chunk_cache(G, 0, 2 * 3 * 4, 10, 0.75).unwrap();
-    ds.put_fixed(
-        G,
-        0,
-        &slab(&[1, 2], &[1, 1], &[1, 1]),
-        None,
-        NcType::Float,
-        &minus_one,
-    )
-    .unwrap();
+    put_one(&mut ds, &[1, 2], -1.0).unwrap();
     block_chunk(&first_chunk, true);
-    let evicting = slab(&[3, 0], &[1, 1], &[1, 1]);
-    assert!(
-        ds.put_fixed(G, 0, &evicting, None, NcType::Float, &minus_one)
-            .is_err()
-    );
+    assert!(put_one(&mut ds, &[3, 0], -1.0).is_err());
     block_chunk(&first_chunk, false);
     ds.close().unwrap();
     want[5] = -1.0;
     want[9] = -1.0;
-    let mut ds = Dataset::open(&url(dir.path(), "retry.zarr"), false).unwrap();
-    assert_eq!(read(&mut ds, &all), want);
-    ds.close().unwrap();
+    assert_stored(dir.path(), "retry.zarr", &all, &want);
 }
 
 /// Shrinking the cache evicts several dirty chunks, oldest first; when one of them cannot be
@@ -410,9 +405,7 @@ fn chunks_evicted_together_after_a_failed_one_stay_dirty() {
     let mut ds = Dataset::open(&url(dir.path(), "three.zarr"), true).unwrap();
     let mut want = expected(&shape, &all);
     for (row, value) in [(0u64, -1.0f32), (2, -2.0), (4, -3.0)] {
-        let one = slab(&[row, 1], &[1, 1], &[1, 1]);
-        ds.put_fixed(G, 0, &one, None, NcType::Float, &value.to_ne_bytes())
-            .unwrap();
+        put_one(&mut ds, &[row, 1], value).unwrap();
         want[row as usize * 3 + 1] = value;
     }
     let middle = dir.path().join("three.zarr/v/1.0");
@@ -422,9 +415,7 @@ fn chunks_evicted_together_after_a_failed_one_stay_dirty() {
     let stored_first = std::fs::metadata(dir.path().join("three.zarr/v/0.0")).unwrap();
     assert!(stored_first.is_file());
     ds.close().unwrap();
-    let mut ds = Dataset::open(&url(dir.path(), "three.zarr"), false).unwrap();
-    assert_eq!(read(&mut ds, &all), want);
-    ds.close().unwrap();
+    assert_stored(dir.path(), "three.zarr", &all, &want);
 }
 
 /// A write over several partial chunks, with a cache of one chunk: inserting the first
@@ -447,15 +438,7 @@ fn a_chunk_evicted_during_a_write_keeps_its_other_values() {
     let mut ds = Dataset::open(&url(dir.path(), "evict.zarr"), true).unwrap();
     ds.set_var_chunk_cache(G, 0, 2 * 3 * 4, 10, 0.75).unwrap();
     let mut want = expected(&shape, &all);
-    ds.put_fixed(
-        G,
-        0,
-        &slab(&[2, 1], &[1, 1], &[1, 1]),
-        None,
-        NcType::Float,
-        &(-1.0f32).to_ne_bytes(),
-    )
-    .unwrap();
+    put_one(&mut ds, &[2, 1], -1.0).unwrap();
     want[7] = -1.0;
     let column: Vec<u8> = [-2.0f32, -3.0, -4.0]
         .iter()
@@ -473,9 +456,7 @@ fn a_chunk_evicted_during_a_write_keeps_its_other_values() {
     (want[3], want[6], want[9]) = (-2.0, -3.0, -4.0);
     assert_eq!(read(&mut ds, &all), want, "before closing");
     ds.close().unwrap();
-    let mut ds = Dataset::open(&url(dir.path(), "evict.zarr"), false).unwrap();
-    assert_eq!(read(&mut ds, &all), want, "as stored");
-    ds.close().unwrap();
+    assert_stored(dir.path(), "evict.zarr", &all, &want);
 }
 
 /// Uncompressed chunks on a local store are read run by run straight into the caller's buffer
