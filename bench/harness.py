@@ -541,6 +541,11 @@ def main():
     cases = build_cases(args)
     log(f"scripts/bench: {len(cases)} cases, size {args.size // MiB} MiB, {args.reps} reps")
     skipped = {}
+    # The CSV is rewritten after every case, so a long run that is stopped keeps what it measured.
+    stamp = datetime.datetime.now().strftime("%Y-%m-%d-%H%M%S")
+    os.makedirs(args.out_dir, exist_ok=True)
+    csv_path = os.path.join(args.out_dir, f"{stamp}.csv")
+    log(f"scripts/bench: results so far in {csv_path}")
     for case in cases:
         why = store_unavailable(case.store)
         if why:
@@ -557,9 +562,7 @@ def main():
             row.append(r)
         check_checksums(row)
         log(summary_line(case, row))
-    stamp = datetime.datetime.now().strftime("%Y-%m-%d-%H%M%S")
-    os.makedirs(args.out_dir, exist_ok=True)
-    csv_path = os.path.join(args.out_dir, f"{stamp}.csv")
+        write_csv(csv_path, results, args)
     write_csv(csv_path, results, args)
     table = render_table(results, who_all)
     for store, (why, skipped_cases) in skipped.items():
