@@ -103,6 +103,12 @@ pub trait Codec: Send + Sync + std::fmt::Debug {
     fn writes_in_place(&self) -> bool {
         false
     }
+    /// True when decoding costs about what copying the decoded bytes costs (a byte transform,
+    /// a compressor built for speed like LZ4): decoding such chunks ahead and copying them
+    /// out later saves nothing.
+    fn decodes_at_copy_speed(&self) -> bool {
+        false
+    }
     /// The encoded length of `n` bytes when it depends only on `n`.
     fn encoded_len(&self, _n: usize) -> Option<usize> {
         None
@@ -367,6 +373,12 @@ impl Chain {
     pub fn partial_decode(&self) -> PartialDecode {
         self.only()
             .map_or(PartialDecode::Whole, |codec| codec.partial_decode())
+    }
+
+    /// True when every codec of the chain decodes at about the speed of a copy (see
+    /// [`Codec::decodes_at_copy_speed`]); an empty chain does.
+    pub fn decodes_at_copy_speed(&self) -> bool {
+        self.0.iter().all(|c| c.decodes_at_copy_speed())
     }
 
     /// The chain's codec when it has exactly one: only then can parts of a chunk be decoded.

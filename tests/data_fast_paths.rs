@@ -820,6 +820,69 @@ fn chunks_read_in_sequence_are_decoded_ahead_on_read_only_datasets() {
     }
 }
 
+/// Chunks too large to decode several per thread ahead (4 MiB) are decoded ahead one per
+/// thread when their codec costs much more than a copy (zstd, deflate), and not when it costs
+/// about as much (blosc-lz4, read straight into the caller's buffer). Shown by damaging the
+/// file of a chunk after the request before it waited for the work: a chunk decoded ahead is
+/// served, one that was not reports the damage.
+#[test]
+fn large_chunks_of_slow_codecs_are_decoded_ahead_one_per_thread() {
+    if !std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2) {
+        eprintln!("one core: nothing is decoded ahead");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let shape = [4u64, 1024, 1024];
+    let chunks = [1u64, 1024, 1024];
+    let chunk = |t: u64| slab(&[t, 0, 0], &chunks, &[1, 1, 1]);
+    for (name, coding, ahead) in [
+        ("zstd.zarr", Coding::Filter(32015, &[3]), true),
+        ("deflate.zarr", Coding::ShuffleDeflate, true),
+        (
+            "blosc-lz4.zarr",
+            Coding::Filter(32001, &[0, 0, 0, 0, 5, 1, 1]),
+            false,
+        ),
+    ] {
+        make_with(
+            dir.path(),
+            name,
+            &shape,
+            &chunks,
+            Endian::Little,
+            true,
+            coding,
+        );
+        let mut ds = Dataset::open(&url(dir.path(), name), false).unwrap();
+        // Chunks 0 and 1: a sequence, so chunks 2 and 3 are decoded in the background; the
+        // request for chunk 2 waits for both.
+        for t in 0..3 {
+            assert_eq!(
+                read(&mut ds, &chunk(t)),
+                expected(&shape, &chunk(t)),
+                "{name} {t}"
+            );
+        }
+        let last = dir.path().join(format!("{name}/v/3.0.0"));
+        let good = std::fs::read(&last).unwrap();
+        std::fs::write(&last, b"damaged").unwrap();
+        if ahead {
+            assert_eq!(
+                read(&mut ds, &chunk(3)),
+                expected(&shape, &chunk(3)),
+                "{name}"
+            );
+        } else {
+            let err = read_error(&mut ds, &chunk(3));
+            assert!(
+                matches!(err, Error::Filter { .. } | Error::ChunkSize { .. }),
+                "{name}: {err:?}"
+            );
+        }
+        std::fs::write(&last, good).unwrap();
+    }
+}
+
 /// Makes the last compressed block of a one-frame Zstandard stream undecodable, leaving the
 /// frame's structure (block headers and sizes) intact: its literals section claims ~1 MiB of
 /// raw literals, more than a block can hold.

@@ -562,9 +562,9 @@ impl Dataset {
     /// chunks are coded (uncompressed chunks are read straight into the caller's buffer at
     /// the speed of a copy), the store is local (a remote read would hold a pool thread for a
     /// round trip), and the pool has threads to spare and the caller is not one of them.
-    /// Larger chunks are decoded straight into the caller's buffer: decoding them ahead
-    /// into chunk buffers and copying them out cost more than it saved (16 MiB blosc chunks
-    /// read one by one took 20% longer, zstd ones 10% less).
+    /// Larger chunks are decoded ahead one per thread when decoding them costs much more than
+    /// copying them out of the cache (zlib, zstd); others are decoded straight into the
+    /// caller's buffer (16 MiB blosc-lz4 chunks decoded ahead and copied out took 20% longer).
     fn read_ahead_depth(&self, g: GroupId, v: usize, geo: &Geometry) -> usize {
         let threads = rayon::current_num_threads();
         if self.writable
@@ -577,10 +577,15 @@ impl Dataset {
             return 0;
         }
         let chunk = geo.chunk_bytes.max(1);
-        let depth = (READ_AHEAD_BYTES / chunk)
-            .min(geo.cache_bytes / 2 / chunk)
-            .min(self.tree.group(g).vars[v].cache.nelems / 2);
-        if depth < 2 * threads { 0 } else { depth }
+        let cached = (geo.cache_bytes / 2 / chunk).min(self.tree.group(g).vars[v].cache.nelems / 2);
+        let depth = (READ_AHEAD_BYTES / chunk).min(cached);
+        if depth >= 2 * threads {
+            depth
+        } else if !geo.chain.decodes_at_copy_speed() && cached >= threads {
+            threads
+        } else {
+            0
+        }
     }
 
     /// Puts the chunks decoded ahead that this request wants (and those decoded with them)

@@ -154,6 +154,11 @@ impl Codec for Blosc {
         true
     }
 
+    /// The LZ-family inner compressors do; zlib and zstd inside blosc do not.
+    fn decodes_at_copy_speed(&self) -> bool {
+        matches!(self.cname.as_str(), "blosclz" | "lz4" | "lz4hc" | "snappy")
+    }
+
     fn decode_into(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize> {
         cblosc::decompress_into(encoded, out).map_err(|e| failed(ID, e))
     }

@@ -64,6 +64,10 @@ impl Codec for Lz4 {
         true
     }
 
+    fn decodes_at_copy_speed(&self) -> bool {
+        true
+    }
+
     fn decode_into(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize> {
         let (n, body) = declared(encoded)?;
         let room = out.len();

@@ -143,6 +143,10 @@ impl Codec for Shuffle {
         true
     }
 
+    fn decodes_at_copy_speed(&self) -> bool {
+        true
+    }
+
     fn decode_into(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize> {
         let Some(target) = out.get_mut(..encoded.len()) else {
             return Err(failed(
