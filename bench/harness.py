@@ -248,6 +248,8 @@ class Env:
                                text=True)
             if r.returncode != 0:
                 raise RuntimeError(f"generating {path}: {r.stderr.strip()}")
+            # Its write-back must not land in the first runs that read it.
+            os.sync()
             open(stamp, "w").close()
         return path
 
