@@ -156,7 +156,7 @@ impl Codec for Blosc {
 
     /// The LZ-family inner compressors do; zlib and zstd inside blosc do not.
     fn decodes_at_copy_speed(&self) -> bool {
-        matches!(self.cname.as_str(), "blosclz" | "lz4" | "lz4hc" | "snappy")
+        matches!(self.cname.as_str(), "blosclz" | "lz4" | "lz4hc")
     }
 
     fn decode_into(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize> {

@@ -140,10 +140,6 @@ impl Codec for Delta {
         )
     }
 
-    fn decodes_at_copy_speed(&self) -> bool {
-        true
-    }
-
     fn hdf5(&self) -> Option<(u32, Vec<u32>)> {
         None
     }

@@ -55,10 +55,6 @@ impl Codec for Fletcher32 {
         params::config(ID, &[])
     }
 
-    fn decodes_at_copy_speed(&self) -> bool {
-        true
-    }
-
     fn hdf5(&self) -> Option<(u32, Vec<u32>)> {
         Some((hdf5_id::FLETCHER32, Vec::new()))
     }
