@@ -821,10 +821,11 @@ fn chunks_read_in_sequence_are_decoded_ahead_on_read_only_datasets() {
 }
 
 /// Chunks too large to decode several per thread ahead (4 MiB) are decoded ahead one per
-/// thread when their codec costs much more than a copy (zstd, deflate), and not when it costs
-/// about as much (blosc-lz4, read straight into the caller's buffer). Shown by damaging the
-/// file of a chunk after the request before it waited for the work: a chunk decoded ahead is
-/// served, one that was not reports the damage.
+/// thread when their codec costs much more than a copy (zstd, deflate) and the requests want
+/// whole chunks, and not when it costs about as much (blosc-lz4, read straight into the
+/// caller's buffer) or the requests are single points. Shown by damaging the file of a chunk
+/// after the request before it waited for the work: a chunk decoded ahead is served, one that
+/// was not reports the damage.
 #[test]
 fn large_chunks_of_slow_codecs_are_decoded_ahead_one_per_thread() {
     if rayon::current_num_threads() < 2 {
@@ -881,6 +882,21 @@ fn large_chunks_of_slow_codecs_are_decoded_ahead_one_per_thread() {
         }
         std::fs::write(&last, good).unwrap();
     }
+    // A loop of single points, one chunk after another, decodes a few blocks of each chunk
+    // and nothing ahead.
+    let mut ds = Dataset::open(&url(dir.path(), "zstd.zarr"), false).unwrap();
+    let point = |t: u64| slab(&[t, 0, 0], &[1, 1, 1], &[1, 1, 1]);
+    for t in 0..3 {
+        assert_eq!(
+            read(&mut ds, &point(t)),
+            expected(&shape, &point(t)),
+            "point {t}"
+        );
+    }
+    let last = dir.path().join("zstd.zarr/v/3.0.0");
+    std::fs::write(&last, b"damaged").unwrap();
+    let err = read_error(&mut ds, &point(3));
+    assert!(matches!(err, Error::Filter { .. }), "{err:?}");
 }
 
 /// Makes the last compressed block of a one-frame Zstandard stream undecodable, leaving the

@@ -12,7 +12,7 @@ use crate::chunk::cache::{ChunkCache, ChunkIndex, Evicted};
 use crate::chunk::copy::{
     c_order_strides, fill_pattern, read_piece, whole_chunk_range, write_piece,
 };
-use crate::chunk::projection::{ChunkPiece, Projection};
+use crate::chunk::projection::{ChunkPiece, Projection, is_whole_chunk};
 use crate::chunk::transpose;
 use crate::codec::{self, PartialDecode};
 use crate::error::{Error, Result};
@@ -545,7 +545,7 @@ impl Dataset {
             &slab.stride,
         )?;
         let pieces: Vec<ChunkPiece> = proj.pieces().collect();
-        let ahead = self.read_ahead_depth(g, v, geo);
+        let ahead = self.read_ahead_depth(g, v, geo, &pieces);
         if ahead > 0 {
             self.take_read_ahead(g, v, geo, &pieces)?;
         } else {
@@ -568,10 +568,17 @@ impl Dataset {
     /// round trip), and the pool has threads to spare and the caller is not one of them.
     /// Larger chunks are decoded ahead one per thread (as many threads as the cache holds
     /// twice over, at least two) when decoding them costs much more than copying them out of
-    /// the cache (zlib, zstd: a loop over 16 MiB zstd chunks took 30% less time); others are
-    /// decoded straight into the caller's buffer (16 MiB blosc-lz4 chunks decoded ahead and
-    /// copied out took 20% longer).
-    fn read_ahead_depth(&self, g: GroupId, v: usize, geo: &Geometry) -> usize {
+    /// the cache (zlib, zstd: a loop over 16 MiB zstd chunks took 30% less time) and the
+    /// request wants whole chunks (`pieces`): a loop of single points would wait for whole
+    /// chunks where it decodes a few blocks of each. Others are decoded straight into the
+    /// caller's buffer (16 MiB blosc-lz4 chunks decoded ahead and copied out took 20% longer).
+    fn read_ahead_depth(
+        &self,
+        g: GroupId,
+        v: usize,
+        geo: &Geometry,
+        pieces: &[ChunkPiece],
+    ) -> usize {
         let threads = rayon::current_num_threads();
         if self.writable
             || geo.chain.is_empty()
@@ -587,7 +594,10 @@ impl Dataset {
         let depth = (READ_AHEAD_BYTES / chunk).min(cached);
         if depth >= 2 * threads {
             depth
-        } else if !geo.chain.decodes_at_copy_speed() && cached >= 2 {
+        } else if !geo.chain.decodes_at_copy_speed()
+            && cached >= 2
+            && pieces.iter().all(|p| is_whole_chunk(p, &geo.chunks))
+        {
             threads.min(cached)
         } else {
             0
