@@ -739,6 +739,16 @@ fn strided_reads_of_coded_chunks_match_the_dense_copy() {
     }
 }
 
+/// True when chunks can be decoded ahead here: the worker pool has a thread to spare (says so
+/// when not).
+fn decodes_ahead() -> bool {
+    let spare = rayon::current_num_threads() >= 2;
+    if !spare {
+        eprintln!("one worker thread: nothing is decoded ahead");
+    }
+    spare
+}
+
 /// A dataset opened read-only and read chunk after chunk has the chunks that follow decoded
 /// ahead (on a machine with two cores or more): once a request waited for them, they are
 /// served decoded even after their files change. Values are right in both byte orders, with
@@ -786,8 +796,7 @@ fn chunks_read_in_sequence_are_decoded_ahead_on_read_only_datasets() {
         let good: Vec<_> = (1..6)
             .map(|t| std::fs::read(path(&format!("{t}.1.1"))))
             .collect();
-        if rayon::current_num_threads() < 2 {
-            eprintln!("one worker thread: nothing is decoded ahead");
+        if !decodes_ahead() {
             continue;
         }
         for t in 1..6 {
@@ -828,8 +837,7 @@ fn chunks_read_in_sequence_are_decoded_ahead_on_read_only_datasets() {
 /// was not reports the damage.
 #[test]
 fn large_chunks_of_slow_codecs_are_decoded_ahead_one_per_thread() {
-    if rayon::current_num_threads() < 2 {
-        eprintln!("one worker thread: nothing is decoded ahead");
+    if !decodes_ahead() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -897,6 +905,45 @@ fn large_chunks_of_slow_codecs_are_decoded_ahead_one_per_thread() {
     std::fs::write(&last, b"damaged").unwrap();
     let err = read_error(&mut ds, &point(3));
     assert!(matches!(err, Error::Filter { .. }), "{err:?}");
+}
+
+/// A loop over the chunks of a variable whose last dimension is not a multiple of its chunks
+/// reads the edge chunks in part (what lies inside the variable); those requests still count
+/// as whole chunks, so the large zstd chunks after them are decoded ahead too.
+#[test]
+fn edge_chunks_keep_large_chunks_decoded_ahead() {
+    if !decodes_ahead() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let shape = [4u64, 1024, 1536];
+    let chunks = [1u64, 1024, 1024];
+    let name = "edges.zarr";
+    let zstd = Coding::Filter(32015, &[3]);
+    make_with(
+        dir.path(),
+        name,
+        &shape,
+        &chunks,
+        Endian::Little,
+        true,
+        zstd,
+    );
+    // Chunk (t, 0, x): columns x*1024 up to the variable's end.
+    let chunk = |t: u64, x: u64| {
+        let width = (shape[2] - x * 1024).min(1024);
+        slab(&[t, 0, x * 1024], &[1, 1024, width], &[1, 1, 1])
+    };
+    let mut ds = Dataset::open(&url(dir.path(), name), false).unwrap();
+    // (0, 0, 0), then the edge chunk (0, 0, 1): a sequence, so (1, 0, 0) and (1, 0, 1) are
+    // decoded ahead and the request for (1, 0, 0) waits for both.
+    for (t, x) in [(0, 0), (0, 1), (1, 0)] {
+        let c = chunk(t, x);
+        assert_eq!(read(&mut ds, &c), expected(&shape, &c), "({t}, 0, {x})");
+    }
+    std::fs::write(dir.path().join(format!("{name}/v/1.0.1")), b"damaged").unwrap();
+    let edge = chunk(1, 1);
+    assert_eq!(read(&mut ds, &edge), expected(&shape, &edge));
 }
 
 /// Makes the last compressed block of a one-frame Zstandard stream undecodable, leaving the

@@ -12,7 +12,7 @@ use crate::chunk::cache::{ChunkCache, ChunkIndex, Evicted};
 use crate::chunk::copy::{
     c_order_strides, fill_pattern, read_piece, whole_chunk_range, write_piece,
 };
-use crate::chunk::projection::{ChunkPiece, Projection, is_whole_chunk};
+use crate::chunk::projection::{ChunkPiece, Projection, covers_chunk_in};
 use crate::chunk::transpose;
 use crate::codec::{self, PartialDecode};
 use crate::error::{Error, Result};
@@ -569,8 +569,8 @@ impl Dataset {
     /// Larger chunks are decoded ahead one per thread (as many threads as the cache holds
     /// twice over, at least two) when decoding them costs much more than copying them out of
     /// the cache (zlib, zstd: a loop over 16 MiB zstd chunks took 30% less time) and the
-    /// request wants whole chunks (`pieces`): a loop of single points would wait for whole
-    /// chunks where it decodes a few blocks of each. Others are decoded straight into the
+    /// request wants whole chunks (`pieces`; the part inside the variable of an edge chunk): a
+    /// loop of single points would wait for whole chunks where it decodes a few blocks of each. Others are decoded straight into the
     /// caller's buffer (16 MiB blosc-lz4 chunks decoded ahead and copied out took 20% longer).
     fn read_ahead_depth(
         &self,
@@ -596,7 +596,9 @@ impl Dataset {
             depth
         } else if !geo.chain.decodes_at_copy_speed()
             && cached >= 2
-            && pieces.iter().all(|p| is_whole_chunk(p, &geo.chunks))
+            && pieces
+                .iter()
+                .all(|p| covers_chunk_in(p, &geo.chunks, &geo.shape))
         {
             threads.min(cached)
         } else {

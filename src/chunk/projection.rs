@@ -319,6 +319,24 @@ pub fn is_whole_chunk(piece: &ChunkPiece, chunk_shape: &[u64]) -> bool {
             .all(|(s, &c)| s.start == 0 && s.count == c && (s.step == 1 || c == 1))
 }
 
+/// True when `piece` covers every element of its chunk that lies inside a variable of `shape`
+/// with step 1: all of an inner chunk, the part inside the variable of an edge chunk.
+pub fn covers_chunk_in(piece: &ChunkPiece, chunk_shape: &[u64], shape: &[u64]) -> bool {
+    piece.chunk_region.spans.len() == chunk_shape.len()
+        && piece.chunk.len() == chunk_shape.len()
+        && shape.len() == chunk_shape.len()
+        && piece
+            .chunk_region
+            .spans
+            .iter()
+            .zip(chunk_shape)
+            .zip(piece.chunk.iter().zip(shape))
+            .all(|((s, &c), (&at, &extent))| {
+                let inside = extent.saturating_sub(at.saturating_mul(c)).min(c);
+                s.start == 0 && s.count == inside && (s.step == 1 || inside == 1)
+            })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -385,6 +403,16 @@ mod tests {
         assert_eq!(spans(&all[2].chunk_region), vec![(0, 1, 2)]);
         assert!(is_whole_chunk(&all[1], &[4]));
         assert!(!is_whole_chunk(&all[2], &[4]));
+        // The edge piece holds every element of its chunk inside the variable; the first piece
+        // holds one of four.
+        assert!(covers_chunk_in(&all[1], &[4], &[10]));
+        assert!(covers_chunk_in(&all[2], &[4], &[10]));
+        assert!(!covers_chunk_in(&all[0], &[4], &[10]));
+        // Element 8 alone of the edge chunk, or both with a stride, is not all of it.
+        let p = Projection::new(&[10], &[4], &[8], &[1], &[1]).unwrap();
+        assert!(!covers_chunk_in(&p.pieces().next().unwrap(), &[4], &[10]));
+        let p = Projection::new(&[10], &[4], &[8], &[1], &[2]).unwrap();
+        assert!(!covers_chunk_in(&p.pieces().next().unwrap(), &[4], &[10]));
     }
 
     #[test]
