@@ -291,15 +291,7 @@ fn imap_layouts_with_overlapping_whole_chunk_targets() {
 fn dirty_cached_chunks_win_over_the_store() {
     let dir = tempfile::tempdir().unwrap();
     let shape = [4u64, 3];
-    make(
-        dir.path(),
-        "dirty.zarr",
-        &shape,
-        &[2, 3],
-        Endian::Little,
-        true,
-    );
-    let mut ds = Dataset::open(&url(dir.path(), "dirty.zarr"), true).unwrap();
+    let mut ds = written(dir.path(), "dirty.zarr", &shape, &[2, 3]);
     let one = slab(&[3, 1], &[1, 1], &[1, 1]);
     ds.put_fixed(G, 0, &one, None, NcType::Float, &(-1.0f32).to_ne_bytes())
         .unwrap();
@@ -320,6 +312,13 @@ fn put_one(ds: &mut Dataset, at: &[u64], value: f32) -> Result<bool, Error> {
         NcType::Float,
         &value.to_ne_bytes(),
     )
+}
+
+/// Makes `name` with every value written (little-endian, uncompressed) and opens it for
+/// writing.
+fn written(dir: &Path, name: &str, shape: &[u64], chunks: &[u64]) -> Dataset {
+    make(dir, name, shape, chunks, Endian::Little, true);
+    Dataset::open(&url(dir, name), true).unwrap()
 }
 
 /// Reopens `name` read-only and checks that all of it (`all`) reads as `want`.
@@ -351,15 +350,7 @@ fn chunks_that_fail_to_store_stay_dirty_until_stored() {
     let first_chunk = dir.path().join("retry.zarr/v/0.0");
 
     // Flushed by a sync.
-    make(
-        dir.path(),
-        "retry.zarr",
-        &shape,
-        &[2, 3],
-        Endian::Little,
-        true,
-    );
-    let mut ds = Dataset::open(&url(dir.path(), "retry.zarr"), true).unwrap();
+    let mut ds = written(dir.path(), "retry.zarr", &shape, &[2, 3]);
     put_one(&mut ds, &[0, 1], -1.0).unwrap();
     block_chunk(&first_chunk, true);
     assert!(ds.sync().is_err());
@@ -387,22 +378,14 @@ fn chunks_that_fail_to_store_stay_dirty_until_stored() {
     assert_stored(dir.path(), "retry.zarr", &all, &want);
 }
 
-/// Shrinking the cache evicts several dirty chunks, oldest first; when one of them cannot be
-/// stored, it and those after it stay dirty, and the close stores them.
+/// Shrinking the cache evicts several dirty chunks; when one of them cannot be stored, they
+/// all stay dirty, and the close stores them.
 #[test]
 fn chunks_evicted_together_after_a_failed_one_stay_dirty() {
     let dir = tempfile::tempdir().unwrap();
     let shape = [6u64, 3];
     let all = slab(&[0, 0], &[6, 3], &[1, 1]);
-    make(
-        dir.path(),
-        "three.zarr",
-        &shape,
-        &[2, 3],
-        Endian::Little,
-        true,
-    );
-    let mut ds = Dataset::open(&url(dir.path(), "three.zarr"), true).unwrap();
+    let mut ds = written(dir.path(), "three.zarr", &shape, &[2, 3]);
     let mut want = expected(&shape, &all);
     for (row, value) in [(0u64, -1.0f32), (2, -2.0), (4, -3.0)] {
         put_one(&mut ds, &[row, 1], value).unwrap();
@@ -427,15 +410,7 @@ fn a_chunk_evicted_during_a_write_keeps_its_other_values() {
     let dir = tempfile::tempdir().unwrap();
     let shape = [4u64, 3];
     let all = slab(&[0, 0], &[4, 3], &[1, 1]);
-    make(
-        dir.path(),
-        "evict.zarr",
-        &shape,
-        &[2, 3],
-        Endian::Little,
-        true,
-    );
-    let mut ds = Dataset::open(&url(dir.path(), "evict.zarr"), true).unwrap();
+    let mut ds = written(dir.path(), "evict.zarr", &shape, &[2, 3]);
     ds.set_var_chunk_cache(G, 0, 2 * 3 * 4, 10, 0.75).unwrap();
     let mut want = expected(&shape, &all);
     put_one(&mut ds, &[2, 1], -1.0).unwrap();

@@ -570,8 +570,9 @@ impl Dataset {
     /// twice over, at least two) when decoding them costs much more than copying them out of
     /// the cache (zlib, zstd: a loop over 16 MiB zstd chunks took 30% less time) and the
     /// request wants whole chunks (`pieces`; the part inside the variable of an edge chunk): a
-    /// loop of single points would wait for whole chunks where it decodes a few blocks of each. Others are decoded straight into the
-    /// caller's buffer (16 MiB blosc-lz4 chunks decoded ahead and copied out took 20% longer).
+    /// loop of single points would wait for whole chunks where it decodes a few blocks of each.
+    /// Others are decoded straight into the caller's buffer (16 MiB blosc-lz4 chunks decoded
+    /// ahead and copied out took 20% longer).
     fn read_ahead_depth(
         &self,
         g: GroupId,
@@ -961,9 +962,9 @@ impl Dataset {
             .collect()
     }
 
-    /// Stores dirty chunks the cache of variable `v` evicted; those not stored when one fails
-    /// go back into the cache, still dirty, so a later eviction or flush stores them (the
-    /// error is reported now, and the data are not lost).
+    /// Stores dirty chunks the cache of variable `v` evicted. When one fails, all of them go
+    /// back into the cache, still dirty, so a later eviction or flush stores them (the error
+    /// is reported now, and no data are lost; those stored already are stored again).
     fn store_evicted(
         &mut self,
         g: GroupId,
@@ -971,22 +972,31 @@ impl Dataset {
         geo: &Geometry,
         evicted: Evicted,
     ) -> Result<()> {
-        let mut left = evicted.into_iter();
-        while let Some((idx, data)) = left.next() {
-            if let Err(e) = self.store_chunk(geo, &idx, &data) {
-                let unsaved = std::iter::once((idx, data)).chain(left).collect();
-                self.cache_for(g, v).restore_dirty(unsaved);
-                return Err(e);
-            }
+        if evicted.is_empty() {
+            return Ok(());
         }
-        Ok(())
+        let chunks: Vec<(&ChunkIndex, &[u8])> =
+            evicted.iter().map(|(idx, data)| (idx, &data[..])).collect();
+        let stored = self.store_chunks(geo, &chunks);
+        if stored.is_err() {
+            self.cache_for(g, v).restore_dirty(evicted);
+        }
+        stored
     }
 
-    /// Encodes and stores one chunk (native order in).
-    fn store_chunk(&self, geo: &Geometry, idx: &[u64], data: &[u8]) -> Result<()> {
-        let mut buffers = EncodeBuffers::default();
-        let (key, stored) = encoded::encode_chunk(geo, idx, data, &mut buffers)?;
-        self.store.put(&key, stored)
+    /// Encodes and stores `chunks` (native order in), in parallel, in buffers each worker
+    /// keeps.
+    fn store_chunks(&self, geo: &Geometry, chunks: &[(&ChunkIndex, &[u8])]) -> Result<()> {
+        let buffers: WorkerBuffers<EncodeBuffers> = WorkerBuffers::new();
+        chunk_io::store_each(
+            self.store.as_ref(),
+            chunks,
+            &buffers,
+            |&(idx, data), b, put| {
+                let (key, stored) = encoded::encode_chunk(geo, idx, data, b)?;
+                put(&key, stored)
+            },
+        )
     }
 
     /// Writes a hyperslab of a fixed-size type from `data` (memtype values laid out with
@@ -1255,16 +1265,7 @@ impl Dataset {
             return Ok(());
         }
         let geo = self.geometry(g, v)?;
-        let buffers: WorkerBuffers<EncodeBuffers> = WorkerBuffers::new();
-        chunk_io::store_each(
-            self.store.as_ref(),
-            &dirty,
-            &buffers,
-            |&(idx, data), b, put| {
-                let (key, stored) = encoded::encode_chunk(&geo, idx, data, b)?;
-                put(&key, stored)
-            },
-        )?;
+        self.store_chunks(&geo, &dirty)?;
         let stored: Vec<ChunkIndex> = dirty.into_iter().map(|(idx, _)| idx.clone()).collect();
         if let Some(cache) = self.caches.get_mut(&(g.0, v)) {
             cache.mark_clean(&stored);
