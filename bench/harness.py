@@ -596,7 +596,7 @@ def parse_size(text):
 def check_checksums(row):
     """Readers of the same data must agree; a disagreeing contender is marked, not hidden."""
     sums = {r.who: r.checksum for r in row if r.checksum and r.times}
-    if row and row[0].case.workload in ("read_all", "read_strided", "read_series"):
+    if row and row[0].case.workload in ("read_all", "read_chunks", "read_strided", "read_series"):
         ref = sums.get("C") or sums.get("D") or sums.get("B")
         for r in row:
             if ref and r.checksum and r.checksum != ref:
