@@ -727,8 +727,11 @@ fn decodes_ahead() -> bool {
 /// A dataset opened read-only and read chunk after chunk has the chunks that follow decoded
 /// ahead (on a machine with two cores or more): once a request waited for them, they are
 /// served decoded even after their files change. Values are right in both byte orders, with
-/// an absent chunk (fill) among those decoded ahead, and for requests of single rows; a
-/// dataset opened for writing decodes nothing ahead (the change shows at once).
+/// an absent chunk (fill) among those decoded ahead, and for requests of single rows; a chunk
+/// decoded ahead is let go of once a request has read it whole (a reader going chunk after
+/// chunk does not come back, and the cache would otherwise hold it on top of the chunks being
+/// decoded ahead); a dataset opened for writing decodes nothing ahead (the change shows at
+/// once).
 #[test]
 fn chunks_read_in_sequence_are_decoded_ahead_on_read_only_datasets() {
     let dir = tempfile::tempdir().unwrap();
@@ -782,11 +785,20 @@ fn chunks_read_in_sequence_are_decoded_ahead_on_read_only_datasets() {
                 if t == 0 && (y, x) != (1, 1) {
                     continue;
                 }
-                let c = chunk_at(t, y, x);
-                assert_eq!(read(&mut ds, &c), expect(&c), "{name} ahead {c:?}");
-                // A single row of the chunk, read again.
+                // A single row of the chunk, then all of it: both served by what was decoded
+                // ahead.
                 let row = slab(&[t, y * 8 + 3, x * 16], &[1, 1, 16], &[1, 1, 1]);
                 assert_eq!(read(&mut ds, &row), expect(&row), "{name} row {row:?}");
+                let c = chunk_at(t, y, x);
+                assert_eq!(read(&mut ds, &c), expect(&c), "{name} ahead {c:?}");
+                // Read whole, it was let go of: read again, it comes from its damaged file.
+                if t > 0 && (y, x) == (1, 1) {
+                    let err = read_error(&mut ds, &c);
+                    assert!(
+                        matches!(err, Error::Filter { .. } | Error::ChunkSize { .. }),
+                        "{name} {c:?} read again: {err:?}"
+                    );
+                }
             }
         }
         let mut writable = Dataset::open(&url(dir.path(), name), true).unwrap();

@@ -89,6 +89,14 @@ impl ChunkCache {
         Some((e.data, e.dirty))
     }
 
+    /// Removes a chunk and returns its buffer, unless it is absent or dirty (which stays).
+    pub fn take_clean(&mut self, idx: &[u64]) -> Option<Vec<u8>> {
+        if self.entries.get(idx)?.dirty {
+            return None;
+        }
+        self.take(idx).map(|(data, _)| data)
+    }
+
     /// Inserts a chunk; returns dirty chunks evicted to make room (possibly this one, when
     /// it alone exceeds the bound).
     pub fn insert(
@@ -269,6 +277,21 @@ mod tests {
             c.admits(&[1, i]);
         }
         assert!(!c.admits(&[0, 2]), "a full record is cleared");
+    }
+
+    #[test]
+    fn only_clean_chunks_are_taken_out_clean() {
+        let mut c = ChunkCache::new(10, 100);
+        c.insert(vec![0], vec![0; 4], true);
+        c.insert(vec![1], vec![1; 4], false);
+        assert_eq!(c.take_clean(&[0]), None, "a dirty chunk stays");
+        assert_eq!(c.take_clean(&[1]), Some(vec![1; 4]));
+        assert_eq!(c.take_clean(&[1]), None);
+        assert_eq!(c.take_clean(&[7]), None);
+        // Its bytes no longer count: two more chunks fit beside the dirty one.
+        assert!(c.insert(vec![2], vec![2; 3], false).is_empty());
+        assert!(c.insert(vec![3], vec![3; 3], false).is_empty());
+        assert!(c.get(&[2]).is_some() && c.get(&[0]).is_some());
     }
 
     #[test]

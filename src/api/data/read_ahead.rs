@@ -32,7 +32,13 @@ pub(crate) struct ReadAhead {
     spares: Arc<Mutex<Vec<Vec<u8>>>>,
     /// The most buffers kept spare.
     max_spares: usize,
+    /// Chunks handed over (into the chunk cache) that no request has read whole since.
+    unread: Vec<ChunkIndex>,
 }
+
+/// The most chunks remembered as handed over and not read whole (the latest; one forgotten
+/// stays in the chunk cache until evicted). A request looks its whole chunks up among them.
+const UNREAD_REMEMBERED: usize = 64;
 
 impl ReadAhead {
     /// The chunks decoded ahead when the request for `wanted` chunks wants any of them
@@ -53,7 +59,23 @@ impl ReadAhead {
         while ready.is_none() {
             ready = done.wait(ready).unwrap_or_else(PoisonError::into_inner);
         }
-        ready.take().unwrap_or_default()
+        let ready = ready.take().unwrap_or_default();
+        self.unread.extend(ready.iter().map(|(idx, _)| idx.clone()));
+        let excess = self.unread.len().saturating_sub(UNREAD_REMEMBERED);
+        self.unread.drain(..excess);
+        ready
+    }
+
+    /// Whether chunk `idx` was handed over and not read whole since; a request reading it
+    /// whole calls this, and from then on it does not count as handed over.
+    pub(crate) fn read_whole(&mut self, idx: &[u64]) -> bool {
+        match self.unread.iter().position(|u| u[..] == idx[..]) {
+            Some(at) => {
+                self.unread.remove(at);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Keeps `buffers` for the next jobs to decode into, as many as they can use.
@@ -232,6 +254,29 @@ mod tests {
         ra.after(&[1, 0], &[1, 0], &grid, 1, decode.clone());
         ra.after(&[1, 1], &[1, 1], &grid, 1, decode);
         assert_eq!(ra.take(&[vec![2, 0]]), vec![(vec![2, 0], vec![2, 0])]);
+    }
+
+    /// Chunks handed over count as unread until one request reads them whole (once), what
+    /// was never handed over does not count, and only the latest [`UNREAD_REMEMBERED`] are
+    /// remembered.
+    #[test]
+    fn handed_over_chunks_are_unread_until_read_whole() {
+        let decode = |idx: &ChunkIndex, _: &mut Vec<u8>, _: Vec<u8>| Some(vec![idx[0] as u8]);
+        let mut ra = ReadAhead::default();
+        ra.after(&[0], &[0], &[8], 2, decode);
+        ra.after(&[1], &[1], &[8], 2, decode);
+        assert!(!ra.read_whole(&[2]), "not handed over yet");
+        assert_eq!(ra.take(&[vec![2]]).len(), 2);
+        assert!(ra.read_whole(&[3]));
+        assert!(!ra.read_whole(&[3]), "read whole once");
+        assert!(ra.read_whole(&[2]));
+        assert!(!ra.read_whole(&[1]));
+        ra.unread = (0..UNREAD_REMEMBERED as u64 + 5).map(|i| vec![i]).collect();
+        ra.after(&[2], &[2], &[8], 2, decode);
+        assert_eq!(ra.take(&[vec![5]]).len(), 2);
+        assert_eq!(ra.unread.len(), UNREAD_REMEMBERED);
+        assert!(ra.read_whole(&[4]) && ra.read_whole(&[5]));
+        assert!(!ra.read_whole(&[0]), "the oldest are forgotten");
     }
 
     /// Requests for more of the chunk the previous one ended in (rows of it) keep the
