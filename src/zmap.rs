@@ -17,6 +17,7 @@ pub use open::{OpenHow, open_diskless, open_store};
 
 use crate::error::Result;
 use rayon::prelude::*;
+use std::ops::Range;
 
 /// Top-level objects that mark a directory, archive root or key prefix as a Zarr or NCZarr
 /// dataset (the only Zarr knowledge of this layer: it decides what `create` may clobber and
@@ -46,6 +47,33 @@ pub(crate) fn copy_runs(value: &[u8], base: u64, runs: &mut [(u64, &mut [u8])]) 
         let n = out.len().min(value.len() - start);
         out[..n].copy_from_slice(&value[start..start + n]);
     }
+}
+
+/// Gap between two runs of one object up to which one ranged request of a remote store
+/// fetches both (and the bytes between): a further request costs about as much as this many
+/// bytes on a remote link.
+pub const RANGE_GAP_MERGED: u64 = 1 << 20;
+
+/// The spans of an object that one ranged request each fetches for the byte ranges `wanted`:
+/// in offset order, ranges closer than [`RANGE_GAP_MERGED`] sharing a span; empty ranges
+/// fetch nothing. With nothing wanted, one empty span at 0 (the object's length is still
+/// learnt).
+pub fn merged_spans(wanted: impl Iterator<Item = Range<u64>>) -> Vec<Range<u64>> {
+    let mut wanted: Vec<Range<u64>> = wanted.filter(|r| r.start < r.end).collect();
+    wanted.sort_unstable_by_key(|r| r.start);
+    let mut spans: Vec<Range<u64>> = Vec::new();
+    for r in wanted {
+        match spans.last_mut() {
+            Some(last) if r.start <= last.end.saturating_add(RANGE_GAP_MERGED) => {
+                last.end = last.end.max(r.end);
+            }
+            _ => spans.push(r),
+        }
+    }
+    if spans.is_empty() {
+        spans.push(0..0);
+    }
+    spans
 }
 
 /// [`Store::get_runs_into`] answered from a whole object (`None`: absent): fills `runs` and
@@ -204,3 +232,28 @@ macro_rules! forward_writes_and_listings {
 }
 #[cfg(test)]
 pub(crate) use forward_writes_and_listings;
+
+#[cfg(test)]
+// Lists of one range are what `merged_spans` gives, not mistaken range vectors.
+#[allow(clippy::single_range_in_vec_init)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn near_ranges_share_a_span_and_far_ones_do_not() {
+        let gap = RANGE_GAP_MERGED;
+        let spans = |w: Vec<Range<u64>>| merged_spans(w.into_iter());
+        assert_eq!(spans(vec![]), [0..0]);
+        assert_eq!(
+            spans(vec![5..5, 9..9]),
+            [0..0],
+            "empty ranges fetch nothing"
+        );
+        assert_eq!(spans(vec![100..104, 0..4]), [0..104]);
+        assert_eq!(
+            spans(vec![0..4, 4 + gap..8 + gap, 9 + 2 * gap..10 + 2 * gap]),
+            [0..8 + gap, 9 + 2 * gap..10 + 2 * gap]
+        );
+        assert_eq!(spans(vec![0..10, 2..4, 8..20]), [0..20], "overlaps merge");
+    }
+}

@@ -349,9 +349,36 @@ fn open_fetches_each_metadata_object_once() {
     drop(ds);
 }
 
+/// Defines float variable `name` over new dimensions `dims` with `chunks` and writes each
+/// element's index into it; returns its id.
+fn counting_var(ds: &mut Dataset, name: &str, dims: [(&str, u64); 3], chunks: [u64; 3]) -> usize {
+    let root = nczarr_rs::model::Tree::ROOT;
+    let float = nczarr_rs::model::NcType::Float;
+    let ids: Vec<i32> = dims
+        .iter()
+        .map(|(n, len)| ds.def_dim(root, n, *len, false).unwrap().0 as i32)
+        .collect();
+    let v = ds.def_var(root, name, float, &ids).unwrap();
+    ds.def_var_chunking(root, v, nczarr_rs::model::Storage::Chunked, Some(&chunks))
+        .unwrap();
+    ds.enddef().unwrap();
+    let all = nczarr_rs::api::Slab {
+        start: vec![0; 3],
+        count: dims.iter().map(|(_, len)| *len).collect(),
+        stride: vec![1; 3],
+    };
+    let n: u64 = dims.iter().map(|(_, len)| len).product();
+    let data: Vec<u8> = (0..n as u32)
+        .flat_map(|i| (i as f32).to_ne_bytes())
+        .collect();
+    ds.put_fixed(root, v, &all, None, float, &data).unwrap();
+    v
+}
+
 /// A time series through uncompressed chunks the cache will not keep is one ranged GET per
-/// chunk for the few bytes it needs (no HEAD), with the right values; a chunk of the wrong
-/// size is still an error.
+/// chunk for the few bytes it needs (no HEAD), with the right values; points of one chunk far
+/// apart are a ranged GET each, near ones share one; a chunk of the wrong size is still an
+/// error.
 #[test]
 fn a_time_series_is_one_small_ranged_get_per_chunk() {
     let server = Server::start(Kind::Moto);
@@ -364,28 +391,14 @@ fn a_time_series_is_one_small_ranged_get_per_chunk() {
     let root = nczarr_rs::model::Tree::ROOT;
     let float = nczarr_rs::model::NcType::Float;
     let mut ds = Dataset::create(&url, CreateOptions::default()).unwrap();
-    let dims: Vec<i32> = [("t", 8u64), ("y", 64), ("x", 64)]
-        .iter()
-        .map(|(n, len)| ds.def_dim(root, n, *len, false).unwrap().0 as i32)
-        .collect();
-    let v = ds.def_var(root, "v", float, &dims).unwrap();
-    ds.def_var_chunking(
-        root,
-        v,
-        nczarr_rs::model::Storage::Chunked,
-        Some(&[1, 64, 64]),
-    )
-    .unwrap();
-    ds.enddef().unwrap();
-    let all = nczarr_rs::api::Slab {
-        start: vec![0, 0, 0],
-        count: vec![8, 64, 64],
-        stride: vec![1, 1, 1],
-    };
-    let data: Vec<u8> = (0..8 * 64 * 64u32)
-        .flat_map(|i| (i as f32).to_ne_bytes())
-        .collect();
-    ds.put_fixed(root, v, &all, None, float, &data).unwrap();
+    let v = counting_var(&mut ds, "v", [("t", 8), ("y", 64), ("x", 64)], [1, 64, 64]);
+    // Chunks of two 2 MiB time steps: the two points a series takes from each lie far apart.
+    let w = counting_var(
+        &mut ds,
+        "w",
+        [("t2", 4), ("y2", 1024), ("x2", 512)],
+        [2, 1024, 512],
+    );
     ds.close().unwrap();
 
     let series = nczarr_rs::api::Slab {
@@ -415,6 +428,41 @@ fn a_time_series_is_one_small_ranged_get_per_chunk() {
             .all(|r| r.range.as_deref() == Some(expected.as_str())),
         "{reqs:?}"
     );
+    // Points 2 MiB apart in one chunk: a ranged GET each, not one for the 2 MiB between. Two
+    // neighbouring rows of one time step: one GET for both and the bytes between.
+    ds.set_var_chunk_cache(root, w, 0, 1, 0.75).unwrap();
+    let step = 1024 * 512u32;
+    for (rows, per_step) in [(1u64, 4u64), (2, 2052)] {
+        let pair = nczarr_rs::api::Slab {
+            start: vec![0, 5, 7],
+            count: vec![4, rows, 1],
+            stride: vec![1, 1, 1],
+        };
+        let mut out = vec![0u8; 4 * rows as usize * 4];
+        proxy.take();
+        ds.get_fixed(root, w, &pair, None, float, &mut out).unwrap();
+        let got: Vec<f32> = out
+            .chunks_exact(4)
+            .map(|b| f32::from_ne_bytes(b.try_into().unwrap()))
+            .collect();
+        let want: Vec<f32> = (0..4u32)
+            .flat_map(|t| (0..rows as u32).map(move |r| (t * step + (5 + r) * 512 + 7) as f32))
+            .collect();
+        assert_eq!(got, want, "{rows} rows");
+        let reqs = proxy.take();
+        assert_eq!(reqs.len(), 4, "{rows} rows: {reqs:?}");
+        let mut ranges: Vec<String> = reqs.iter().filter_map(|r| r.range.clone()).collect();
+        ranges.sort();
+        let mut expected: Vec<String> = (0..2u64)
+            .map(|t| {
+                let at = (t * u64::from(step) + 5 * 512 + 7) * 4;
+                format!("bytes={}-{}", at, at + per_step - 1)
+            })
+            .flat_map(|r| [r.clone(), r])
+            .collect();
+        expected.sort();
+        assert_eq!(ranges, expected, "{rows} rows");
+    }
     drop(ds);
 
     // A truncated chunk: its length comes back with the span and is refused.

@@ -16,12 +16,14 @@ pub mod settings;
 
 use super::{Store, StoreKey, StorePrefix, ZARR_MARKERS};
 use crate::error::{Error, Result};
+use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 use object_store::aws::AmazonS3Builder;
 use object_store::path::Path;
 use object_store::{
     BackoffConfig, ClientOptions, ObjectStore, ObjectStoreExt, PutPayload, RetryConfig,
 };
+use rayon::prelude::*;
 use settings::{Credentials, S3Settings};
 use std::future::Future;
 use std::sync::Arc;
@@ -314,11 +316,39 @@ async fn get_object(
     client: Arc<dyn ObjectStore>,
     path: Path,
 ) -> std::result::Result<Option<Vec<u8>>, Failure> {
+    Ok(get_frames(client, path).await?.map(|frames| {
+        let mut whole = Vec::with_capacity(frames.iter().map(Bytes::len).sum());
+        for f in frames {
+            whole.extend_from_slice(&f);
+        }
+        whole
+    }))
+}
+
+/// One GET; the body as the frames it arrived in (not copied into one buffer), `None` for a
+/// missing object.
+async fn get_frames(
+    client: Arc<dyn ObjectStore>,
+    path: Path,
+) -> std::result::Result<Option<Vec<Bytes>>, Failure> {
     match client.get(&path).await {
-        Ok(result) => Ok(Some(result.bytes().await?.to_vec())),
+        Ok(result) => Ok(Some(result.into_stream().try_collect().await?)),
         Err(object_store::Error::NotFound { .. }) => Ok(None),
         Err(e) => Err(e.into()),
     }
+}
+
+/// Copies a body's `frames` into the start of `out` (as much as fits); returns the body's
+/// length.
+fn copy_frames(frames: &[Bytes], out: &mut [u8]) -> usize {
+    let mut rest = &mut out[..];
+    for f in frames {
+        let n = f.len().min(rest.len());
+        let (filled, tail) = std::mem::take(&mut rest).split_at_mut(n);
+        filled.copy_from_slice(&f[..n]);
+        rest = tail;
+    }
+    frames.iter().map(Bytes::len).sum()
 }
 
 /// One ranged GET: the object's length and the bytes of `span` it has. A span the server
@@ -381,26 +411,46 @@ impl Store for S3Store {
         })
     }
 
-    /// One ranged GET per object, for the span from its first run to the end of its last;
-    /// all of them concurrently.
+    /// The bodies are copied from the frames they arrived in straight into the caller's
+    /// buffers (the default would gather each into a buffer of its own first).
+    fn get_many_into(
+        &self,
+        keys: &[StoreKey],
+        outs: &mut [&mut [u8]],
+    ) -> Result<Vec<Option<usize>>> {
+        let paths = keys
+            .iter()
+            .map(|k| self.object_path(k.as_str()))
+            .collect::<Result<Vec<_>>>()?;
+        let got = self.run_many(paths, |client, path| {
+            (format!("GET {path}"), get_frames(client, path))
+        })?;
+        Ok(got
+            .into_par_iter()
+            .zip(outs.par_iter_mut())
+            .map(|(frames, out)| frames.map(|f| copy_frames(&f, out)))
+            .collect())
+    }
+
+    /// One ranged GET per span of an object's runs ([`super::merged_spans`]: runs closer
+    /// than [`super::RANGE_GAP_MERGED`] share one), all of them concurrently: a time series through large chunks takes a few
+    /// elements far apart from each, which one span from the first to the last would fetch
+    /// most of the chunk for.
     fn get_runs_many(
         &self,
         keys: &[StoreKey],
         runs: &mut [super::Runs<'_>],
     ) -> Result<Vec<Option<u64>>> {
-        let work = keys
-            .iter()
-            .zip(runs.iter())
-            .map(|(k, r)| {
-                let start = r.iter().map(|(o, _)| *o).min().unwrap_or(0);
-                let end = r
-                    .iter()
-                    .map(|(o, b)| o.saturating_add(b.len() as u64))
-                    .max()
-                    .unwrap_or(start);
-                Ok((self.object_path(k.as_str())?, start..end))
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let mut work = Vec::new();
+        let mut owner = Vec::new();
+        for (i, (k, r)) in keys.iter().zip(runs.iter()).enumerate() {
+            let path = self.object_path(k.as_str())?;
+            let wanted = r.iter().map(|(o, b)| *o..o.saturating_add(b.len() as u64));
+            for span in super::merged_spans(wanted) {
+                work.push((path.clone(), span));
+                owner.push(i);
+            }
+        }
         let starts: Vec<u64> = work.iter().map(|(_, span)| span.start).collect();
         let got = self.run_many(work, |client, (path, span)| {
             (
@@ -408,17 +458,19 @@ impl Store for S3Store {
                 get_span(client, path, span),
             )
         })?;
-        Ok(got
-            .into_iter()
-            .zip(runs.iter_mut())
-            .zip(starts)
-            .map(|((found, r), start)| {
-                found.map(|(len, bytes)| {
-                    super::copy_runs(&bytes, start, r);
-                    len
-                })
-            })
-            .collect())
+        let mut lens: Vec<Option<Option<u64>>> = vec![None; keys.len()];
+        for ((found, i), start) in got.into_iter().zip(owner).zip(starts) {
+            let len = found.map(|(len, bytes)| {
+                super::copy_runs(&bytes, start, &mut runs[i]);
+                len
+            });
+            // An object that vanished between two of its GETs counts as absent.
+            lens[i] = Some(match lens[i] {
+                Some(earlier) => earlier.and(len),
+                None => len,
+            });
+        }
+        Ok(lens.into_iter().map(Option::flatten).collect())
     }
 
     fn put(&self, key: &StoreKey, value: &[u8]) -> Result<()> {
@@ -510,5 +562,28 @@ impl Store for S3Store {
 
     fn describe(&self) -> String {
         self.described.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Bodies arrive in frames of any size: what fits lands in order, the rest is counted.
+    #[test]
+    fn frames_fill_the_buffer_and_count_the_whole_body() {
+        let frames: Vec<Bytes> = [&b"abc"[..], b"", b"defg", b"h"]
+            .iter()
+            .map(|f| Bytes::copy_from_slice(f))
+            .collect();
+        for (room, want) in [(0, &b""[..]), (2, b"ab"), (5, b"abcde"), (8, b"abcdefgh")] {
+            let mut out = vec![b'.'; room];
+            assert_eq!(copy_frames(&frames, &mut out), 8, "{room}");
+            assert_eq!(out, want, "{room}");
+        }
+        let mut out = vec![b'.'; 10];
+        assert_eq!(copy_frames(&frames, &mut out), 8);
+        assert_eq!(&out, b"abcdefgh..");
+        assert_eq!(copy_frames(&[], &mut out), 0);
     }
 }

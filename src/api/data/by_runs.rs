@@ -15,7 +15,7 @@ use crate::chunk::copy::fill_pattern;
 use crate::chunk::projection::ChunkPiece;
 use crate::chunk::runs::{self, Rows, RunShape};
 use crate::error::Result;
-use crate::zmap::{Store, StoreKey};
+use crate::zmap::{Store, StoreKey, merged_spans};
 use rayon::prelude::*;
 
 /// Runs at least this long are worth a read of their own.
@@ -42,8 +42,8 @@ pub(super) enum Route {
 
 /// How `piece` is best read (see [`Route`]) from a local store, where every read costs what
 /// its bytes cost, or from a remote one, where every read is a round trip: there a piece is
-/// read in parts (one ranged request for the span of its runs) only when that span is a small
-/// part of the chunk.
+/// read in parts (ranged requests for its runs, near ones sharing one) only when they fetch a
+/// small part of the chunk.
 pub(super) fn route(
     geo: &Geometry,
     out_len: usize,
@@ -62,11 +62,14 @@ pub(super) fn route(
         span,
     } = shape;
     if !local {
-        return Ok(if span.saturating_mul(SPAN_FRACTION) <= geo.chunk_bytes {
-            Route::Runs
-        } else {
-            Route::Whole
-        });
+        let fetched = remote_fetched_bytes(geo, out_len, strides, piece, runs, span)?;
+        return Ok(
+            if fetched.saturating_mul(SPAN_FRACTION) <= geo.chunk_bytes {
+                Route::Runs
+            } else {
+                Route::Whole
+            },
+        );
     }
     if runs <= FEW_RUNS || run_len >= MIN_RUN_BYTES {
         return Ok(Route::Runs);
@@ -78,6 +81,33 @@ pub(super) fn route(
         return Ok(Route::Rows);
     }
     Ok(Route::Whole)
+}
+
+/// Most runs of one piece whose ranged requests are planned exactly; with more, the span
+/// from the first to the last counts as fetched.
+const RUNS_PLANNED: usize = 4096;
+
+/// Bytes of a chunk a remote store fetches to read `piece` in parts: its runs, with the gaps
+/// short enough for one ranged request to cover ([`merged_spans`]).
+fn remote_fetched_bytes(
+    geo: &Geometry,
+    out_len: usize,
+    strides: &[i64],
+    piece: &ChunkPiece,
+    runs: usize,
+    span: usize,
+) -> Result<usize> {
+    if runs > RUNS_PLANNED {
+        return Ok(span);
+    }
+    let planned = runs::runs(&geo.chunks, out_len, strides, piece, geo.esize)?;
+    let wanted = planned
+        .iter()
+        .map(|r| r.chunk as u64..(r.chunk + r.len) as u64);
+    Ok(merged_spans(wanted)
+        .iter()
+        .map(|s| (s.end - s.start) as usize)
+        .sum())
 }
 
 /// Checks the length a store reported for an uncompressed chunk and makes the bytes read
