@@ -98,6 +98,11 @@ pub trait Codec: Send + Sync + std::fmt::Debug {
         out[..n].copy_from_slice(&decoded[..n]);
         Ok(n)
     }
+    /// Decodes as [`Codec::decode_into`], sharing the work among up to `threads` threads when
+    /// the codec can split one buffer (blosc's blocks); the default decodes on this one.
+    fn decode_into_on(&self, encoded: &[u8], out: &mut [u8], _threads: usize) -> Result<usize> {
+        self.decode_into(encoded, out)
+    }
     /// True when [`Codec::decode_into`] writes straight into `out` (not the default's decode
     /// and copy), so a chain may hand it a reused buffer between stages.
     fn writes_in_place(&self) -> bool {
@@ -293,13 +298,21 @@ impl Chain {
     /// Decodes a stored chunk as [`Chain::decode`], the first codec (the last stage) writing
     /// straight into `out`; returns the bytes written there (the caller checks the size).
     pub fn decode_into(&self, stored: &[u8], out: &mut [u8]) -> Result<usize> {
+        self.decode_into_on(stored, out, 1)
+    }
+
+    /// Decodes as [`Chain::decode_into`], the last stage on up to `threads` threads when its
+    /// codec can share one buffer's work ([`Codec::decode_into_on`]).
+    pub fn decode_into_on(&self, stored: &[u8], out: &mut [u8], threads: usize) -> Result<usize> {
         let Some(first) = self.0.first() else {
             let n = stored.len().min(out.len());
             out[..n].copy_from_slice(&stored[..n]);
             return Ok(stored.len());
         };
         let expected = out.len();
-        self.decode_stages(stored, expected, |data, _| first.decode_into(data, out))
+        self.decode_stages(stored, expected, |data, _| {
+            first.decode_into_on(data, out, threads)
+        })
     }
 
     /// Decodes every stage but the last (the chain's first codec), last codec first, each

@@ -233,6 +233,35 @@ fn get_many_into_reports_lengths(s: &dyn Store) {
     assert_eq!(bufs[3], [0; 4], "an absent object leaves its buffer alone");
 }
 
+/// A large object read alone into a buffer of its size (local stores split the read among
+/// threads) gives every byte in place; one a byte longer or shorter than its buffer reports
+/// its true length, as when read whole.
+fn a_large_object_read_alone_is_whole(s: &dyn Store) {
+    let len = (5 << 20) + 3;
+    let big: Vec<u8> = (0..len as u32).map(|i| (i % 251) as u8).collect();
+    s.put(&key("big"), &big).unwrap();
+    let mut out = vec![0u8; len];
+    assert_eq!(
+        s.get_many_into(&[key("big")], &mut [&mut out[..]]).unwrap(),
+        [Some(len)]
+    );
+    assert!(out == big, "the object's bytes, in place");
+    let mut short = vec![0u8; len - 1];
+    assert_eq!(
+        s.get_many_into(&[key("big")], &mut [&mut short[..]])
+            .unwrap(),
+        [Some(len)]
+    );
+    assert!(short[..] == big[..len - 1]);
+    let mut long = vec![0u8; len + 1];
+    assert_eq!(
+        s.get_many_into(&[key("big")], &mut [&mut long[..]])
+            .unwrap(),
+        [Some(len)]
+    );
+    assert!(long[..len] == big[..]);
+}
+
 /// A whole object read into a caller's buffer replaces what the buffer held, longer or shorter;
 /// an absent object says so.
 fn get_into_replaces_the_buffer(s: &dyn Store) {
@@ -345,6 +374,10 @@ const SUITE: &[(&str, Check)] = &[
     (
         "get_many_into_reports_lengths",
         get_many_into_reports_lengths,
+    ),
+    (
+        "a_large_object_read_alone_is_whole",
+        a_large_object_read_alone_is_whole,
     ),
     ("get_into_replaces_the_buffer", get_into_replaces_the_buffer),
     ("get_runs_into_reads_ranges", get_runs_into_reads_ranges),

@@ -93,6 +93,10 @@ pub struct Slab {
 /// [`Dataset::read_ahead_depth`]).
 const READ_AHEAD_BYTES: usize = 8 << 20;
 
+/// Decoded bytes of one chunk below which sharing its decoding with another thread costs more
+/// than it saves (c-blosc starts its threads for each call).
+const MIN_BYTES_PER_DECODE_THREAD: usize = 2 << 20;
+
 /// Everything the data path needs to know about a variable, computed once per call (so no
 /// call clones the variable and its attributes).
 #[derive(Clone)]
@@ -386,13 +390,25 @@ impl Dataset {
         stored: &[u8],
         out: &mut [u8],
     ) -> Result<()> {
+        Self::decode_chunk_into_on(geo, key, stored, out, 1)
+    }
+
+    /// Decodes as [`Dataset::decode_chunk_into`], sharing one chunk's decoding among up to
+    /// `threads` threads where its codecs can ([`Chain::decode_into_on`]).
+    fn decode_chunk_into_on(
+        geo: &Geometry,
+        key: &StoreKey,
+        stored: &[u8],
+        out: &mut [u8],
+        threads: usize,
+    ) -> Result<()> {
         if geo.fortran {
             out.copy_from_slice(&Self::decode_chunk(geo, key, stored.to_vec())?);
             return Ok(());
         }
         let n = geo
             .chain
-            .decode_into(stored, out)
+            .decode_into_on(stored, out, threads)
             .map_err(|e| in_chunk(e, key))?;
         if n != out.len() {
             return Err(Error::ChunkSize {
@@ -863,7 +879,13 @@ impl Dataset {
         // Chunks decode straight into the caller's buffer: only the workers' read buffers are
         // used, from batch to batch.
         let buffers = WorkerBuffers::new();
+        let workers = rayon::current_num_threads();
         for batch in targets.chunks_mut(landing_batch_len(geo.chunk_bytes, self.store.is_local())) {
+            // Fewer chunks than workers (a loop reading one chunk at a time): each chunk's
+            // decoding is shared among the idle ones where its codec can split it.
+            let threads = (workers / batch.len().max(1))
+                .min(geo.chunk_bytes / MIN_BYTES_PER_DECODE_THREAD)
+                .max(1);
             let keys: Vec<StoreKey> = batch.iter().map(|(k, _)| k.clone()).collect();
             if geo.stored_as_is() {
                 let mut outs: Vec<&mut [u8]> = batch.iter_mut().map(|(_, o)| &mut **o).collect();
@@ -884,7 +906,7 @@ impl Dataset {
                             fill_pattern(o, &geo.fill);
                             Ok(())
                         }
-                        Some(b) => Self::decode_chunk_into(geo, key, b, o),
+                        Some(b) => Self::decode_chunk_into_on(geo, key, b, o, threads),
                     },
                 )?;
             }

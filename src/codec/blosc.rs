@@ -163,6 +163,10 @@ impl Codec for Blosc {
         cblosc::decompress_into(encoded, out).map_err(|e| failed(ID, e))
     }
 
+    fn decode_into_on(&self, encoded: &[u8], out: &mut [u8], threads: usize) -> Result<usize> {
+        cblosc::decompress_into_on(encoded, out, threads).map_err(|e| failed(ID, e))
+    }
+
     /// Decompresses only the blocks that hold the wanted bytes.
     fn decode_parts(
         &self,

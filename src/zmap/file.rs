@@ -115,6 +115,57 @@ fn read_into(file: &mut fs::File, out: &mut [u8]) -> io::Result<usize> {
     }
 }
 
+/// Bytes of one file below which reading part of it on another thread costs more than the
+/// copy it takes over.
+const MIN_BYTES_PER_READ_THREAD: usize = 2 << 20;
+
+/// Reads a file of `len` bytes (when opened) into `out` as [`read_into`] does, in `parts`
+/// positional reads run in parallel when it fills `out` exactly: on a warm page cache a read
+/// is a memory copy, and a loop reading one large chunk at a time would otherwise copy on one
+/// core. A file whose length changed since it was opened is read by [`read_into`].
+fn read_into_in_parts(
+    file: &mut fs::File,
+    len: u64,
+    out: &mut [u8],
+    parts: usize,
+) -> io::Result<usize> {
+    let part = out
+        .len()
+        .div_ceil(parts.max(1))
+        .max(MIN_BYTES_PER_READ_THREAD);
+    if part >= out.len() || len != out.len() as u64 {
+        return read_into(file, out);
+    }
+    let shared = &*file;
+    let filled: usize = out
+        .par_chunks_mut(part)
+        .enumerate()
+        .map(|(i, o)| read_at_most(shared, (i * part) as u64, o))
+        .try_fold(|| 0, |sum, n| n.map(|n| sum + n))
+        .try_reduce(|| 0, |a, b| Ok(a + b))?;
+    let mut probe = [0u8; 1];
+    if filled == out.len() && read_at_most(shared, len, &mut probe)? == 0 {
+        return Ok(filled);
+    }
+    file.seek(SeekFrom::Start(0))?;
+    read_into(file, out)
+}
+
+/// Reads from `offset` until `out` is full or the file ends; returns the bytes read.
+fn read_at_most(file: &fs::File, offset: u64, out: &mut [u8]) -> io::Result<usize> {
+    use std::os::unix::fs::FileExt;
+    let mut filled = 0;
+    while filled < out.len() {
+        match file.read_at(&mut out[filled..], offset.saturating_add(filled as u64)) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
+}
+
 /// Reads the `len` bytes a file had when opened (fewer if it shrank since) into `buf`,
 /// replacing its contents. Objects are replaced by renames, never grown in place, so there is
 /// no tail to look for: a small file costs one `read`, and the buffer is not zeroed first.
@@ -361,18 +412,20 @@ impl Store for FileStore {
         items.par_iter().try_for_each(|(k, v)| self.put(k, v))
     }
 
+    /// Fewer files than workers (one chunk at a time) are each read in parts in parallel.
     fn get_many_into(
         &self,
         keys: &[StoreKey],
         outs: &mut [&mut [u8]],
     ) -> Result<Vec<Option<usize>>> {
+        let parts = rayon::current_num_threads() / keys.len().max(1);
         keys.par_iter()
             .zip(outs.par_iter_mut())
             .map(|(key, out)| {
                 let path = self.path_of(key.as_str());
                 match open_object(&path)? {
                     None => Ok(None),
-                    Some((mut file, _)) => read_into(&mut file, out)
+                    Some((mut file, len)) => read_into_in_parts(&mut file, len, out, parts)
                         .map(Some)
                         .map_err(|e| io_error(&path, e)),
                 }

@@ -165,6 +165,16 @@ pub fn decompress(src: &[u8], limit: usize) -> Result<Vec<u8>, BloscError> {
 /// Decompresses `src` into the start of `dst`, refusing buffers that declare more than
 /// `dst.len()` bytes; returns the number of bytes written.
 pub fn decompress_into(src: &[u8], dst: &mut [u8]) -> Result<usize, BloscError> {
+    decompress_into_on(src, dst, 1)
+}
+
+/// The most threads one decompression is given.
+const MAX_THREADS: usize = 64;
+
+/// Decompresses as [`decompress_into`], sharing the buffer's blocks among up to `threads`
+/// threads that c-blosc starts for this call and joins before it returns (at most
+/// [`MAX_THREADS`]; 0 counts as 1).
+pub fn decompress_into_on(src: &[u8], dst: &mut [u8], threads: usize) -> Result<usize, BloscError> {
     let declared = declared_size(src)?;
     if declared > dst.len() {
         return Err(BloscError::ExceedsLimit {
@@ -175,15 +185,17 @@ pub fn decompress_into(src: &[u8], dst: &mut [u8]) -> Result<usize, BloscError> 
     if declared == 0 {
         return Ok(0);
     }
+    let threads = threads.clamp(1, MAX_THREADS) as c_int;
     // SAFETY: `src` was validated above (its header's sizes agree with its length), `dst`
     // is valid for `declared <= dst.len()` bytes, which is the size passed, and c-blosc never
-    // writes past `destsize`.
+    // writes past `destsize`; its threads write disjoint blocks of `dst` and are joined before
+    // the call returns.
     let n = unsafe {
         sys::blosc_decompress_ctx(
             src.as_ptr().cast::<c_void>(),
             dst.as_mut_ptr().cast::<c_void>(),
             declared,
-            1,
+            threads,
         )
     };
     if n < 0 || n as usize != declared {
@@ -443,6 +455,36 @@ mod tests {
                     "{name} {shuffle}"
                 );
             }
+        }
+    }
+
+    /// A buffer of many blocks decompressed on several threads gives what one thread gives,
+    /// every byte of the destination written; limits and corruption are caught the same way.
+    #[test]
+    fn decompressing_on_several_threads_gives_what_one_gives() {
+        let data: Vec<u8> = (0..1_000_000u32)
+            .flat_map(|i| (i / 5).to_le_bytes())
+            .collect();
+        for (name, shuffle) in [("lz4", 1), ("blosclz", 2), ("zstd", 0)] {
+            let c = compress(&data, 5, shuffle, 4, name, 64 << 10).unwrap();
+            for threads in [0, 1, 2, 4, 1000] {
+                let mut out = vec![0xEEu8; data.len()];
+                assert_eq!(
+                    decompress_into_on(&c, &mut out, threads),
+                    Ok(data.len()),
+                    "{name} {threads}"
+                );
+                assert!(out == data, "{name} on {threads} threads");
+            }
+            let mut short = vec![0u8; data.len() - 1];
+            assert!(matches!(
+                decompress_into_on(&c, &mut short, 4),
+                Err(BloscError::ExceedsLimit { .. })
+            ));
+            let mut damaged = c.clone();
+            damaged.truncate(c.len() / 2);
+            let mut out = vec![0u8; data.len()];
+            assert!(decompress_into_on(&damaged, &mut out, 4).is_err(), "{name}");
         }
     }
 
