@@ -894,6 +894,70 @@ fn large_chunks_of_slow_codecs_are_decoded_ahead_one_per_thread() {
     assert!(matches!(err, Error::Filter { .. }), "{err:?}");
 }
 
+/// A loop over large zstd chunks of noise (stored nearly raw, decoding at the speed of a copy)
+/// stops decoding ahead once the chunks decoded ahead show it, and every chunk still comes
+/// back right, those decoded ahead and those read after; a damaged chunk after that is
+/// reported.
+#[test]
+fn large_chunks_stored_nearly_raw_are_read_right_and_no_longer_decoded_ahead() {
+    let dir = tempfile::tempdir().unwrap();
+    let shape = [6u64, 1024, 1024];
+    let chunks = [1u64, 1024, 1024];
+    let name = "noise.zarr";
+    make_with(
+        dir.path(),
+        name,
+        &shape,
+        &chunks,
+        Endian::Little,
+        false,
+        Coding::Filter(32015, &[3]),
+    );
+    // Finite values with noise in every byte, which zstd cannot shrink.
+    let n: u64 = shape.iter().product();
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let noise: Vec<f32> = (0..n)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            f32::from_bits((state as u32 & 0x3fff_ffff) | 0x0080_0000)
+        })
+        .collect();
+    let bytes: Vec<u8> = noise.iter().flat_map(|f| f.to_ne_bytes()).collect();
+    let mut ds = Dataset::open(&url(dir.path(), name), true).unwrap();
+    ds.put_fixed(
+        G,
+        0,
+        &slab(&[0, 0, 0], &shape, &[1, 1, 1]),
+        None,
+        NcType::Float,
+        &bytes,
+    )
+    .unwrap();
+    ds.close().unwrap();
+    let stored = std::fs::metadata(dir.path().join(format!("{name}/v/2.0.0"))).unwrap();
+    assert!(
+        stored.len() > 4 << 20,
+        "stored nearly raw: {}",
+        stored.len()
+    );
+    let chunk = |t: u64| slab(&[t, 0, 0], &chunks, &[1, 1, 1]);
+    let per_chunk = 1024 * 1024;
+    let mut ds = Dataset::open(&url(dir.path(), name), false).unwrap();
+    for t in 0..5 {
+        let got = read(&mut ds, &chunk(t));
+        let want = &noise[t as usize * per_chunk..(t as usize + 1) * per_chunk];
+        assert_same_bits(&got, want);
+    }
+    if !decodes_ahead() {
+        return;
+    }
+    std::fs::write(dir.path().join(format!("{name}/v/5.0.0")), b"damaged").unwrap();
+    let err = read_error(&mut ds, &chunk(5));
+    assert!(matches!(err, Error::Filter { .. }), "{err:?}");
+}
+
 /// A loop over the chunks of a variable whose last dimension is not a multiple of its chunks
 /// reads the edge chunks in part (what lies inside the variable); those requests still count
 /// as whole chunks, so the large zstd chunks after them are decoded ahead too.

@@ -561,13 +561,14 @@ impl Dataset {
             &slab.stride,
         )?;
         let pieces: Vec<ChunkPiece> = proj.pieces().collect();
-        let ahead = self.read_ahead_depth(g, v, geo, &pieces);
+        let mut ahead = self.read_ahead_depth(g, v, geo, &pieces);
         if ahead > 0 {
             self.take_read_ahead(g, v, geo, &pieces)?;
-        } else {
-            // No longer decoded ahead (the chunk cache was made smaller, say): what was, and
-            // the buffers kept for it, are let go.
-            self.read_ahead.remove(&(g.0, v));
+            // What was handed over may show that decoding ahead saves nothing.
+            ahead = self.read_ahead_depth(g, v, geo, &pieces);
+        }
+        if ahead == 0 {
+            self.stop_read_ahead(g, v);
         }
         self.read_pieces(g, v, geo, &pieces, out, strides)?;
         if ahead > 0 {
@@ -585,8 +586,10 @@ impl Dataset {
     /// round trip), and the pool has threads to spare and the caller is not one of them.
     /// Larger chunks are decoded ahead one per thread (as many threads as the cache holds
     /// twice over, at least two) when decoding them costs much more than copying them out of
-    /// the cache (zlib, zstd: a loop over 16 MiB zstd chunks took 30% less time) and the
-    /// request wants whole chunks (`pieces`; the part inside the variable of an edge chunk): a
+    /// the cache (zlib, zstd: a loop over 16 MiB zstd chunks took 30% less time; not once
+    /// those decoded ahead were found stored nearly raw: a loop over 16 MiB zstd chunks of
+    /// noise took 30% longer decoded ahead than on one thread) and the request wants whole
+    /// chunks (`pieces`; the part inside the variable of an edge chunk): a
     /// loop of single points would wait for whole chunks where it decodes a few blocks of each.
     /// Others are decoded straight into the caller's buffer (16 MiB blosc-lz4 chunks decoded
     /// ahead and copied out took 20% longer).
@@ -613,6 +616,10 @@ impl Dataset {
         if depth >= 2 * threads {
             depth
         } else if !geo.chain.decodes_at_copy_speed()
+            && !self
+                .read_ahead
+                .get(&(g.0, v))
+                .is_some_and(read_ahead::ReadAhead::stored_nearly_raw)
             && cached >= 2
             && pieces
                 .iter()
@@ -647,6 +654,18 @@ impl Dataset {
             ra.recycle(freed);
         }
         Ok(())
+    }
+
+    /// Stops decoding ahead of a variable: what was decoded, and the buffers kept for it, are
+    /// let go (the chunk cache was made smaller, say). A variable whose chunks were found stored
+    /// nearly raw keeps that finding, so it is not decoded ahead again.
+    fn stop_read_ahead(&mut self, g: GroupId, v: usize) {
+        match self.read_ahead.get_mut(&(g.0, v)) {
+            Some(ra) if ra.stored_nearly_raw() => ra.stop(),
+            _ => {
+                self.read_ahead.remove(&(g.0, v));
+            }
+        }
     }
 
     /// Takes out of the chunk cache the chunks decoded ahead that this request read whole and

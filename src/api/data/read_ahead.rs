@@ -15,8 +15,16 @@ use rayon::prelude::*;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
-/// Decoded chunks handed over by a background job: `None` until it is done.
-type Handover = Arc<(Mutex<Option<Vec<(ChunkIndex, Vec<u8>)>>>, Condvar)>;
+/// What a background job hands over: `None` until it is done.
+type Handover = Arc<(Mutex<Option<Done>>, Condvar)>;
+
+/// A finished job: its decoded chunks, and the bytes they were stored in and decoded to.
+#[derive(Default, Debug)]
+struct Done {
+    chunks: Vec<(ChunkIndex, Vec<u8>)>,
+    stored: usize,
+    decoded: usize,
+}
 
 /// One variable's read-ahead state.
 #[derive(Default, Debug)]
@@ -34,7 +42,13 @@ pub(crate) struct ReadAhead {
     max_spares: usize,
     /// Chunks handed over (into the chunk cache) that no request has read whole since.
     unread: Vec<ChunkIndex>,
+    /// Whether the chunks decoded ahead were stored nearly as large as they decode to.
+    stored_nearly_raw: bool,
 }
+
+/// Stored bytes per decoded byte from which chunks count as stored nearly raw (a compressor
+/// that could not shrink them keeps them in raw blocks, which decode at the speed of a copy).
+const NEARLY_RAW: (usize, usize) = (9, 10);
 
 /// The most chunks remembered as handed over and not read whole (the latest; one forgotten
 /// stays in the chunk cache until evicted). A request looks its whole chunks up among them.
@@ -59,11 +73,35 @@ impl ReadAhead {
         while ready.is_none() {
             ready = done.wait(ready).unwrap_or_else(PoisonError::into_inner);
         }
-        let ready = ready.take().unwrap_or_default();
+        let done = ready.take().unwrap_or_default();
+        if done.decoded > 0
+            && done.stored.saturating_mul(NEARLY_RAW.1) >= done.decoded.saturating_mul(NEARLY_RAW.0)
+        {
+            self.stored_nearly_raw = true;
+        }
+        let ready = done.chunks;
         self.unread.extend(ready.iter().map(|(idx, _)| idx.clone()));
         let excess = self.unread.len().saturating_sub(UNREAD_REMEMBERED);
         self.unread.drain(..excess);
         ready
+    }
+
+    /// True once the chunks decoded ahead turned out to be stored nearly as large as they
+    /// decode to (and so decode about as fast as they are copied).
+    pub(crate) fn stored_nearly_raw(&self) -> bool {
+        self.stored_nearly_raw
+    }
+
+    /// Stops decoding ahead: work under way is abandoned and the buffers kept for it are let
+    /// go of; what was learnt about the chunks stays.
+    pub(crate) fn stop(&mut self) {
+        self.pending = None;
+        self.ahead_last = None;
+        self.unread.clear();
+        self.spares
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
     }
 
     /// Whether chunk `idx` was handed over and not read whole since; a request reading it
@@ -164,15 +202,23 @@ impl ReadAhead {
             let one = |idx: ChunkIndex| {
                 let mut stored = spare();
                 let decoded = decode(&idx, &mut stored, spare());
+                let stored_len = stored.len();
                 spares
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .push(stored);
-                decoded.map(|data| (idx, data))
+                decoded.map(|data| (idx, stored_len, data))
             };
             // A panic must not abort the host program: it hands over nothing instead.
             let decoded = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                chunks.into_par_iter().filter_map(one).collect::<Vec<_>>()
+                let all: Vec<_> = chunks.into_par_iter().filter_map(one).collect();
+                let mut done = Done::default();
+                for (idx, stored, data) in all {
+                    done.stored += stored;
+                    done.decoded += data.len();
+                    done.chunks.push((idx, data));
+                }
+                done
             }))
             .unwrap_or_default();
             let (slot, done) = &*handover;
@@ -277,6 +323,31 @@ mod tests {
         assert_eq!(ra.unread.len(), UNREAD_REMEMBERED);
         assert!(ra.read_whole(&[4]) && ra.read_whole(&[5]));
         assert!(!ra.read_whole(&[0]), "the oldest are forgotten");
+    }
+
+    /// Chunks handed over that were stored nearly as large as they decode to are found out
+    /// (absent ones do not count); stopping lets go of the work and its buffers and keeps
+    /// the finding.
+    #[test]
+    fn chunks_stored_nearly_raw_are_found_out() {
+        for (stored_len, raw) in [(95usize, true), (90, true), (89, false), (10, false)] {
+            let decode = move |idx: &ChunkIndex, stored: &mut Vec<u8>, _: Vec<u8>| {
+                stored.resize(stored_len, 0);
+                (idx[0] != 3).then(|| vec![0u8; 100])
+            };
+            let mut ra = ReadAhead::default();
+            ra.after(&[0], &[0], &[8], 2, decode);
+            ra.after(&[1], &[1], &[8], 2, decode);
+            assert!(!ra.stored_nearly_raw());
+            assert_eq!(ra.take(&[vec![2]]).len(), 1, "chunk 3 is absent");
+            assert_eq!(ra.stored_nearly_raw(), raw, "{stored_len} of 100 bytes");
+            ra.after(&[2], &[2], &[8], 2, decode);
+            assert!(ra.pending.is_some());
+            ra.stop();
+            assert!(ra.pending.is_none() && ra.unread.is_empty());
+            assert!(ra.spares.lock().unwrap().is_empty());
+            assert_eq!(ra.stored_nearly_raw(), raw);
+        }
     }
 
     /// Requests for more of the chunk the previous one ended in (rows of it) keep the
