@@ -370,4 +370,57 @@ fn runs_of_archive_entries_are_read_in_place() {
         Some(5000)
     );
     assert_eq!(buf[..], value[1000..1100]);
+    // Read whole straight into a buffer of its size, in place too: the CRC check catches it.
+    let mut whole = vec![0u8; 5000];
+    assert!(
+        s.get_many_into(&[key("v/0.0")], &mut [&mut whole[..]])
+            .is_err(),
+        "the damage is visible to a whole read in place"
+    );
+    assert!(s.get_into(&key("v/0.0"), &mut Vec::new()).is_err());
+}
+
+/// Objects read whole into the caller's buffers, in place or not, equal what was stored: a
+/// reused buffer (longer or shorter than the object) ends up holding exactly the object, and
+/// a buffer of the wrong size for an entry stored uncompressed is filled as far as it goes
+/// with the entry's true length reported.
+#[test]
+fn whole_reads_into_caller_buffers_give_the_entries() {
+    let dir = TempDir::new().unwrap();
+    let value: Vec<u8> = (0..70_000u32).map(|i| (i * 13 % 253) as u8).collect();
+    for (name, method) in [
+        ("stored.zip", CompressionMethod::Stored),
+        ("deflated.zip", CompressionMethod::Deflated),
+    ] {
+        let path = dir.path().join(name);
+        write_zip(
+            &path,
+            &[
+                ("x/.zgroup", b"{}"),
+                ("x/v/0.0", &value),
+                ("x/v/1.0", b"ab"),
+            ],
+            method,
+        );
+        let s = ZipStore::open(&path, false).unwrap();
+        for held in [vec![], vec![7u8; 10], vec![7u8; 100_000]] {
+            let mut buf = held;
+            assert!(s.get_into(&key("v/0.0"), &mut buf).unwrap(), "{name}");
+            assert!(buf == value, "{name}");
+        }
+        assert!(!s.get_into(&key("v/9.9"), &mut Vec::new()).unwrap());
+        let mut exact = vec![0u8; value.len()];
+        let mut short = [0u8; 10];
+        let mut pair = [0u8; 2];
+        let lens = s
+            .get_many_into(
+                &[key("v/0.0"), key("v/0.0"), key("v/9.9"), key("v/1.0")],
+                &mut [&mut exact[..], &mut short[..], &mut [][..], &mut pair[..]],
+            )
+            .unwrap();
+        assert_eq!(lens, [Some(70_000), Some(70_000), None, Some(2)], "{name}");
+        assert!(exact == value, "{name}");
+        assert_eq!(short[..], value[..10], "{name}");
+        assert_eq!(&pair, b"ab", "{name}");
+    }
 }

@@ -181,6 +181,7 @@ enum Located {
         file: Arc<File>,
         start: u64,
         size: u64,
+        crc32: u32,
     },
     /// Compressed, or staged and not yet in the archive: read whole.
     Elsewhere,
@@ -202,13 +203,14 @@ impl ZipStore {
                 let at = entry
                     .data_start()
                     .filter(|_| stored)
-                    .map(|s| (s, entry.size()));
+                    .map(|s| (s, entry.size(), entry.crc32()));
                 drop(entry);
                 Ok(match at {
-                    Some((start, size)) => Located::InPlace {
+                    Some((start, size, crc32)) => Located::InPlace {
                         file: archive.into_inner().file,
                         start,
                         size,
+                        crc32,
                     },
                     None => Located::Elsewhere,
                 })
@@ -325,8 +327,26 @@ impl ZipStore {
         key: &StoreKey,
         src: &Source,
     ) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.read_source_into(archive, key, src, &mut out)?;
+        Ok(out)
+    }
+
+    /// Reads the object of `key` from `src` into `out`, replacing what it held and reusing its
+    /// memory.
+    fn read_source_into(
+        &self,
+        archive: Option<&ZipArchive<SharedFile>>,
+        key: &StoreKey,
+        src: &Source,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        out.clear();
         match src {
-            Source::Staged(file) => fs::read(file).map_err(|e| Error::io(show(file), e)),
+            Source::Staged(file) => File::open(file)
+                .and_then(|mut f| f.read_to_end(out))
+                .map(|_| ())
+                .map_err(|e| Error::io(show(file), e)),
             Source::Archive(i) => {
                 let mut archive = archive
                     .cloned()
@@ -345,11 +365,11 @@ impl ZipStore {
                         io::Error::new(ErrorKind::InvalidData, "implausible uncompressed size"),
                     ));
                 }
-                let mut out = Vec::with_capacity(declared.min(MAX_RESERVE) as usize);
+                out.reserve(declared.min(MAX_RESERVE) as usize);
                 let what = || format!("{}:{key}", show(&self.path));
                 (&mut entry)
                     .take(declared.saturating_add(1))
-                    .read_to_end(&mut out)
+                    .read_to_end(out)
                     .map_err(|e| Error::io(what(), e))?;
                 if out.len() as u64 != declared {
                     return Err(Error::io(
@@ -360,7 +380,7 @@ impl ZipStore {
                         ),
                     ));
                 }
-                Ok(out)
+                Ok(())
             }
         }
     }
@@ -483,6 +503,52 @@ impl Store for ZipStore {
             .collect()
     }
 
+    /// Read into the caller's buffer, reusing its memory (a chunk loop reads every chunk into
+    /// the same few buffers).
+    fn get_into(&self, key: &StoreKey, buf: &mut Vec<u8>) -> Result<bool> {
+        let state = self.read_lock()?;
+        match state.index.get(key.as_str()) {
+            None => Ok(false),
+            Some(src) => self
+                .read_source_into(state.archive.as_ref(), key, src, buf)
+                .map(|()| true),
+        }
+    }
+
+    /// Entries stored uncompressed that fill their buffer exactly are read in place straight
+    /// into it, in parallel, and checked against their CRC; others are read whole and copied.
+    fn get_many_into(
+        &self,
+        keys: &[StoreKey],
+        outs: &mut [&mut [u8]],
+    ) -> Result<Vec<Option<usize>>> {
+        keys.par_iter()
+            .zip(outs.par_iter_mut())
+            .map(|(key, out)| match self.locate(key)? {
+                Located::Absent => Ok(None),
+                Located::InPlace {
+                    file,
+                    start,
+                    size,
+                    crc32,
+                } if size == out.len() as u64 => {
+                    let what = || format!("{}:{key}", show(&self.path));
+                    file.read_exact_at(out, start)
+                        .map_err(|e| Error::io(what(), e))?;
+                    if crc32fast::hash(out) != crc32 {
+                        return Err(Error::io(
+                            what(),
+                            io::Error::new(ErrorKind::InvalidData, "entry CRC mismatch"),
+                        ));
+                    }
+                    Ok(Some(out.len()))
+                }
+                _ => Ok(super::runs_of_whole(self.get(key)?, &mut [(0, &mut **out)])
+                    .map(|n| n as usize)),
+            })
+            .collect()
+    }
+
     /// Entries stored uncompressed are read in place, run by run, at their offsets in the
     /// archive (a part of an entry cannot be checked against the entry's CRC; whole reads are);
     /// compressed entries and staged objects are read whole.
@@ -490,7 +556,9 @@ impl Store for ZipStore {
         let (file, start, size) = match self.locate(key)? {
             Located::Absent => return Ok(None),
             Located::Elsewhere => return Ok(super::runs_of_whole(self.get(key)?, runs)),
-            Located::InPlace { file, start, size } => (file, start, size),
+            Located::InPlace {
+                file, start, size, ..
+            } => (file, start, size),
         };
         let what = || format!("{}:{key}", show(&self.path));
         for (offset, out) in runs.iter_mut() {
