@@ -9,6 +9,7 @@ use super::{
     Codec, Config, Context, EncodedParts, PartialDecode, bad_config, failed, hdf5_id, params,
 };
 use crate::error::Result;
+use rayon::prelude::*;
 use serde_json::Value;
 use std::ops::Range;
 
@@ -163,8 +164,36 @@ impl Codec for Blosc {
         cblosc::decompress_into(encoded, out).map_err(|e| failed(ID, e))
     }
 
+    /// Ranges of whole blocks decompressed in parallel on the caller's workers (each with
+    /// `blosc_getitem`), straight into their places in `out`; a buffer that cannot be split or
+    /// a range refused is decompressed whole, which reports what is wrong with it.
     fn decode_into_on(&self, encoded: &[u8], out: &mut [u8], threads: usize) -> Result<usize> {
-        cblosc::decompress_into_on(encoded, out, threads).map_err(|e| failed(ID, e))
+        let declared = cblosc::declared_size(encoded).map_err(|e| failed(ID, e))?;
+        let ranges = if threads > 1 && declared <= out.len() {
+            cblosc::split(encoded, threads)
+        } else {
+            None
+        };
+        let Some(ranges) = ranges else {
+            return self.decode_into(encoded, out);
+        };
+        let mut parts: Vec<(Range<usize>, &mut [u8])> = Vec::with_capacity(ranges.len());
+        let mut rest = &mut out[..declared];
+        for r in ranges {
+            let (mine, tail) = std::mem::take(&mut rest).split_at_mut(r.len());
+            parts.push((r, mine));
+            rest = tail;
+        }
+        let whole = parts
+            .into_par_iter()
+            .map(|(r, dst)| cblosc::decompress_range(encoded, r, dst))
+            .collect::<std::result::Result<Vec<bool>, _>>()
+            .map_err(|e| failed(ID, e))?;
+        if whole.iter().all(|&ok| ok) {
+            Ok(declared)
+        } else {
+            self.decode_into(encoded, out)
+        }
     }
 
     /// Decompresses only the blocks that hold the wanted bytes.

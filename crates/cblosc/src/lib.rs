@@ -165,16 +165,6 @@ pub fn decompress(src: &[u8], limit: usize) -> Result<Vec<u8>, BloscError> {
 /// Decompresses `src` into the start of `dst`, refusing buffers that declare more than
 /// `dst.len()` bytes; returns the number of bytes written.
 pub fn decompress_into(src: &[u8], dst: &mut [u8]) -> Result<usize, BloscError> {
-    decompress_into_on(src, dst, 1)
-}
-
-/// The most threads one decompression is given.
-const MAX_THREADS: usize = 64;
-
-/// Decompresses as [`decompress_into`], sharing the buffer's blocks among up to `threads`
-/// threads that c-blosc starts for this call and joins before it returns (at most
-/// [`MAX_THREADS`]; 0 counts as 1).
-pub fn decompress_into_on(src: &[u8], dst: &mut [u8], threads: usize) -> Result<usize, BloscError> {
     let declared = declared_size(src)?;
     if declared > dst.len() {
         return Err(BloscError::ExceedsLimit {
@@ -185,17 +175,15 @@ pub fn decompress_into_on(src: &[u8], dst: &mut [u8], threads: usize) -> Result<
     if declared == 0 {
         return Ok(0);
     }
-    let threads = threads.clamp(1, MAX_THREADS) as c_int;
     // SAFETY: `src` was validated above (its header's sizes agree with its length), `dst`
     // is valid for `declared <= dst.len()` bytes, which is the size passed, and c-blosc never
-    // writes past `destsize`; its threads write disjoint blocks of `dst` and are joined before
-    // the call returns.
+    // writes past `destsize`.
     let n = unsafe {
         sys::blosc_decompress_ctx(
             src.as_ptr().cast::<c_void>(),
             dst.as_mut_ptr().cast::<c_void>(),
             declared,
-            threads,
+            1,
         )
     };
     if n < 0 || n as usize != declared {
@@ -277,6 +265,50 @@ impl Layout {
         }
         spans
     }
+}
+
+/// Splits the decompressed buffer of `src` into at most `parts` ranges of whole blocks, of
+/// about the same size, for [`decompress_range`] to decompress each on its own (on a thread of
+/// the caller's); `None` when the buffer has fewer than two blocks, is invalid, or its blocks
+/// are not whole items.
+pub fn split(src: &[u8], parts: usize) -> Option<Vec<Range<usize>>> {
+    declared_size(src).ok()?;
+    let layout = Layout::of(src)?;
+    let parts = parts.min(layout.nblocks);
+    if parts < 2 {
+        return None;
+    }
+    let per = layout.nblocks.div_ceil(parts);
+    Some(
+        (0..layout.nblocks)
+            .step_by(per)
+            .map(|b| b * layout.blocksize..((b + per) * layout.blocksize).min(layout.nbytes))
+            .collect(),
+    )
+}
+
+/// Decompresses the bytes `range` (one of [`split`]'s) of the decompressed buffer of `src`
+/// into `dst`, which is as long as the range (`blosc_getitem`, which keeps its state on the
+/// stack). `Ok(false)` when the range does not fit the buffer or c-blosc refused it: the
+/// buffer should be decompressed whole (which reports what is wrong with it).
+pub fn decompress_range(
+    src: &[u8],
+    range: Range<usize>,
+    dst: &mut [u8],
+) -> Result<bool, BloscError> {
+    let declared = declared_size(src)?;
+    let Some(layout) = Layout::of(src) else {
+        return Ok(false);
+    };
+    if range.start > range.end
+        || range.end > declared
+        || range.len() != dst.len()
+        || range.start % layout.typesize != 0
+        || range.len() % layout.typesize != 0
+    {
+        return Ok(false);
+    }
+    get_items(src, range.start / layout.typesize, dst, layout.typesize)
 }
 
 /// Decompresses only the blocks of `src` that hold the byte ranges `wanted` of its
@@ -458,34 +490,52 @@ mod tests {
         }
     }
 
-    /// A buffer of many blocks decompressed on several threads gives what one thread gives,
-    /// every byte of the destination written; limits and corruption are caught the same way.
+    /// A buffer of many blocks split into ranges of whole blocks, each decompressed on its
+    /// own, gives what a whole decompression gives; ranges that do not fit are refused, a
+    /// block damaged inside is refused, and a buffer of one block is not split.
     #[test]
-    fn decompressing_on_several_threads_gives_what_one_gives() {
+    fn ranges_of_a_split_buffer_decompress_to_the_whole() {
         let data: Vec<u8> = (0..1_000_000u32)
             .flat_map(|i| (i / 5).to_le_bytes())
             .collect();
         for (name, shuffle) in [("lz4", 1), ("blosclz", 2), ("zstd", 0)] {
             let c = compress(&data, 5, shuffle, 4, name, 64 << 10).unwrap();
-            for threads in [0, 1, 2, 4, 1000] {
+            for parts in [2, 3, 7, 1000] {
+                let ranges = split(&c, parts).unwrap();
+                assert!(ranges.len() <= parts && ranges.len() >= 2, "{name} {parts}");
+                assert_eq!(ranges[0].start, 0);
+                assert_eq!(ranges.last().unwrap().end, data.len());
                 let mut out = vec![0xEEu8; data.len()];
-                assert_eq!(
-                    decompress_into_on(&c, &mut out, threads),
-                    Ok(data.len()),
-                    "{name} {threads}"
-                );
-                assert!(out == data, "{name} on {threads} threads");
+                for r in &ranges {
+                    assert_eq!(r.start % (64 << 10), 0, "{name}: whole blocks");
+                    let ok = decompress_range(&c, r.clone(), &mut out[r.clone()]).unwrap();
+                    assert!(ok, "{name} {r:?}");
+                }
+                assert!(out == data, "{name} in {parts} parts");
             }
-            let mut short = vec![0u8; data.len() - 1];
-            assert!(matches!(
-                decompress_into_on(&c, &mut short, 4),
-                Err(BloscError::ExceedsLimit { .. })
-            ));
-            let mut damaged = c.clone();
-            damaged.truncate(c.len() / 2);
-            let mut out = vec![0u8; data.len()];
-            assert!(decompress_into_on(&damaged, &mut out, 4).is_err(), "{name}");
+            assert!(split(&c, 1).is_none());
+            let mut small = vec![0u8; 10];
+            assert_eq!(decompress_range(&c, 0..11, &mut small), Ok(false));
+            assert_eq!(decompress_range(&c, 1..11, &mut small), Ok(false));
+            let mut past = vec![0u8; 8];
+            assert_eq!(
+                decompress_range(&c, data.len() - 4..data.len() + 4, &mut past),
+                Ok(false)
+            );
         }
+        let one = compress(&data[..1000], 5, 1, 4, "lz4", 0).unwrap();
+        assert!(split(&one, 4).is_none(), "one block");
+        // A block damaged inside (the header and block starts intact) is refused by the
+        // range that holds it.
+        let c = compress(&data, 5, 1, 4, "lz4", 64 << 10).unwrap();
+        let mut damaged = c.clone();
+        let at = c.len() - 200;
+        for b in &mut damaged[at..at + 64] {
+            *b = 0xFF;
+        }
+        let last = split(&damaged, 8).unwrap().pop().unwrap();
+        let mut out = vec![0u8; last.len()];
+        assert_ne!(decompress_range(&damaged, last, &mut out), Ok(true));
     }
 
     /// A reused destination (longer, shorter or full of other bytes) ends up holding exactly
