@@ -55,7 +55,7 @@ pub(crate) fn copy_runs(value: &[u8], base: u64, runs: &mut [(u64, &mut [u8])]) 
 pub const RANGE_GAP_MERGED: u64 = 1 << 20;
 
 /// The spans of an object that one ranged request each fetches for the byte ranges `wanted`:
-/// in offset order, ranges closer than [`RANGE_GAP_MERGED`] sharing a span; empty ranges
+/// in offset order, ranges at most [`RANGE_GAP_MERGED`] apart sharing a span; empty ranges
 /// fetch nothing. With nothing wanted, one empty span at 0 (the object's length is still
 /// learnt).
 pub fn merged_spans(wanted: impl Iterator<Item = Range<u64>>) -> Vec<Range<u64>> {
@@ -133,7 +133,8 @@ pub trait Store: Send + Sync + std::fmt::Debug {
 
     /// Parts of several objects, as [`Store::get_runs_into`] for each: entry `i` of the result
     /// is for `keys[i]` and `runs[i]`. The default reads them one by one, in parallel; remote
-    /// backends override it with concurrent ranged requests (one per object, covering its runs).
+    /// backends override it with concurrent ranged requests (for each object, one per span of its
+    /// runs, [`merged_spans`]).
     fn get_runs_many(&self, keys: &[StoreKey], runs: &mut [Runs<'_>]) -> Result<Vec<Option<u64>>> {
         keys.par_iter()
             .zip(runs.par_iter_mut())

@@ -354,22 +354,55 @@ fn copy_frames(frames: &[Bytes], out: &mut [u8]) -> usize {
 /// One ranged GET: the object's length and the bytes of `span` it has. A span the server
 /// will not serve as asked (one past the object's end, say) falls back to the whole object,
 /// so the caller still learns the object's true length.
+/// A span of an object as one GET returned it.
+#[derive(Debug)]
+struct Spanned {
+    /// The object's length.
+    len: u64,
+    bytes: Vec<u8>,
+    /// The object's version (its ETag), when the server gave one.
+    version: Option<String>,
+}
+
+/// True when the spans of one object came from one version of it (or all found it absent):
+/// one span; or all absent; or all present with the same length and the same known ETag.
+fn one_version(spans: &[Option<Spanned>]) -> bool {
+    match spans {
+        [] | [_] => true,
+        [first, rest @ ..] => match first {
+            None => rest.iter().all(Option::is_none),
+            Some(f) => {
+                f.version.is_some()
+                    && rest.iter().all(|s| {
+                        s.as_ref()
+                            .is_some_and(|s| s.len == f.len && s.version == f.version)
+                    })
+            }
+        },
+    }
+}
+
 async fn get_span(
     client: Arc<dyn ObjectStore>,
     path: Path,
     span: std::ops::Range<u64>,
-) -> std::result::Result<Option<(u64, Vec<u8>)>, Failure> {
+) -> std::result::Result<Option<Spanned>, Failure> {
     let options = object_store::GetOptions {
         range: Some(object_store::GetRange::Bounded(span.clone())),
         ..Default::default()
     };
     match client.get_opts(&path, options).await {
         Ok(result) => {
-            let size = result.meta.size;
+            let len = result.meta.size;
+            let version = result.meta.e_tag.clone();
             let got = result.range.clone();
             let bytes = result.bytes().await?;
             if got.start == span.start && got.end - got.start == bytes.len() as u64 {
-                return Ok(Some((size, bytes.to_vec())));
+                return Ok(Some(Spanned {
+                    len,
+                    bytes: bytes.to_vec(),
+                    version,
+                }));
             }
         }
         Err(object_store::Error::NotFound { .. }) => return Ok(None),
@@ -379,7 +412,11 @@ async fn get_span(
         let len = whole.len() as u64;
         let start = span.start.min(len) as usize;
         let end = span.end.min(len) as usize;
-        (len, whole[start..end.max(start)].to_vec())
+        Spanned {
+            len,
+            bytes: whole[start..end.max(start)].to_vec(),
+            version: None,
+        }
     }))
 }
 
@@ -432,8 +469,8 @@ impl Store for S3Store {
             .collect())
     }
 
-    /// One ranged GET per span of an object's runs ([`super::merged_spans`]: runs closer
-    /// than [`super::RANGE_GAP_MERGED`] share one), all of them concurrently: a time series through large chunks takes a few
+    /// One ranged GET per span of an object's runs ([`super::merged_spans`]: runs at most
+    /// [`super::RANGE_GAP_MERGED`] apart share one), all of them concurrently: a time series through large chunks takes a few
     /// elements far apart from each, which one span from the first to the last would fetch
     /// most of the chunk for.
     fn get_runs_many(
@@ -458,19 +495,44 @@ impl Store for S3Store {
                 get_span(client, path, span),
             )
         })?;
-        let mut lens: Vec<Option<Option<u64>>> = vec![None; keys.len()];
+        let mut per_key: Vec<(Vec<u64>, Vec<Option<Spanned>>)> =
+            (0..keys.len()).map(|_| (Vec::new(), Vec::new())).collect();
         for ((found, i), start) in got.into_iter().zip(owner).zip(starts) {
-            let len = found.map(|(len, bytes)| {
-                super::copy_runs(&bytes, start, &mut runs[i]);
-                len
-            });
-            // An object that vanished between two of its GETs counts as absent.
-            lens[i] = Some(match lens[i] {
-                Some(earlier) => earlier.and(len),
-                None => len,
-            });
+            per_key[i].0.push(start);
+            per_key[i].1.push(found);
         }
-        Ok(lens.into_iter().map(Option::flatten).collect())
+        let mut lens = Vec::with_capacity(keys.len());
+        // Objects replaced (or deleted) between two of their GETs: read again whole, in one
+        // GET, so that no object is a mixture of two versions.
+        let mut again = Vec::new();
+        for (i, (starts, spans)) in per_key.into_iter().enumerate() {
+            if !one_version(&spans) {
+                again.push(i);
+                lens.push(None);
+                continue;
+            }
+            let mut len = None;
+            for (start, span) in starts.into_iter().zip(spans) {
+                if let Some(span) = span {
+                    super::copy_runs(&span.bytes, start, &mut runs[i]);
+                    len = Some(span.len);
+                }
+            }
+            lens.push(len);
+        }
+        if !again.is_empty() {
+            let paths = again
+                .iter()
+                .map(|&i| self.object_path(keys[i].as_str()))
+                .collect::<Result<Vec<_>>>()?;
+            let whole = self.run_many(paths, |client, path| {
+                (format!("GET {path}"), get_object(client, path))
+            })?;
+            for (i, value) in again.into_iter().zip(whole) {
+                lens[i] = super::runs_of_whole(value, &mut runs[i]);
+            }
+        }
+        Ok(lens)
     }
 
     fn put(&self, key: &StoreKey, value: &[u8]) -> Result<()> {
@@ -568,6 +630,28 @@ impl Store for S3Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Spans of one object count as one version only when every GET saw the same length and
+    /// the same known ETag (or all found it absent).
+    #[test]
+    fn spans_agree_only_on_one_known_version() {
+        let span = |len: u64, version: Option<&str>| {
+            Some(Spanned {
+                len,
+                bytes: Vec::new(),
+                version: version.map(str::to_string),
+            })
+        };
+        assert!(one_version(&[]));
+        assert!(one_version(&[span(8, None)]), "one GET is atomic");
+        assert!(one_version(&[None, None]));
+        assert!(one_version(&[span(8, Some("a")), span(8, Some("a"))]));
+        assert!(!one_version(&[span(8, Some("a")), span(8, Some("b"))]));
+        assert!(!one_version(&[span(8, Some("a")), span(9, Some("a"))]));
+        assert!(!one_version(&[span(8, None), span(8, None)]), "unknown");
+        assert!(!one_version(&[span(8, Some("a")), None]));
+        assert!(!one_version(&[None, span(8, Some("a"))]));
+    }
 
     /// Bodies arrive in frames of any size: what fits lands in order, the rest is counted.
     #[test]

@@ -4,7 +4,7 @@
 //!
 //! Owns the choice of which pieces go this way; the run arithmetic is `chunk::runs`, the
 //! splitting of the caller's buffer `split`, the reading the store's `get_runs_many` (in place
-//! on local stores, one ranged request per chunk on remote ones). It must not know how a store
+//! on local stores, ranged requests on remote ones). It must not know how a store
 //! reads.
 
 use super::rows;
@@ -23,7 +23,8 @@ const MIN_RUN_BYTES: usize = 256;
 /// A piece of this many runs or fewer is read run by run whatever their length (a time
 /// series touches one element per chunk).
 const FEW_RUNS: usize = 16;
-/// On a remote store, a piece whose span is this much smaller than its chunk is read in part.
+/// On a remote store, a piece whose ranged requests fetch this much less than its chunk is
+/// read in part.
 const SPAN_FRACTION: usize = 4;
 /// Scratch bytes for row spans read together (reused batch after batch).
 const SCRATCH_BYTES: usize = 8 << 20;
