@@ -94,7 +94,7 @@ pub struct Slab {
 const READ_AHEAD_BYTES: usize = 8 << 20;
 
 /// Decoded bytes of one chunk below which sharing its decoding with another thread costs more
-/// than it saves (c-blosc starts its threads for each call).
+/// than it saves.
 const MIN_BYTES_PER_DECODE_THREAD: usize = 2 << 20;
 
 /// Everything the data path needs to know about a variable, computed once per call (so no
@@ -561,8 +561,9 @@ impl Dataset {
             &slab.stride,
         )?;
         let pieces: Vec<ChunkPiece> = proj.pieces().collect();
-        let mut ahead = self.read_ahead_depth(g, v, geo, &pieces);
-        if ahead > 0 {
+        let reads_ahead = self.read_ahead_depth(g, v, geo, &pieces) > 0;
+        let mut ahead = 0;
+        if reads_ahead {
             self.take_read_ahead(g, v, geo, &pieces)?;
             // What was handed over may show that decoding ahead saves nothing.
             ahead = self.read_ahead_depth(g, v, geo, &pieces);
@@ -571,8 +572,10 @@ impl Dataset {
             self.stop_read_ahead(g, v);
         }
         self.read_pieces(g, v, geo, &pieces, out, strides)?;
-        if ahead > 0 {
+        if reads_ahead {
             self.release_read_whole(g, v, geo, &pieces);
+        }
+        if ahead > 0 {
             self.read_ahead_after(g, v, geo, &pieces, ahead);
         }
         Ok(())

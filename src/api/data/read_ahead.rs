@@ -12,6 +12,7 @@
 
 use crate::chunk::cache::ChunkIndex;
 use rayon::prelude::*;
+use std::collections::HashSet;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
@@ -41,7 +42,9 @@ pub(crate) struct ReadAhead {
     /// The most buffers kept spare.
     max_spares: usize,
     /// Chunks handed over (into the chunk cache) that no request has read whole since.
-    unread: Vec<ChunkIndex>,
+    unread: HashSet<ChunkIndex>,
+    /// The most chunks a job decodes (the latest depth asked for).
+    depth: usize,
     /// Whether the chunks decoded ahead were stored nearly as large as they decode to.
     stored_nearly_raw: bool,
 }
@@ -50,8 +53,9 @@ pub(crate) struct ReadAhead {
 /// that could not shrink them keeps them in raw blocks, which decode at the speed of a copy).
 const NEARLY_RAW: (usize, usize) = (9, 10);
 
-/// The most chunks remembered as handed over and not read whole (the latest; one forgotten
-/// stays in the chunk cache until evicted). A request looks its whole chunks up among them.
+/// The fewest chunks remembered as handed over and not read whole; at least twice a job's
+/// chunks are. Past that, all are forgotten (they stay in the chunk cache until evicted): a
+/// reader that leaves so many unread does not read them whole.
 const UNREAD_REMEMBERED: usize = 64;
 
 impl ReadAhead {
@@ -80,9 +84,10 @@ impl ReadAhead {
             self.stored_nearly_raw = true;
         }
         let ready = done.chunks;
+        if self.unread.len() + ready.len() > UNREAD_REMEMBERED.max(2 * self.depth) {
+            self.unread.clear();
+        }
         self.unread.extend(ready.iter().map(|(idx, _)| idx.clone()));
-        let excess = self.unread.len().saturating_sub(UNREAD_REMEMBERED);
-        self.unread.drain(..excess);
         ready
     }
 
@@ -93,11 +98,12 @@ impl ReadAhead {
     }
 
     /// Stops decoding ahead: work under way is abandoned and the buffers kept for it are let
-    /// go of; what was learnt about the chunks stays.
+    /// go of (none are kept from now on); what was learnt about the chunks stays, and so do
+    /// the chunks handed over and not yet read whole.
     pub(crate) fn stop(&mut self) {
         self.pending = None;
         self.ahead_last = None;
-        self.unread.clear();
+        self.max_spares = 0;
         self.spares
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -107,13 +113,7 @@ impl ReadAhead {
     /// Whether chunk `idx` was handed over and not read whole since; a request reading it
     /// whole calls this, and from then on it does not count as handed over.
     pub(crate) fn read_whole(&mut self, idx: &[u64]) -> bool {
-        match self.unread.iter().position(|u| u[..] == idx[..]) {
-            Some(at) => {
-                self.unread.remove(at);
-                true
-            }
-            None => false,
-        }
+        self.unread.remove(idx)
     }
 
     /// Keeps `buffers` for the next jobs to decode into, as many as they can use.
@@ -189,6 +189,7 @@ impl ReadAhead {
             return;
         };
         self.ahead_last = Some(last.clone());
+        self.depth = ahead;
         // The buffers of one job: its decoded chunks and a read buffer per thread.
         self.max_spares = ahead + rayon::current_num_threads();
         let handover: Handover = Arc::default();
@@ -317,12 +318,20 @@ mod tests {
         assert!(!ra.read_whole(&[3]), "read whole once");
         assert!(ra.read_whole(&[2]));
         assert!(!ra.read_whole(&[1]));
-        ra.unread = (0..UNREAD_REMEMBERED as u64 + 5).map(|i| vec![i]).collect();
+        ra.unread = (0..UNREAD_REMEMBERED as u64 - 1)
+            .map(|i| vec![100 + i])
+            .collect();
         ra.after(&[2], &[2], &[8], 2, decode);
         assert_eq!(ra.take(&[vec![5]]).len(), 2);
-        assert_eq!(ra.unread.len(), UNREAD_REMEMBERED);
+        assert_eq!(ra.unread.len(), 2, "too many unread: all forgotten");
         assert!(ra.read_whole(&[4]) && ra.read_whole(&[5]));
-        assert!(!ra.read_whole(&[0]), "the oldest are forgotten");
+        assert!(!ra.read_whole(&[100]));
+        // Jobs of many chunks are remembered whole.
+        let mut ra = ReadAhead::default();
+        ra.after(&[0], &[0], &[300], 100, decode);
+        ra.after(&[1], &[1], &[300], 100, decode);
+        assert_eq!(ra.take(&[vec![2]]).len(), 100);
+        assert!((2..102).all(|c| ra.read_whole(&[c])));
     }
 
     /// Chunks handed over that were stored nearly as large as they decode to are found out
@@ -344,8 +353,17 @@ mod tests {
             ra.after(&[2], &[2], &[8], 2, decode);
             assert!(ra.pending.is_some());
             ra.stop();
-            assert!(ra.pending.is_none() && ra.unread.is_empty());
+            assert!(ra.pending.is_none());
             assert!(ra.spares.lock().unwrap().is_empty());
+            ra.recycle(vec![vec![0u8; 100]]);
+            assert!(
+                ra.spares.lock().unwrap().is_empty(),
+                "no buffers kept once stopped"
+            );
+            assert!(
+                ra.read_whole(&[2]),
+                "what was handed over can still be let go of"
+            );
             assert_eq!(ra.stored_nearly_raw(), raw);
         }
     }
