@@ -16,6 +16,22 @@ use std::collections::HashSet;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
+/// Spare buffers, at most `most` of them.
+#[derive(Default, Debug)]
+struct Spares {
+    buffers: Vec<Vec<u8>>,
+    most: usize,
+}
+
+impl Spares {
+    /// Keeps `buffer` when fewer than the most are kept; frees it otherwise.
+    fn keep(&mut self, buffer: Vec<u8>) {
+        if self.buffers.len() < self.most {
+            self.buffers.push(buffer);
+        }
+    }
+}
+
 /// What a background job hands over: `None` until it is done.
 type Handover = Arc<(Mutex<Option<Done>>, Condvar)>;
 
@@ -38,9 +54,8 @@ pub(crate) struct ReadAhead {
     pending: Option<(Vec<ChunkIndex>, Handover)>,
     /// Buffers for jobs to read and decode into (chunk buffers the cache let go of): a chunk
     /// decoded into a fresh buffer costs its pages' faults, as much as decoding a fast codec.
-    spares: Arc<Mutex<Vec<Vec<u8>>>>,
-    /// The most buffers kept spare.
-    max_spares: usize,
+    /// Shared with the jobs, which give their read buffers back.
+    spares: Arc<Mutex<Spares>>,
     /// Chunks handed over (into the chunk cache) that no request has read whole since.
     unread: HashSet<ChunkIndex>,
     /// The most chunks a job decodes (the latest depth asked for).
@@ -103,11 +118,9 @@ impl ReadAhead {
     pub(crate) fn stop(&mut self) {
         self.pending = None;
         self.ahead_last = None;
-        self.max_spares = 0;
-        self.spares
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clear();
+        let mut spares = self.spares.lock().unwrap_or_else(PoisonError::into_inner);
+        spares.most = 0;
+        spares.buffers.clear();
     }
 
     /// Whether chunk `idx` was handed over and not read whole since; a request reading it
@@ -120,10 +133,7 @@ impl ReadAhead {
     pub(crate) fn recycle(&self, buffers: Vec<Vec<u8>>) {
         let mut spares = self.spares.lock().unwrap_or_else(PoisonError::into_inner);
         for b in buffers {
-            if spares.len() >= self.max_spares {
-                break;
-            }
-            spares.push(b);
+            spares.keep(b);
         }
     }
 
@@ -159,6 +169,7 @@ impl ReadAhead {
             self.spares
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
+                .buffers
                 .clear();
             return;
         }
@@ -191,14 +202,17 @@ impl ReadAhead {
         self.ahead_last = Some(last.clone());
         self.depth = ahead;
         // The buffers of one job: its decoded chunks and a read buffer per thread.
-        self.max_spares = ahead + rayon::current_num_threads();
+        self.spares
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .most = ahead + rayon::current_num_threads();
         let handover: Handover = Arc::default();
         self.pending = Some((chunks.clone(), handover.clone()));
         let spares = Arc::clone(&self.spares);
         rayon::spawn(move || {
             let spare = || {
                 let mut s = spares.lock().unwrap_or_else(PoisonError::into_inner);
-                s.pop().unwrap_or_default()
+                s.buffers.pop().unwrap_or_default()
             };
             let one = |idx: ChunkIndex| {
                 let mut stored = spare();
@@ -207,7 +221,7 @@ impl ReadAhead {
                 spares
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
-                    .push(stored);
+                    .keep(stored);
                 decoded.map(|data| (idx, stored_len, data))
             };
             // A panic must not abort the host program: it hands over nothing instead.
@@ -351,13 +365,20 @@ mod tests {
             assert_eq!(ra.take(&[vec![2]]).len(), 1, "chunk 3 is absent");
             assert_eq!(ra.stored_nearly_raw(), raw, "{stored_len} of 100 bytes");
             ra.after(&[2], &[2], &[8], 2, decode);
-            assert!(ra.pending.is_some());
+            let (_, job) = ra.pending.clone().expect("a job under way");
             ra.stop();
             assert!(ra.pending.is_none());
-            assert!(ra.spares.lock().unwrap().is_empty());
+            assert!(ra.spares.lock().unwrap().buffers.is_empty());
             ra.recycle(vec![vec![0u8; 100]]);
+            // The job abandoned gives its read buffers back, and they are not kept either.
+            let (slot, done) = &*job;
+            let mut finished = slot.lock().unwrap();
+            while finished.is_none() {
+                finished = done.wait(finished).unwrap();
+            }
+            drop(finished);
             assert!(
-                ra.spares.lock().unwrap().is_empty(),
+                ra.spares.lock().unwrap().buffers.is_empty(),
                 "no buffers kept once stopped"
             );
             assert!(
