@@ -9,6 +9,7 @@ pub mod key;
 pub mod memory;
 mod open;
 pub mod overlay;
+mod positional;
 pub mod s3;
 pub mod zip;
 

@@ -12,7 +12,7 @@
 //! are invisible. Symbolic links inside the tree are followed for reads and listed as children,
 //! but `list_keys` does not descend into linked directories, so a link loop cannot trap it.
 
-use super::{Store, StoreKey, StorePrefix, ZARR_MARKERS};
+use super::{Store, StoreKey, StorePrefix, ZARR_MARKERS, positional};
 use crate::error::{Error, Result};
 use rayon::prelude::*;
 use std::fs::{self, OpenOptions};
@@ -115,55 +115,25 @@ fn read_into(file: &mut fs::File, out: &mut [u8]) -> io::Result<usize> {
     }
 }
 
-/// Bytes of one file below which reading part of it on another thread costs more than the
-/// copy it takes over.
-const MIN_BYTES_PER_READ_THREAD: usize = 2 << 20;
-
 /// Reads a file of `len` bytes (when opened) into `out` as [`read_into`] does, in `parts`
-/// positional reads run in parallel when it fills `out` exactly: on a warm page cache a read
-/// is a memory copy, and a loop reading one large chunk at a time would otherwise copy on one
-/// core. A file whose length changed since it was opened is read by [`read_into`].
+/// parts read in parallel when it fills `out` exactly ([`positional::read_at_in_parts`]). A
+/// file whose length changed since it was opened is read by [`read_into`].
 fn read_into_in_parts(
     file: &mut fs::File,
     len: u64,
     out: &mut [u8],
     parts: usize,
 ) -> io::Result<usize> {
-    let part = out
-        .len()
-        .div_ceil(parts.max(1))
-        .max(MIN_BYTES_PER_READ_THREAD);
-    if part >= out.len() || len != out.len() as u64 {
+    if len != out.len() as u64 {
         return read_into(file, out);
     }
-    let shared = &*file;
-    let filled: usize = out
-        .par_chunks_mut(part)
-        .enumerate()
-        .map(|(i, o)| read_at_most(shared, (i * part) as u64, o))
-        .try_fold(|| 0, |sum, n| n.map(|n| sum + n))
-        .try_reduce(|| 0, |a, b| Ok(a + b))?;
+    let filled = positional::read_at_in_parts(file, 0, out, parts)?;
     let mut probe = [0u8; 1];
-    if filled == out.len() && read_at_most(shared, len, &mut probe)? == 0 {
+    if filled == out.len() && positional::read_at(file, len, &mut probe)? == 0 {
         return Ok(filled);
     }
     file.seek(SeekFrom::Start(0))?;
     read_into(file, out)
-}
-
-/// Reads from `offset` until `out` is full or the file ends; returns the bytes read.
-fn read_at_most(file: &fs::File, offset: u64, out: &mut [u8]) -> io::Result<usize> {
-    use std::os::unix::fs::FileExt;
-    let mut filled = 0;
-    while filled < out.len() {
-        match file.read_at(&mut out[filled..], offset.saturating_add(filled as u64)) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(filled)
 }
 
 /// Reads the `len` bytes a file had when opened (fewer if it shrank since) into `buf`,
@@ -186,7 +156,7 @@ const MAX_IOVECS: usize = 1024;
 fn read_group(file: &mut fs::File, group: &mut [(u64, &mut [u8])]) -> io::Result<()> {
     match group {
         [] => Ok(()),
-        [(offset, out)] => read_at(file, *offset, out),
+        [(offset, out)] => positional::read_at(file, *offset, out).map(|_| ()),
         [(offset, _), ..] => {
             file.seek(SeekFrom::Start(*offset))?;
             let mut slices: Vec<io::IoSliceMut<'_>> = group
@@ -205,23 +175,6 @@ fn read_group(file: &mut fs::File, group: &mut [(u64, &mut [u8])]) -> io::Result
             Ok(())
         }
     }
-}
-
-/// Fills `out` from `offset` on with positional reads; stops quietly at the end of the file.
-fn read_at(file: &fs::File, mut offset: u64, mut out: &mut [u8]) -> io::Result<()> {
-    use std::os::unix::fs::FileExt;
-    while !out.is_empty() {
-        match file.read_at(out, offset) {
-            Ok(0) => return Ok(()),
-            Ok(n) => {
-                out = &mut out[n..];
-                offset = offset.saturating_add(n as u64);
-            }
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
 }
 
 /// Removes every entry of directory `dir`, keeping `dir` itself.

@@ -18,7 +18,7 @@
 //! as netcdf-c and zarr-python do (chunks are compressed by their codecs, not by the archive).
 //! Entries whose names cannot be keys (`..`, absolute paths, control characters) are invisible.
 
-use super::{Store, StoreKey, StorePrefix, ZARR_MARKERS};
+use super::{Store, StoreKey, StorePrefix, ZARR_MARKERS, positional};
 use crate::error::{Error, Result};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
@@ -516,12 +516,14 @@ impl Store for ZipStore {
     }
 
     /// Entries stored uncompressed that fill their buffer exactly are read in place straight
-    /// into it, in parallel, and checked against their CRC; others are read whole and copied.
+    /// into it, in parallel (fewer entries than workers each in parts), and checked against
+    /// their CRC; others are read whole and copied.
     fn get_many_into(
         &self,
         keys: &[StoreKey],
         outs: &mut [&mut [u8]],
     ) -> Result<Vec<Option<usize>>> {
+        let parts = rayon::current_num_threads() / keys.len().max(1);
         keys.par_iter()
             .zip(outs.par_iter_mut())
             .map(|(key, out)| match self.locate(key)? {
@@ -533,8 +535,14 @@ impl Store for ZipStore {
                     crc32,
                 } if size == out.len() as u64 => {
                     let what = || format!("{}:{key}", show(&self.path));
-                    file.read_exact_at(out, start)
+                    let read = positional::read_at_in_parts(&file, start, out, parts)
                         .map_err(|e| Error::io(what(), e))?;
+                    if read != out.len() {
+                        return Err(Error::io(
+                            what(),
+                            io::Error::new(ErrorKind::UnexpectedEof, "archive ends in an entry"),
+                        ));
+                    }
                     if crc32fast::hash(out) != crc32 {
                         return Err(Error::io(
                             what(),

@@ -1,0 +1,76 @@
+//! Positional reads of local files: no shared file offset, so several threads read one file at
+//! once. A read that stops at the end of the file, and the same split into parts read in
+//! parallel (on a warm page cache a read is a memory copy, and one large object read alone
+//! would otherwise copy on one core). Knows nothing of keys, stores or archives.
+
+use rayon::prelude::*;
+use std::fs::File;
+use std::io::{self, ErrorKind};
+use std::os::unix::fs::FileExt;
+
+/// Bytes below which reading part of a file on another thread costs more than the copy it
+/// takes over.
+pub(super) const MIN_BYTES_PER_READ_THREAD: usize = 2 << 20;
+
+/// Fills `out` from `offset` on; stops quietly at the end of the file. Returns the bytes read.
+pub(super) fn read_at(file: &File, offset: u64, out: &mut [u8]) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < out.len() {
+        match file.read_at(&mut out[filled..], offset.saturating_add(filled as u64)) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
+}
+
+/// Reads as [`read_at`], in up to `parts` parts of at least [`MIN_BYTES_PER_READ_THREAD`]
+/// bytes read in parallel. Returns the bytes read in all; fewer than `out.len()` when the file
+/// ends first (which bytes of `out` were then filled is unspecified).
+pub(super) fn read_at_in_parts(
+    file: &File,
+    offset: u64,
+    out: &mut [u8],
+    parts: usize,
+) -> io::Result<usize> {
+    let part = out
+        .len()
+        .div_ceil(parts.max(1))
+        .max(MIN_BYTES_PER_READ_THREAD);
+    if part >= out.len() {
+        return read_at(file, offset, out);
+    }
+    out.par_chunks_mut(part)
+        .enumerate()
+        .map(|(i, o)| read_at(file, offset.saturating_add((i * part) as u64), o))
+        .try_fold(|| 0, |sum, n| n.map(|n| sum + n))
+        .try_reduce(|| 0, |a, b| Ok(a + b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// Reads in parts give what one read gives, from any offset, and count short at the end.
+    #[test]
+    fn parts_read_what_one_read_reads() {
+        let len = 3 * MIN_BYTES_PER_READ_THREAD + 5;
+        let data: Vec<u8> = (0..len as u32).map(|i| (i % 251) as u8).collect();
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(&data).unwrap();
+        for (offset, parts) in [(0usize, 1usize), (0, 4), (7, 3), (7, 64)] {
+            let mut out = vec![0u8; len - offset];
+            assert_eq!(
+                read_at_in_parts(&file, offset as u64, &mut out, parts).unwrap(),
+                len - offset
+            );
+            assert!(out[..] == data[offset..], "{offset} {parts}");
+        }
+        let mut past = vec![0u8; len];
+        assert_eq!(read_at_in_parts(&file, 10, &mut past, 4).unwrap(), len - 10);
+        assert_eq!(read_at(&file, len as u64, &mut [0u8; 4]).unwrap(), 0);
+    }
+}
