@@ -351,15 +351,13 @@ fn copy_frames(frames: &[Bytes], out: &mut [u8]) -> usize {
     frames.iter().map(Bytes::len).sum()
 }
 
-/// One ranged GET: the object's length and the bytes of `span` it has. A span the server
-/// will not serve as asked (one past the object's end, say) falls back to the whole object,
-/// so the caller still learns the object's true length.
 /// A span of an object as one GET returned it.
 #[derive(Debug)]
 struct Spanned {
     /// The object's length.
     len: u64,
-    bytes: Vec<u8>,
+    /// The span's bytes, as received (not copied).
+    bytes: Bytes,
     /// The object's version (its ETag), when the server gave one.
     version: Option<String>,
 }
@@ -382,6 +380,9 @@ fn one_version(spans: &[Option<Spanned>]) -> bool {
     }
 }
 
+/// One ranged GET: the object's length and the bytes of `span` it has. A span the server
+/// will not serve as asked (one past the object's end, say) falls back to the whole object,
+/// so the caller still learns the object's true length.
 async fn get_span(
     client: Arc<dyn ObjectStore>,
     path: Path,
@@ -400,7 +401,7 @@ async fn get_span(
             if got.start == span.start && got.end - got.start == bytes.len() as u64 {
                 return Ok(Some(Spanned {
                     len,
-                    bytes: bytes.to_vec(),
+                    bytes,
                     version,
                 }));
             }
@@ -414,7 +415,7 @@ async fn get_span(
         let end = span.end.min(len) as usize;
         Spanned {
             len,
-            bytes: whole[start..end.max(start)].to_vec(),
+            bytes: Bytes::from(whole).slice(start..end.max(start)),
             version: None,
         }
     }))
@@ -470,9 +471,9 @@ impl Store for S3Store {
     }
 
     /// One ranged GET per span of an object's runs ([`super::merged_spans`]: runs at most
-    /// [`super::RANGE_GAP_MERGED`] apart share one), all of them concurrently: a time series through large chunks takes a few
-    /// elements far apart from each, which one span from the first to the last would fetch
-    /// most of the chunk for.
+    /// [`super::RANGE_GAP_MERGED`] apart share one), all of them concurrently: a time series
+    /// through large chunks takes a few elements far apart from each, which one span from the
+    /// first to the last would fetch most of the chunk for.
     fn get_runs_many(
         &self,
         keys: &[StoreKey],
@@ -638,7 +639,7 @@ mod tests {
         let span = |len: u64, version: Option<&str>| {
             Some(Spanned {
                 len,
-                bytes: Vec::new(),
+                bytes: Bytes::new(),
                 version: version.map(str::to_string),
             })
         };
