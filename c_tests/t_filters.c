@@ -208,14 +208,16 @@ static int zarr_only(const target *t) {
     return bad;
 }
 
-/* A loop of nc_get_vara, one chunk at a time, over zstd chunks of 2.5 MiB on a dataset opened
- * read-only: chunks this large and this slow to decode are decoded ahead in the background, the
- * edge chunks (the part inside the variable) keep the sequence going, and every value read must
- * be the value written. */
+/* A loop of nc_get_vara, one chunk at a time, over chunks of 4 MiB on a dataset opened
+ * read-only, the way nccopy reads: zstd chunks are decoded ahead in the background (the edge
+ * chunks, the part inside the variable, keep the sequence going), a blosc chunk's blocks are
+ * decompressed in ranges on several threads, and an uncompressed chunk is read in parallel parts.
+ * Every value read must be the value written. */
 static int chunk_loop_reads_ahead(const target *t) {
-    enum { T = 6, Y = 640, X = 1400, CY = 640, CX = 1024 };
+    enum { T = 5, Y = 1024, X = 1400, CY = 1024, CX = 1024, CODINGS = 3 };
     const size_t chunks[3] = {1, CY, CX};
-    int ncid, dims[3], v, bad = 0;
+    const char *names[CODINGS] = {"zstd", "blosc_lz4", "none"};
+    int ncid, dims[3], v[CODINGS], bad = 0;
     float *data = malloc(sizeof(float) * T * Y * X), *got = malloc(sizeof(float) * CY * CX);
     if (!data || !got) return 1;
     for (size_t i = 0; i < (size_t)T * Y * X; i++) data[i] = (float)(i % 9973) * 0.25f;
@@ -223,26 +225,30 @@ static int chunk_loop_reads_ahead(const target *t) {
     CHECK(nc_def_dim(ncid, "t", T, &dims[0]));
     CHECK(nc_def_dim(ncid, "y", Y, &dims[1]));
     CHECK(nc_def_dim(ncid, "x", X, &dims[2]));
-    CHECK(nc_def_var(ncid, "v", NC_FLOAT, 3, dims, &v));
-    CHECK(nc_def_var_chunking(ncid, v, NC_CHUNKED, chunks));
-    CHECK(nc_def_var_filter(ncid, v, H5Z_FILTER_ZSTD, 1, (unsigned[]){3}));
-    CHECK(nc_put_var_float(ncid, v, data));
+    for (int c = 0; c < CODINGS; c++) {
+        CHECK(nc_def_var(ncid, names[c], NC_FLOAT, 3, dims, &v[c]));
+        CHECK(nc_def_var_chunking(ncid, v[c], NC_CHUNKED, chunks));
+    }
+    CHECK(nc_def_var_filter(ncid, v[0], H5Z_FILTER_ZSTD, 1, (unsigned[]){3}));
+    CHECK(nc_def_var_filter(ncid, v[1], H5Z_FILTER_BLOSC, 7, (unsigned[]){0, 0, 0, 0, 5, 1, 1}));
+    for (int c = 0; c < CODINGS; c++) CHECK(nc_put_var_float(ncid, v[c], data));
     CHECK(nc_close(ncid));
     CHECK(nc_open(t->path, NC_NOWRITE, &ncid));
-    for (size_t ti = 0; ti < T; ti++)
-        for (size_t x0 = 0; x0 < X; x0 += CX) {
-            const size_t start[3] = {ti, 0, x0};
-            const size_t count[3] = {1, CY, x0 + CX <= X ? CX : X - x0};
-            CHECK(nc_get_vara_float(ncid, v, start, count, got));
-            for (size_t y = 0; y < count[1]; y++)
-                for (size_t x = 0; x < count[2]; x++) {
-                    float want = data[(ti * Y + y) * X + x0 + x];
-                    float seen = got[y * count[2] + x];
-                    if (seen != want && bad++ < 5)
-                        fprintf(stderr, "chunk loop: (%zu, %zu, %zu) = %.9g, expected %.9g\n",
-                                ti, y, x0 + x, seen, want);
-                }
-        }
+    for (int c = 0; c < CODINGS; c++)
+        for (size_t ti = 0; ti < T; ti++)
+            for (size_t x0 = 0; x0 < X; x0 += CX) {
+                const size_t start[3] = {ti, 0, x0};
+                const size_t count[3] = {1, CY, x0 + CX <= X ? CX : X - x0};
+                CHECK(nc_get_vara_float(ncid, v[c], start, count, got));
+                for (size_t y = 0; y < count[1]; y++)
+                    for (size_t x = 0; x < count[2]; x++) {
+                        float want = data[(ti * Y + y) * X + x0 + x];
+                        float seen = got[y * count[2] + x];
+                        if (seen != want && bad++ < 5)
+                            fprintf(stderr, "chunk loop, %s: (%zu, %zu, %zu) = %.9g, expected %.9g\n",
+                                    names[c], ti, y, x0 + x, seen, want);
+                    }
+            }
     CHECK(nc_close(ncid));
     free(data);
     free(got);
