@@ -251,43 +251,221 @@ fn discarding_a_new_archive_removes_it() {
     assert!(!path.exists());
 }
 
-/// Files in the staging directories beside an archive.
-fn staged_files(dir: &Path) -> usize {
+/// Names of the files beside an archive other than the archive itself.
+fn leftovers(dir: &Path, archive: &str) -> Vec<String> {
     fs::read_dir(dir)
         .unwrap()
         .flatten()
-        .filter(|e| e.file_name().to_string_lossy().contains("nczarr-staging"))
-        .map(|e| fs::read_dir(e.path()).unwrap().count())
-        .sum()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n != archive)
+        .collect()
 }
 
+/// Size of the one archive being written in `dir` (none: 0).
+fn spool_size(dir: &Path) -> u64 {
+    let sizes: Vec<u64> = fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains("nczarr-tmp"))
+        .map(|e| e.metadata().unwrap().len())
+        .collect();
+    assert!(
+        sizes.len() <= 1,
+        "one archive at a time is written: {sizes:?}"
+    );
+    sizes.into_iter().sum()
+}
+
+fn bytes(seed: u8, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31) ^ seed)
+        .collect()
+}
+
+/// Every entry's bytes, read with their CRCs checked (the zip crate checks them at the end of
+/// each entry), and whether each is stored.
+fn entries_checked(path: &Path) -> Vec<(String, Vec<u8>, bool)> {
+    let mut archive = zip::ZipArchive::new(fs::File::open(path).unwrap()).unwrap();
+    (0..archive.len())
+        .map(|i| {
+            let mut entry = archive.by_index(i).unwrap();
+            let mut data = Vec::new();
+            std::io::Read::read_to_end(&mut entry, &mut data).unwrap();
+            let stored = entry.compression() == CompressionMethod::Stored;
+            (entry.name().unwrap().into_owned(), data, stored)
+        })
+        .collect()
+}
+
+/// Python's `zipfile` finds every entry's CRC right (an independent reader of what we wrote).
+fn python_tests_zip(path: &Path) {
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); \
+             print(z.testzip(), len(z.namelist()))",
+            path.to_str().unwrap(),
+        ])
+        .output()
+        .expect("python3 runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.starts_with("None "),
+        "zipfile: {text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Objects rewritten and deleted before the flush, small (held in memory) and large (written
+/// into the new archive as they come): reads see the latest bytes all along, and the archive
+/// holds the live objects only, with no bytes of the replaced ones.
 #[test]
-fn rewritten_and_deleted_objects_leave_no_staged_copies() {
+fn rewritten_and_deleted_objects_leave_nothing_behind() {
     let dir = TempDir::new().unwrap();
     let path = dir.path().join("x.zip");
     let s = ZipStore::create(&path, false).unwrap();
+    let big = 300 << 10;
     for round in 0..5u8 {
         s.put(&key("meta"), &[round; 8]).unwrap();
+        s.put(&key("v/0"), &bytes(round, big)).unwrap();
+        assert_eq!(s.get(&key("v/0")).unwrap(), Some(bytes(round, big)));
     }
-    s.put(&key("g/a"), b"1").unwrap();
+    s.put(&key("g/a"), &bytes(10, big)).unwrap();
     s.put(&key("g/b"), b"2").unwrap();
-    s.put(&key("gone"), b"3").unwrap();
+    s.put(&key("gone"), &bytes(11, big)).unwrap();
     s.delete(&key("gone")).unwrap();
     s.delete_prefix(&StorePrefix::new("g").unwrap()).unwrap();
-    assert_eq!(
-        staged_files(dir.path()),
-        1,
-        "only the live `meta` may be staged"
+    assert_eq!(all_keys(&s), ["meta", "v/0"]);
+    s.flush().unwrap();
+    assert!(leftovers(dir.path(), "x.zip").is_empty());
+    let entries = entries_checked(&path);
+    let names: Vec<&str> = entries.iter().map(|(n, _, _)| n.as_str()).collect();
+    assert_eq!(names, ["x/v/0", "x/meta"]);
+    assert_eq!(entries[0].1, bytes(4, big));
+    assert_eq!(entries[1].1, vec![4u8; 8]);
+    assert!(entries.iter().all(|(_, _, stored)| *stored));
+    let live: u64 = entries
+        .iter()
+        .map(|(n, d, _)| (n.len() + d.len()) as u64)
+        .sum();
+    let size = fs::metadata(&path).unwrap().len();
+    assert!(
+        size < live + 512,
+        "{size} bytes for {live} of names and data: replaced bytes were kept"
+    );
+    python_tests_zip(&path);
+    let reader = ZipStore::open(&path, false).unwrap();
+    assert_eq!(reader.get(&key("v/0")).unwrap(), Some(bytes(4, big)));
+}
+
+/// A large object rewritten many times does not grow the archive being written without bound.
+#[test]
+fn an_object_rewritten_many_times_keeps_the_new_archive_bounded() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("x.zip");
+    let s = ZipStore::create(&path, false).unwrap();
+    let len = 4 << 20;
+    let mut largest = 0;
+    for round in 0..24u8 {
+        s.put(&key("v/0"), &bytes(round, len)).unwrap();
+        s.put(&key("v/1"), &bytes(round ^ 0x55, len)).unwrap();
+        largest = largest.max(spool_size(dir.path()));
+        assert_eq!(s.get(&key("v/0")).unwrap(), Some(bytes(round, len)));
+    }
+    assert!(
+        largest <= (2 * len + (32 << 20) + (2 * len) + (1 << 20)) as u64,
+        "the new archive reached {largest} bytes for 8 MiB of live objects"
     );
     s.flush().unwrap();
-    assert_eq!(staged_files(dir.path()), 0);
+    assert!(leftovers(dir.path(), "x.zip").is_empty());
+    assert!(fs::metadata(&path).unwrap().len() < (2 * len + 1024) as u64);
+    let reader = ZipStore::open(&path, false).unwrap();
     assert_eq!(
-        ZipStore::open(&path, false)
-            .unwrap()
-            .get(&key("meta"))
-            .unwrap(),
-        Some(vec![4u8; 8])
+        reader.get(&key("v/1")).unwrap(),
+        Some(bytes(23 ^ 0x55, len))
     );
+}
+
+/// Objects written into the new archive are read in place before the flush, whole and in
+/// runs; objects held in memory are read whole.
+#[test]
+fn objects_written_before_the_flush_read_back_every_way() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("x.zip");
+    let s = ZipStore::create(&path, false).unwrap();
+    let value = bytes(7, 5 << 20);
+    s.put(&key("v/0"), &value).unwrap();
+    s.put(&key("small"), b"tiny").unwrap();
+    assert!(s.reads_runs_in_place(&key("v/0")));
+    assert!(!s.reads_runs_in_place(&key("small")));
+    let mut buf = vec![1u8; 3];
+    assert!(s.get_into(&key("v/0"), &mut buf).unwrap());
+    assert_eq!(buf, value);
+    let (mut a, mut b) = (vec![0u8; value.len()], vec![0u8; 4]);
+    let got = s
+        .get_many_into(&[key("v/0"), key("small")], &mut [&mut a, &mut b])
+        .unwrap();
+    assert_eq!(got, [Some(value.len()), Some(4)]);
+    assert_eq!(
+        (a.as_slice(), b.as_slice()),
+        (value.as_slice(), &b"tiny"[..])
+    );
+    let (mut r1, mut r2) = (vec![0u8; 100], vec![0u8; 10]);
+    let len = s
+        .get_runs_into(
+            &key("v/0"),
+            &mut [(12345, &mut r1), (value.len() as u64 - 4, &mut r2)],
+        )
+        .unwrap();
+    assert_eq!(len, Some(value.len() as u64));
+    assert_eq!(r1, value[12345..12445]);
+    assert_eq!(r2[..4], value[value.len() - 4..]);
+    drop(s);
+    assert!(
+        leftovers(dir.path(), "x.zip").is_empty() && !path.exists(),
+        "a store dropped unflushed leaves nothing"
+    );
+}
+
+/// Changing one object of an existing archive keeps every other entry as it was: stored ones
+/// are copied, deflated ones stay deflated, and both read back.
+#[test]
+fn rewriting_an_archive_keeps_the_entries_not_changed() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("x.zip");
+    let stored = bytes(1, 3 << 20);
+    let deflated = vec![9u8; 200 << 10];
+    {
+        let mut w = ZipWriter::new(fs::File::create(&path).unwrap());
+        let plain = SimpleFileOptions::default().compression_method(CompressionMethod::Stored);
+        let packed = plain.compression_method(CompressionMethod::Deflated);
+        for (name, data, options) in [
+            (".zgroup", &b"{}"[..], plain),
+            ("a/0", &stored, plain),
+            ("b/0", &deflated, packed),
+        ] {
+            w.start_file(name, options).unwrap();
+            w.write_all(data).unwrap();
+        }
+        w.finish().unwrap();
+    }
+    let s = ZipStore::open(&path, true).unwrap();
+    s.put(&key("c/0"), &bytes(3, 1 << 20)).unwrap();
+    s.flush().unwrap();
+    let entries = entries_checked(&path);
+    let find = |n: &str| {
+        entries
+            .iter()
+            .find(|(name, _, _)| name == n)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(find("a/0"), ("a/0".to_string(), stored, true));
+    assert_eq!(find("b/0"), ("b/0".to_string(), deflated, false));
+    assert_eq!(find("c/0").1, bytes(3, 1 << 20));
+    assert_eq!(entries.len(), 4);
+    python_tests_zip(&path);
+    assert!(leftovers(dir.path(), "x.zip").is_empty());
 }
 
 /// Runs of an entry read in place (stored entries) or out of the whole entry (deflated ones)

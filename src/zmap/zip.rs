@@ -11,30 +11,35 @@
 //! (netcdf-c's rule). New archives use netcdf-c's layout, so the reference reads them.
 //!
 //! Reads are served from the archive's central directory, read once at open; entries are read
-//! with positioned I/O, so many readers run in parallel. Writes and deletes are staged (object
-//! bytes in a private staging directory next to the archive) and become visible to other
-//! processes only when `flush` writes a complete new archive beside the old one and renames it
-//! over; a failed flush leaves the previous archive untouched. Objects are stored uncompressed,
-//! as netcdf-c and zarr-python do (chunks are compressed by their codecs, not by the archive).
+//! with positioned I/O, so many readers run in parallel. Writes go into a new archive beside
+//! the old one ([`spool`]) as they arrive, small objects (metadata) held in memory until the
+//! flush; the new archive becomes visible to other processes only when `flush` completes it
+//! with the entries not rewritten and renames it over the old one; a failed flush leaves the
+//! previous archive untouched. Objects are stored uncompressed, as netcdf-c and zarr-python do
+//! (chunks are compressed by their codecs, not by the archive).
 //! Entries whose names cannot be keys (`..`, absolute paths, control characters) are invisible.
+
+mod spool;
 
 use super::{Store, StoreKey, StorePrefix, ZARR_MARKERS, positional};
 use crate::error::{Error, Result};
 use rayon::prelude::*;
+use spool::{Spool, Spooled};
 use std::collections::BTreeMap;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, ErrorKind, Read, Seek, SeekFrom};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
-use zip::write::SimpleFileOptions;
-use zip::{CompressionMethod, ZipArchive, ZipWriter};
+use std::sync::{Arc, RwLock};
+use zip::{CompressionMethod, ZipArchive};
 
 /// Largest buffer reserved up front for one entry, whatever size the archive declares.
 const MAX_RESERVE: u64 = 64 << 20;
-
-static STAGE_COUNTER: AtomicU64 = AtomicU64::new(0);
+/// Objects up to this size are held in memory until the flush (metadata is rewritten several
+/// times while a dataset is defined; a spooled object rewritten leaves dead bytes behind).
+const HELD_MAX: usize = 64 << 10;
+/// Bytes of all objects held in memory at most; beyond, small objects are spooled too.
+const HELD_BUDGET: usize = 16 << 20;
 
 /// A cheaply clonable reader over a shared file, using positioned reads.
 #[derive(Debug, Clone)]
@@ -70,14 +75,20 @@ impl Seek for SharedFile {
 enum Source {
     /// Entry number in the archive on disk.
     Archive(usize),
-    /// A file in the staging directory.
-    Staged(PathBuf),
+    /// An entry of the archive being written.
+    Spooled(Spooled),
+    /// A small object held in memory until the flush.
+    Held(Arc<[u8]>),
 }
 
 #[derive(Debug, Default)]
 struct State {
     archive: Option<ZipArchive<SharedFile>>,
     index: BTreeMap<String, Source>,
+    /// The archive being written, from the first object spooled to the flush.
+    spool: Option<Spool>,
+    /// Bytes of the objects held in memory.
+    held_bytes: usize,
     /// Whether `index` differs from the archive on disk.
     dirty: bool,
 }
@@ -91,7 +102,6 @@ pub struct ZipStore {
     writable: bool,
     created: bool,
     state: RwLock<State>,
-    staging: Mutex<Option<tempfile::TempDir>>,
 }
 
 fn show(path: &Path) -> String {
@@ -181,9 +191,10 @@ enum Located {
         file: Arc<File>,
         start: u64,
         size: u64,
-        crc32: u32,
+        /// The entry's CRC, for entries of the archive on disk.
+        crc32: Option<u32>,
     },
-    /// Compressed, or staged and not yet in the archive: read whole.
+    /// Compressed, or held in memory: read whole.
     Elsewhere,
 }
 
@@ -203,7 +214,7 @@ impl ZipStore {
                 let at = entry
                     .data_start()
                     .filter(|_| stored)
-                    .map(|s| (s, entry.size(), entry.crc32()));
+                    .map(|s| (s, entry.size(), Some(entry.crc32())));
                 drop(entry);
                 Ok(match at {
                     Some((start, size, crc32)) => Located::InPlace {
@@ -215,6 +226,12 @@ impl ZipStore {
                     None => Located::Elsewhere,
                 })
             }
+            (Some(Source::Spooled(at)), _) => Ok(Located::InPlace {
+                file: Arc::clone(spool_of(&state)?.file()),
+                start: at.start,
+                size: at.size,
+                crc32: None,
+            }),
             (Some(_), _) => Ok(Located::Elsewhere),
         }
     }
@@ -235,9 +252,8 @@ impl ZipStore {
             state: RwLock::new(State {
                 archive: Some(archive),
                 index,
-                dirty: false,
+                ..State::default()
             }),
-            staging: Mutex::new(None),
         })
     }
 
@@ -265,11 +281,9 @@ impl ZipStore {
             writable: true,
             created: true,
             state: RwLock::new(State {
-                archive: None,
-                index: BTreeMap::new(),
                 dirty: true,
+                ..State::default()
             }),
-            staging: Mutex::new(None),
         })
     }
 
@@ -298,37 +312,9 @@ impl ZipStore {
         }
     }
 
-    /// Copies `value` into a fresh file of the staging directory.
-    fn stage(&self, value: &[u8]) -> Result<PathBuf> {
-        let mut guard = self
-            .staging
-            .lock()
-            .map_err(|_| Error::Internal("zip staging lock poisoned".into()))?;
-        if guard.is_none() {
-            let name = self.path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            let dir = tempfile::Builder::new()
-                .prefix(&format!(".{name}.nczarr-staging."))
-                .tempdir_in(parent_dir(&self.path))
-                .map_err(|e| Error::io(show(&self.path), e))?;
-            *guard = Some(dir);
-        }
-        let dir = guard.as_ref().map(|d| d.path().to_path_buf());
-        drop(guard);
-        let dir = dir.ok_or_else(|| Error::Internal("zip staging directory missing".into()))?;
-        let n = STAGE_COUNTER.fetch_add(1, Ordering::Relaxed);
-        let file = dir.join(format!("{n}"));
-        fs::write(&file, value).map_err(|e| Error::io(show(&file), e))?;
-        Ok(file)
-    }
-
-    fn read_source(
-        &self,
-        archive: Option<&ZipArchive<SharedFile>>,
-        key: &StoreKey,
-        src: &Source,
-    ) -> Result<Vec<u8>> {
+    fn read_source(&self, state: &State, key: &StoreKey, src: &Source) -> Result<Vec<u8>> {
         let mut out = Vec::new();
-        self.read_source_into(archive, key, src, &mut out)?;
+        self.read_source_into(state, key, src, &mut out)?;
         Ok(out)
     }
 
@@ -336,20 +322,33 @@ impl ZipStore {
     /// memory.
     fn read_source_into(
         &self,
-        archive: Option<&ZipArchive<SharedFile>>,
+        state: &State,
         key: &StoreKey,
         src: &Source,
         out: &mut Vec<u8>,
     ) -> Result<()> {
         out.clear();
         match src {
-            Source::Staged(file) => File::open(file)
-                .and_then(|mut f| f.read_to_end(out))
-                .map(|_| ())
-                .map_err(|e| Error::io(show(file), e)),
+            Source::Held(value) => {
+                out.extend_from_slice(value);
+                Ok(())
+            }
+            Source::Spooled(at) => {
+                let what = || format!("{}:{key}", show(&self.path));
+                let size = usize::try_from(at.size).map_err(|_| {
+                    Error::io(what(), io::Error::new(ErrorKind::OutOfMemory, "entry size"))
+                })?;
+                out.resize(size, 0);
+                // The spool is read only under the state lock, so it is not replaced meanwhile.
+                spool_of(state)?
+                    .file()
+                    .read_exact_at(out, at.start)
+                    .map_err(|e| Error::io(what(), e))
+            }
             Source::Archive(i) => {
-                let mut archive = archive
-                    .cloned()
+                let mut archive = state
+                    .archive
+                    .clone()
                     .ok_or_else(|| Error::Internal("zip entry without archive".into()))?;
                 let mut entry = archive.by_index(*i).map_err(|e| zip_error(&self.path, e))?;
                 let declared = entry.size();
@@ -385,96 +384,138 @@ impl ZipStore {
         }
     }
 
-    /// Writes the whole current view to a new archive and renames it over the old one.
+    /// Completes the archive being written with every object not yet in it, and renames it
+    /// over the old one.
     fn rewrite(&self, state: &mut State) -> Result<()> {
-        let tmp = self.sibling_temp_path();
-        let file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-            .map_err(|e| Error::io(show(&tmp), e))?;
-        let written = self
-            .write_archive(state, file)
-            .and_then(|()| self.replace_with(&tmp));
-        if written.is_err() {
-            let _ = fs::remove_file(&tmp);
-        }
-        written?;
-        let archive = open_archive(&self.path)?;
-        state.index = archive_index(&archive, &self.prefix);
-        state.archive = Some(archive);
-        state.dirty = false;
-        if let Ok(mut staging) = self.staging.lock() {
-            *staging = None;
-        }
-        Ok(())
-    }
-
-    /// A new name beside the archive for the archive being written.
-    fn sibling_temp_path(&self) -> PathBuf {
-        let name = self.path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        let n = STAGE_COUNTER.fetch_add(1, Ordering::Relaxed);
-        parent_dir(&self.path).join(format!(".{name}.nczarr-tmp.{}.{n}", std::process::id()))
-    }
-
-    /// Writes every object of the current view into `out` as a complete archive.
-    fn write_archive(&self, state: &mut State, out: File) -> Result<()> {
-        let werr = |e: zip::result::ZipError| zip_error(&self.path, e);
-        let mut writer = ZipWriter::new(io::BufWriter::new(out));
-        for (key, src) in &state.index {
-            let entry_name = format!("{}{key}", self.prefix);
-            match src {
-                Source::Archive(i) => {
-                    let archive = state
-                        .archive
-                        .as_mut()
-                        .ok_or_else(|| Error::Internal("zip entry without archive".into()))?;
-                    let entry = archive.by_index_raw(*i).map_err(werr)?;
-                    writer
-                        .raw_copy_file_rename(entry, entry_name)
-                        .map_err(werr)?;
+        let mut spool = match state.spool.take() {
+            Some(spool) if spool.has_dead_bytes() => match self.compact(state, &spool) {
+                Ok(fresh) => fresh,
+                Err(e) => {
+                    state.spool = Some(spool);
+                    return Err(e);
                 }
-                Source::Staged(file) => {
-                    let mut staged = File::open(file).map_err(|e| Error::io(show(file), e))?;
-                    let len = staged
-                        .metadata()
-                        .map_err(|e| Error::io(show(file), e))?
-                        .len();
-                    let options = SimpleFileOptions::default()
-                        .compression_method(CompressionMethod::Stored)
-                        .large_file(len >= u64::from(u32::MAX));
-                    writer.start_file(entry_name, options).map_err(werr)?;
-                    io::copy(&mut staged, &mut writer).map_err(|e| Error::io(show(file), e))?;
-                }
-            }
+            },
+            Some(spool) => spool,
+            None => Spool::beside(&self.path)?,
+        };
+        let completed = self.complete(state, &mut spool);
+        if let Err(e) = completed {
+            state.spool = Some(spool);
+            return Err(e);
         }
-        let buffered = writer.finish().map_err(werr)?;
-        let file = buffered
-            .into_inner()
-            .map_err(|e| Error::io(show(&self.path), e.into_error()))?;
-        file.sync_all().map_err(|e| Error::io(show(&self.path), e))
-    }
-
-    /// Renames the finished archive `tmp` over the dataset's path, keeping the old permissions.
-    fn replace_with(&self, tmp: &Path) -> Result<()> {
-        if let Ok(old) = fs::metadata(&self.path) {
-            fs::set_permissions(tmp, old.permissions()).map_err(|e| Error::io(show(tmp), e))?;
+        let permissions = fs::metadata(&self.path).ok().map(|m| m.permissions());
+        if let Err(e) = spool.become_archive(&self.path, permissions) {
+            state.spool = Some(spool);
+            return Err(e);
         }
-        fs::rename(tmp, &self.path).map_err(|e| Error::io(show(&self.path), e))?;
         // The rename itself is durable only once the directory is synced.
         let dir = parent_dir(&self.path);
         File::open(&dir)
             .and_then(|d| d.sync_all())
-            .map_err(|e| Error::io(show(&dir), e))
+            .map_err(|e| Error::io(show(&dir), e))?;
+        let archive = open_archive(&self.path)?;
+        state.index = archive_index(&archive, &self.prefix);
+        state.archive = Some(archive);
+        state.held_bytes = 0;
+        state.dirty = false;
+        Ok(())
+    }
+
+    /// Appends to `spool` every object of the current view not in it yet (held ones, and the
+    /// old archive's: stored ones copied in pieces, compressed ones as they are), then finishes
+    /// it.
+    fn complete(&self, state: &State, spool: &mut Spool) -> Result<()> {
+        let mut buf = Vec::new();
+        for (key, src) in &state.index {
+            let name = self.entry_name(key);
+            match src {
+                Source::Spooled(_) => {}
+                Source::Held(value) => {
+                    spool.append(&name, value)?;
+                }
+                Source::Archive(i) => {
+                    let mut archive = state
+                        .archive
+                        .clone()
+                        .ok_or_else(|| Error::Internal("zip entry without archive".into()))?;
+                    let entry = archive
+                        .by_index_raw(*i)
+                        .map_err(|e| zip_error(&self.path, e))?;
+                    let stored_at = entry
+                        .data_start()
+                        .filter(|_| {
+                            entry.compression() == CompressionMethod::Stored
+                                && entry.compressed_size() == entry.size()
+                        })
+                        .map(|start| (start, entry.size()));
+                    match stored_at {
+                        Some((start, size)) => {
+                            drop(entry);
+                            let file = archive.into_inner().file;
+                            spool.append_copy(&name, &file, start, size, &mut buf)?;
+                        }
+                        None => spool.append_raw(&name, entry)?,
+                    }
+                }
+            }
+        }
+        spool.finish()
+    }
+
+    /// A spool of the live entries of `old`, the index pointing at their new places (left
+    /// pointing at the old ones when that fails).
+    fn compact(&self, state: &mut State, old: &Spool) -> Result<Spool> {
+        let live: Vec<(String, Spooled)> = state
+            .index
+            .iter()
+            .filter_map(|(key, src)| match src {
+                Source::Spooled(at) => Some((self.entry_name(key), *at)),
+                _ => None,
+            })
+            .collect();
+        let (fresh, places) = old.compacted(&self.path, &live)?;
+        let mut places = places.into_iter();
+        for src in state.index.values_mut() {
+            if let Source::Spooled(at) = src
+                && let Some(place) = places.next()
+            {
+                *at = place;
+            }
+        }
+        Ok(fresh)
+    }
+
+    /// The entry name of `key` in the archive.
+    fn entry_name(&self, key: &str) -> String {
+        format!("{}{key}", self.prefix)
+    }
+
+    /// Takes `key` out of the current view (its spooled entry left out of the archive, its
+    /// held bytes released).
+    fn release(&self, state: &mut State, key: &str) -> Result<()> {
+        match state.index.remove(key) {
+            Some(Source::Spooled(at)) => spool_mut(state)?.forget(&self.entry_name(key), at.size),
+            Some(Source::Held(value)) => {
+                state.held_bytes -= value.len();
+                Ok(())
+            }
+            Some(Source::Archive(_)) | None => Ok(()),
+        }
     }
 }
 
-/// Removes the staged file of an entry that was replaced or deleted (best effort: the staging
-/// directory goes at the next flush anyway).
-fn unstage(old: Option<Source>) {
-    if let Some(Source::Staged(file)) = old {
-        let _ = fs::remove_file(file);
-    }
+fn spool_of(state: &State) -> Result<&Spool> {
+    state
+        .spool
+        .as_ref()
+        .ok_or_else(|| Error::Internal("zip entry without spool".into()))
+}
+
+fn spool_mut(state: &mut State) -> Result<&mut Spool> {
+    state
+        .spool
+        .as_mut()
+        .ok_or_else(|| Error::Internal("zip entry without spool".into()))
 }
 
 fn parent_dir(path: &Path) -> PathBuf {
@@ -489,7 +530,7 @@ impl Store for ZipStore {
         let state = self.read_lock()?;
         match state.index.get(key.as_str()) {
             None => Ok(None),
-            Some(src) => self.read_source(state.archive.as_ref(), key, src).map(Some),
+            Some(src) => self.read_source(&state, key, src).map(Some),
         }
     }
 
@@ -498,7 +539,7 @@ impl Store for ZipStore {
         keys.par_iter()
             .map(|k| match state.index.get(k.as_str()) {
                 None => Ok(None),
-                Some(src) => self.read_source(state.archive.as_ref(), k, src).map(Some),
+                Some(src) => self.read_source(&state, k, src).map(Some),
             })
             .collect()
     }
@@ -509,9 +550,7 @@ impl Store for ZipStore {
         let state = self.read_lock()?;
         match state.index.get(key.as_str()) {
             None => Ok(false),
-            Some(src) => self
-                .read_source_into(state.archive.as_ref(), key, src, buf)
-                .map(|()| true),
+            Some(src) => self.read_source_into(&state, key, src, buf).map(|()| true),
         }
     }
 
@@ -543,7 +582,7 @@ impl Store for ZipStore {
                             io::Error::new(ErrorKind::UnexpectedEof, "archive ends in an entry"),
                         ));
                     }
-                    if crc32fast::hash(out) != crc32 {
+                    if crc32.is_some_and(|crc| crc32fast::hash(out) != crc) {
                         return Err(Error::io(
                             what(),
                             io::Error::new(ErrorKind::InvalidData, "entry CRC mismatch"),
@@ -595,25 +634,58 @@ impl Store for ZipStore {
         matches!(self.locate(key), Ok(Located::InPlace { .. }))
     }
 
+    /// Small objects are held in memory; others are appended to the archive being written
+    /// (an earlier entry of the key left out of it).
     fn put(&self, key: &StoreKey, value: &[u8]) -> Result<()> {
         self.check_writable()?;
-        // Staged under the lock, so a concurrent flush cannot drop the staging directory
-        // between the copy and the index entry.
-        let mut state = self.write_lock()?;
-        let staged = self.stage(value)?;
-        let old = state
-            .index
-            .insert(key.as_str().to_string(), Source::Staged(staged));
-        unstage(old);
+        let mut guard = self.write_lock()?;
+        let state = &mut *guard;
+        let key = key.as_str();
+        let old = state.index.get(key).cloned();
+        let old_held = match &old {
+            Some(Source::Held(v)) => v.len(),
+            _ => 0,
+        };
+        let held_after = state.held_bytes - old_held + value.len();
+        let new = if value.len() <= HELD_MAX && held_after <= HELD_BUDGET {
+            Source::Held(Arc::from(value))
+        } else {
+            if state.spool.is_none() {
+                state.spool = Some(Spool::beside(&self.path)?);
+            }
+            let name = self.entry_name(key);
+            let spool = spool_mut(state)?;
+            // An entry's name may appear once in the archive's directory.
+            if let Some(Source::Spooled(at)) = &old {
+                spool.forget(&name, at.size)?;
+            }
+            Source::Spooled(spool.append(&name, value)?)
+        };
+        state.held_bytes -= old_held;
+        if let Source::Held(v) = &new {
+            state.held_bytes += v.len();
+        }
+        state.index.insert(key.to_string(), new);
         state.dirty = true;
+        if state.spool.as_ref().is_some_and(Spool::wants_compacting)
+            && let Some(old) = state.spool.take()
+        {
+            match self.compact(state, &old) {
+                Ok(fresh) => state.spool = Some(fresh),
+                Err(e) => {
+                    state.spool = Some(old);
+                    return Err(e);
+                }
+            }
+        }
         Ok(())
     }
 
     fn delete(&self, key: &StoreKey) -> Result<()> {
         self.check_writable()?;
         let mut state = self.write_lock()?;
-        if let Some(old) = state.index.remove(key.as_str()) {
-            unstage(Some(old));
+        if state.index.contains_key(key.as_str()) {
+            self.release(&mut state, key.as_str())?;
             state.dirty = true;
         }
         Ok(())
@@ -635,7 +707,7 @@ impl Store for ZipStore {
             .cloned()
             .collect();
         for k in &doomed {
-            unstage(state.index.remove(k));
+            self.release(&mut state, k)?;
         }
         if !doomed.is_empty() {
             state.dirty = true;
@@ -697,12 +769,11 @@ impl Store for ZipStore {
         self.check_writable()?;
         let mut state = self.write_lock()?;
         state.index.clear();
+        state.spool = None;
+        state.held_bytes = 0;
         state.dirty = false;
         if self.created && state.archive.take().is_some() {
             fs::remove_file(&self.path).map_err(|e| Error::io(show(&self.path), e))?;
-        }
-        if let Ok(mut staging) = self.staging.lock() {
-            *staging = None;
         }
         Ok(())
     }
