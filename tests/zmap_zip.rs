@@ -358,6 +358,21 @@ fn rewritten_and_deleted_objects_leave_nothing_behind() {
     assert_eq!(reader.get(&key("v/0")).unwrap(), Some(bytes(4, big)));
 }
 
+/// An object written large (into the new archive) and then small (held in memory) is in the
+/// archive once, with its small bytes.
+#[test]
+fn an_object_that_shrinks_is_in_the_archive_once() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("x.zip");
+    let s = ZipStore::create(&path, false).unwrap();
+    s.put(&key("v/0"), &bytes(1, 1 << 20)).unwrap();
+    s.put(&key("v/0"), b"now small").unwrap();
+    s.flush().unwrap();
+    let entries = entries_checked(&path);
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0].1, b"now small");
+}
+
 /// A large object rewritten many times does not grow the archive being written without bound.
 #[test]
 fn an_object_rewritten_many_times_keeps_the_new_archive_bounded() {

@@ -647,19 +647,19 @@ impl Store for ZipStore {
             _ => 0,
         };
         let held_after = state.held_bytes - old_held + value.len();
+        let name = self.entry_name(key);
+        // An entry's name may appear once in the archive's directory: the old entry leaves it
+        // (its bytes stay readable until the spool is compacted).
+        if let Some(Source::Spooled(at)) = &old {
+            spool_mut(state)?.forget(&name, at.size)?;
+        }
         let new = if value.len() <= HELD_MAX && held_after <= HELD_BUDGET {
             Source::Held(Arc::from(value))
         } else {
             if state.spool.is_none() {
                 state.spool = Some(Spool::beside(&self.path)?);
             }
-            let name = self.entry_name(key);
-            let spool = spool_mut(state)?;
-            // An entry's name may appear once in the archive's directory.
-            if let Some(Source::Spooled(at)) = &old {
-                spool.forget(&name, at.size)?;
-            }
-            Source::Spooled(spool.append(&name, value)?)
+            Source::Spooled(spool_mut(state)?.append(&name, value)?)
         };
         state.held_bytes -= old_held;
         if let Source::Held(v) = &new {

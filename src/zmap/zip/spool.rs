@@ -9,7 +9,7 @@
 //! entries (and always before the spool becomes the archive, so archives carry no dead
 //! bytes). It must not know keys, the old archive's index, or when flushes happen.
 
-use super::{show, zip_error};
+use super::show;
 use crate::error::{Error, Result};
 use std::fs::{File, Permissions};
 use std::io::{self, ErrorKind, Seek, SeekFrom, Write};
@@ -26,6 +26,15 @@ use zip::{CompressionMethod, ZipWriter};
 const DEAD_SLACK: u64 = 32 << 20;
 /// Largest piece copied at once from one file into the spool.
 const COPY_PIECE: usize = 8 << 20;
+
+/// A failure of the zip writer: an I/O error as it is, anything else (a name written twice, say)
+/// as an I/O error of the spool too, never as a damaged dataset.
+fn write_error(what: &str, e: zip::result::ZipError) -> Error {
+    match e {
+        zip::result::ZipError::Io(e) => Error::io(what.to_string(), e),
+        other => Error::io(what.to_string(), io::Error::other(other.to_string())),
+    }
+}
 
 /// Where an entry's bytes lie in the spool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -202,7 +211,7 @@ impl Spool {
         let what = self.what();
         let start = self.with_writer(|w| {
             w.start_file(name, options)
-                .map_err(|e| zip_error(Path::new(&what), e))?;
+                .map_err(|e| write_error(&what, e))?;
             let start = position.load(Ordering::Relaxed);
             write(w, what)?;
             Ok(start)
@@ -220,17 +229,14 @@ impl Spool {
         let what = self.what();
         self.with_writer(|w| {
             w.raw_copy_file_rename(entry, name)
-                .map_err(|e| zip_error(Path::new(&what), e))
+                .map_err(|e| write_error(&what, e))
         })
     }
 
     /// Leaves the entry `name` (of `size` bytes, replaced or deleted) out of the archive.
     pub fn forget(&mut self, name: &str, size: u64) -> Result<()> {
         let what = self.what();
-        self.with_writer(|w| {
-            w.hide_file(name)
-                .map_err(|e| zip_error(Path::new(&what), e))
-        })?;
+        self.with_writer(|w| w.hide_file(name).map_err(|e| write_error(&what, e)))?;
         self.live = self.live.saturating_sub(size);
         self.dead += size;
         Ok(())
@@ -280,7 +286,7 @@ impl Spool {
             .ok_or_else(|| Error::Internal("zip spool already finished".into()))?;
         let finished = writer
             .finish()
-            .map_err(|e| zip_error(Path::new(&what), e))
+            .map_err(|e| write_error(&what, e))
             .and_then(|_| self.file.sync_all().map_err(|e| Error::io(what, e)));
         if let Err(e) = &finished {
             self.failed = Some(e.to_string());
