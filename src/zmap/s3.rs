@@ -10,6 +10,7 @@
 //! endpoint, region and credentials are found is [`settings`]. It knows nothing of Zarr beyond
 //! the names of the top-level metadata objects that make a prefix safe to clobber.
 
+mod batch;
 pub mod profiles;
 pub mod runtime;
 pub mod settings;
@@ -276,12 +277,9 @@ impl S3Store {
         failure_error(&self.described, &self.settings.credentials_source, what, f)
     }
 
-    /// Runs one operation per item, at most `concurrency` at a time, each bounded by the
-    /// timeout; results come back in input order. The first failure is returned.
-    ///
-    /// Operations finish in any order and a finished one frees its place at once: waiting for
-    /// them in input order would keep the places of those finished behind a slow one, and
-    /// fewer requests would be in flight.
+    /// Runs one operation per item, at most `concurrency` at a time ([`batch::in_order`]),
+    /// each bounded by the timeout; results come back in input order. The first failure is
+    /// returned.
     fn run_many<I, T, F, Fut>(&self, items: Vec<I>, op: F) -> Result<Vec<T>>
     where
         I: Send + 'static,
@@ -295,35 +293,17 @@ impl S3Store {
         let client = Arc::clone(&self.client);
         let timeout = self.settings.timeout;
         let concurrency = self.settings.concurrency;
-        let count = items.len();
-        let outcome = runtime::run(async move {
-            futures::stream::iter(items.into_iter().enumerate())
-                .map(move |(i, item)| {
-                    let (what, fut) = op(Arc::clone(&client), item);
-                    async move {
-                        match tokio::time::timeout(timeout, fut).await {
-                            Ok(Ok(v)) => Ok((i, v)),
-                            Ok(Err(f)) => Err((what, f)),
-                            Err(_) => Err((what, Failure::TimedOut(timeout))),
-                        }
-                    }
-                })
-                .buffer_unordered(concurrency)
-                .try_fold(
-                    std::iter::repeat_with(|| None)
-                        .take(count)
-                        .collect::<Vec<Option<T>>>(),
-                    |mut done, (i, v)| async move {
-                        done[i] = Some(v);
-                        Ok(done)
-                    },
-                )
-                .await
-        })?;
-        let done = outcome.map_err(|(what, f)| self.error(&what, f))?;
-        done.into_iter()
-            .map(|v| v.ok_or_else(|| Error::Internal("an S3 request gave no answer".into())))
-            .collect()
+        let outcome = runtime::run(batch::in_order(items, concurrency, move |item| {
+            let (what, fut) = op(Arc::clone(&client), item);
+            async move {
+                match tokio::time::timeout(timeout, fut).await {
+                    Ok(Ok(v)) => Ok(v),
+                    Ok(Err(f)) => Err((what, f)),
+                    Err(_) => Err((what, Failure::TimedOut(timeout))),
+                }
+            }
+        }))?;
+        outcome.map_err(|(what, f)| self.error(&what, f))
     }
 }
 

@@ -33,7 +33,7 @@ pub const TIMEOUT_ENV: &str = "NCZARR_RS_S3_TIMEOUT";
 /// Environment variable: how often a throttled, failed or dropped request is retried.
 pub const RETRIES_ENV: &str = "NCZARR_RS_S3_RETRIES";
 
-const DEFAULT_CONCURRENCY: usize = 32;
+const DEFAULT_CONCURRENCY: usize = 64;
 const MAX_CONCURRENCY: usize = 1024;
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 const DEFAULT_RETRIES: usize = 4;
