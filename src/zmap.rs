@@ -86,6 +86,29 @@ pub(crate) fn runs_of_whole(value: Option<Vec<u8>>, runs: &mut [(u64, &mut [u8])
     })
 }
 
+/// What [`Store::get_each`] hands every object to: the key's index and the object (`None`:
+/// absent).
+pub type EachObject<'a> = dyn Fn(usize, Option<Vec<u8>>) -> Result<()> + Sync + 'a;
+
+/// [`Store::get_each`] by batches of `held` objects fetched with [`Store::get_many`], each
+/// batch handed out in parallel once it is all there.
+pub fn get_each_in_batches(
+    store: &(impl Store + ?Sized),
+    keys: &[StoreKey],
+    held: usize,
+    each: &EachObject<'_>,
+) -> Result<()> {
+    let mut first = 0;
+    for batch in keys.chunks(held.max(1)) {
+        let got = store.get_many(batch)?;
+        got.into_par_iter()
+            .enumerate()
+            .try_for_each(|(i, value)| each(first + i, value))?;
+        first += batch.len();
+    }
+    Ok(())
+}
+
 /// A flat key/value store with `/`-separated keys relative to a dataset root.
 ///
 /// Contract shared by every backend:
@@ -103,6 +126,15 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// one entry per key, in the same order.
     fn get_many(&self, keys: &[StoreKey]) -> Result<Vec<Option<Vec<u8>>>> {
         keys.iter().map(|k| self.get(k)).collect()
+    }
+
+    /// Several objects, each handed to `each` with its key's index on a worker thread, with at
+    /// most `held` of them fetched and not yet through `each` at any time. The first failure
+    /// (of the store or of `each`) is the result. The default fetches them by batches of
+    /// `held` ([`get_each_in_batches`]); remote backends hand each object out as it arrives,
+    /// so the first are decoded while the rest are on their way.
+    fn get_each(&self, keys: &[StoreKey], held: usize, each: &EachObject<'_>) -> Result<()> {
+        get_each_in_batches(self, keys, held, each)
     }
 
     /// Several objects read straight into caller-provided buffers, one buffer per key: the chunk

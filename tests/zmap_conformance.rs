@@ -353,7 +353,62 @@ fn utf8_and_spaces(s: &dyn Store) {
 
 type Check = fn(&dyn Store);
 
+/// `get_each` hands every object (and every absence) out once, with its key's index, never
+/// more than `held` at a time in the caller's hands, also when asked from a worker thread; a
+/// failure of the callback is the result.
+fn get_each_hands_out_each_object_once(s: &dyn Store) {
+    use std::sync::Mutex;
+    use std::sync::atomic::AtomicUsize;
+    let keys: Vec<StoreKey> = (0..30)
+        .map(|i| key(&format!("v/{i}")))
+        .chain([key("v/absent")])
+        .collect();
+    for (i, k) in keys.iter().enumerate().take(30) {
+        s.put(k, &vec![i as u8; 100 + i]).unwrap();
+    }
+    let run = |held: usize| {
+        let got = Mutex::new(Vec::new());
+        let (active, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        s.get_each(&keys, held, &|i, value| {
+            let now = active.fetch_add(1, Ordering::SeqCst) + 1;
+            most.fetch_max(now, Ordering::SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            got.lock().unwrap().push((i, value));
+            active.fetch_sub(1, Ordering::SeqCst);
+            Ok(())
+        })
+        .unwrap();
+        let mut got = got.into_inner().unwrap();
+        got.sort();
+        let expected: Vec<(usize, Option<Vec<u8>>)> = (0..30)
+            .map(|i| (i, Some(vec![i as u8; 100 + i])))
+            .chain([(30, None)])
+            .collect();
+        assert_eq!(got, expected, "held {held}");
+        assert!(
+            most.load(Ordering::SeqCst) <= held,
+            "more than {held} in hand"
+        );
+    };
+    run(3);
+    run(1);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
+    pool.install(|| run(4));
+    let failed = s.get_each(&keys, 4, &|i, _| match i {
+        7 => Err(Error::Internal("stop at 7".into())),
+        _ => Ok(()),
+    });
+    assert!(matches!(failed, Err(Error::Internal(m)) if m == "stop at 7"));
+}
+
 const SUITE: &[(&str, Check)] = &[
+    (
+        "get_each_hands_out_each_object_once",
+        get_each_hands_out_each_object_once,
+    ),
     ("absent_keys_are_none", absent_keys_are_none),
     (
         "overwrite_leaves_no_stale_tail",

@@ -902,10 +902,20 @@ impl Dataset {
         // used, from batch to batch.
         let buffers = WorkerBuffers::new();
         let workers = rayon::current_num_threads();
-        for batch in targets.chunks_mut(landing_batch_len(geo.chunk_bytes, self.store.is_local())) {
+        let local = self.store.is_local();
+        let held = landing_batch_len(geo.chunk_bytes, local) + if local { 0 } else { workers };
+        // Coded chunks of a remote store stream through in one pass, a batch of them fetched
+        // ahead of their decoding (batch after batch, each would wait for its last chunk
+        // before the next is asked for).
+        let pass = if local || geo.stored_as_is() {
+            held
+        } else {
+            targets.len().max(1)
+        };
+        for batch in targets.chunks_mut(pass) {
             // Fewer chunks than workers (a loop reading one chunk at a time): each chunk's
             // decoding is shared among the idle ones where its codec can split it.
-            let threads = (workers / batch.len().max(1))
+            let threads = (workers / batch.len().min(held).max(1))
                 .min(geo.chunk_bytes / MIN_BYTES_PER_DECODE_THREAD)
                 .max(1);
             let keys: Vec<StoreKey> = batch.iter().map(|(k, _)| k.clone()).collect();
@@ -922,6 +932,7 @@ impl Dataset {
                     self.store.as_ref(),
                     &keys,
                     outs,
+                    held,
                     &buffers,
                     |_, o, key, stored| match stored {
                         None => {
@@ -1001,6 +1012,7 @@ impl Dataset {
                 self.store.as_ref(),
                 keys,
                 slots,
+                keys.len(),
                 buffers,
                 |_, (slot, found), key, stored| {
                     if let Some(b) = stored {

@@ -15,7 +15,7 @@ pub mod profiles;
 pub mod runtime;
 pub mod settings;
 
-use super::{Store, StoreKey, StorePrefix, ZARR_MARKERS};
+use super::{EachObject, Store, StoreKey, StorePrefix, ZARR_MARKERS};
 use crate::error::{Error, Result};
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
@@ -29,6 +29,7 @@ use settings::{Credentials, S3Settings};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::Semaphore;
 
 /// Keys per bulk delete request (the S3 limit).
 const DELETE_BATCH: usize = 1000;
@@ -295,15 +296,22 @@ impl S3Store {
         let concurrency = self.settings.concurrency;
         let outcome = runtime::run(batch::in_order(items, concurrency, move |item| {
             let (what, fut) = op(Arc::clone(&client), item);
-            async move {
-                match tokio::time::timeout(timeout, fut).await {
-                    Ok(Ok(v)) => Ok(v),
-                    Ok(Err(f)) => Err((what, f)),
-                    Err(_) => Err((what, Failure::TimedOut(timeout))),
-                }
-            }
+            bounded(timeout, what, fut)
         }))?;
         outcome.map_err(|(what, f)| self.error(&what, f))
+    }
+}
+
+/// `fut`, the operation `what`, failing once it has taken `timeout`.
+async fn bounded<T>(
+    timeout: Duration,
+    what: String,
+    fut: impl Future<Output = std::result::Result<T, Failure>>,
+) -> std::result::Result<T, (String, Failure)> {
+    match tokio::time::timeout(timeout, fut).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(f)) => Err((what, f)),
+        Err(_) => Err((what, Failure::TimedOut(timeout))),
     }
 }
 
@@ -443,6 +451,39 @@ impl Store for S3Store {
         self.run_many(paths, |client, path| {
             (format!("GET {path}"), get_object(client, path))
         })
+    }
+
+    /// Each object is handed to `each` as it arrives ([`batch::hand_out`]): up to `held`
+    /// fetched ahead of their use, as many requests in flight as the settings allow. A worker
+    /// thread (which must not wait for others) gets them by batches.
+    fn get_each(&self, keys: &[StoreKey], held: usize, each: &EachObject<'_>) -> Result<()> {
+        if keys.len() <= 1 || rayon::current_thread_index().is_some() {
+            return super::get_each_in_batches(self, keys, held, each);
+        }
+        let paths = keys
+            .iter()
+            .map(|k| self.object_path(k.as_str()))
+            .collect::<Result<Vec<_>>>()?;
+        let client = Arc::clone(&self.client);
+        let timeout = self.settings.timeout;
+        let concurrency = self.settings.concurrency;
+        let held = Arc::new(Semaphore::new(held.clamp(1, Semaphore::MAX_PERMITS)));
+        batch::hand_out(
+            |to| {
+                let fetched = runtime::run(batch::as_they_come(
+                    paths,
+                    concurrency,
+                    held,
+                    move |path| {
+                        let what = format!("GET {path}");
+                        bounded(timeout, what, get_object(Arc::clone(&client), path))
+                    },
+                    to,
+                ))?;
+                fetched.map_err(|(what, f)| self.error(&what, f))
+            },
+            each,
+        )
     }
 
     /// The bodies are copied from the frames they arrived in straight into the caller's

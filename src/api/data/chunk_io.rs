@@ -3,15 +3,17 @@
 //! On a local store every worker reads its own chunk and goes straight on to decoding it (or
 //! encodes a chunk and stores it itself), so I/O and coding overlap across workers, no worker
 //! waits for a whole batch, and scratch memory stays one chunk per worker whatever the batch
-//! size. On a remote store a whole batch is fetched (or stored) concurrently, which is what hides
-//! latency, and handed out (or made) in parallel around that.
+//! size. On a remote store many chunks are fetched concurrently, which is what hides latency,
+//! each handed to a worker as it arrives (a bounded number fetched ahead of their use); a
+//! batch is made in parallel and then stored concurrently.
 //!
 //! Owns only this scheduling; which chunks, and what is done with their bytes, is the caller's.
 
 use super::worker_buffers::WorkerBuffers;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::zmap::{Store, StoreKey};
 use rayon::prelude::*;
+use std::sync::Mutex;
 
 /// A worker's buffers for reading chunks: its scratch buffer (for the caller's use) and the
 /// buffer its stored chunks are read into on a local store.
@@ -23,11 +25,13 @@ pub(super) struct ChunkBuffers {
 
 /// Calls `land(scratch, item, key, stored)` for every item and its chunk (`None`: absent), in
 /// parallel; `scratch` is the worker's buffer from `buffers`, reused from chunk to chunk, and
-/// so is the buffer a local store reads the chunk into.
+/// so is the buffer a local store reads the chunk into. A remote store keeps at most `held`
+/// stored chunks fetched and not yet landed.
 pub(super) fn fetch_each<T: Send>(
     store: &dyn Store,
     keys: &[StoreKey],
     items: Vec<T>,
+    held: usize,
     buffers: &WorkerBuffers<ChunkBuffers>,
     land: impl Fn(&mut Vec<u8>, T, &StoreKey, Option<&[u8]>) -> Result<()> + Sync,
 ) -> Result<()> {
@@ -39,14 +43,14 @@ pub(super) fn fetch_each<T: Send>(
             })
         });
     }
-    let fetched = store.get_many(keys)?;
-    items
-        .into_par_iter()
-        .zip(fetched)
-        .zip(keys)
-        .try_for_each(|((item, stored), key)| {
-            buffers.with(|b| land(&mut b.scratch, item, key, stored.as_deref()))
-        })
+    let items: Vec<Mutex<Option<T>>> = items.into_iter().map(|t| Mutex::new(Some(t))).collect();
+    store.get_each(keys, held, &|i, stored| {
+        let item = items
+            .get(i)
+            .and_then(|slot| slot.lock().ok()?.take())
+            .ok_or_else(|| Error::Internal(format!("chunk {i} handed out twice")))?;
+        buffers.with(|b| land(&mut b.scratch, item, &keys[i], stored.as_deref()))
+    })
 }
 
 /// Has `make(item, buffers, put)` make each item's chunk (in the worker's `buffers`, or from

@@ -71,6 +71,7 @@ pub(super) fn read(
             store,
             &keys,
             per_piece,
+            keys.len(),
             &buffers,
             |scratch, runs, key, stored| land(geo, key, stored, runs, scratch),
         )
@@ -105,6 +106,7 @@ pub(super) fn read_rows(
                 store,
                 &keys,
                 items,
+                keys.len(),
                 &buffers,
                 |scratch, (dests, (_, rows)), key, stored| {
                     let chunk = match stored {

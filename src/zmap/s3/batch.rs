@@ -1,12 +1,20 @@
-//! Many operations with a bound on those in flight, answered in input order.
+//! Many operations with a bound on those in flight: answered in input order, or handed out as
+//! they come to workers that use them while the rest are still on their way.
 //!
 //! Owns the scheduling only: an operation that finishes frees its place at once, whatever the
 //! order (waiting for answers in input order would keep the places of those finished behind a
 //! slow one, and fewer would be in flight). It knows nothing of S3, stores or what a failure
 //! means.
 
+use crate::error::{Error, Result};
 use futures::{StreamExt, TryStreamExt};
 use std::future::Future;
+use std::sync::{Arc, Mutex, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// An answer handed out as it came: its item's index, the answer, and its place among those
+/// held (freed when the answer is dropped).
+pub type Handed<T> = (usize, T, OwnedSemaphorePermit);
 
 /// Runs `op` on every item, at most `limit` at once; the answers in input order, or the first
 /// failure to happen.
@@ -14,7 +22,7 @@ pub async fn in_order<I, T, E, Fut>(
     items: Vec<I>,
     limit: usize,
     mut op: impl FnMut(I) -> Fut,
-) -> Result<Vec<T>, E>
+) -> std::result::Result<Vec<T>, E>
 where
     Fut: Future<Output = Result<T, E>>,
 {
@@ -37,6 +45,85 @@ where
         .await?;
     // Every index got its answer: the fold ends only once every operation has.
     Ok(answers.into_iter().flatten().collect())
+}
+
+/// Runs `op` on every item, at most `limit` at once, each starting only once a place among
+/// `held` is free, and sends each answer to `to` as it comes with its place, which its receiver
+/// frees when done with it: no more than `held` answers are ever in flight or waiting. Stops
+/// quietly when `to` has no receiver any more.
+pub async fn as_they_come<I, T, E, Fut>(
+    items: Vec<I>,
+    limit: usize,
+    held: Arc<Semaphore>,
+    mut op: impl FnMut(I) -> Fut,
+    to: mpsc::Sender<Handed<T>>,
+) -> std::result::Result<(), E>
+where
+    Fut: Future<Output = std::result::Result<T, E>>,
+{
+    let answers = futures::stream::iter(items.into_iter().enumerate())
+        .map(|(i, item)| {
+            let held = Arc::clone(&held);
+            let answer = op(item);
+            async move {
+                // The semaphore is never closed.
+                let place = held.acquire_owned().await.ok();
+                answer.await.map(|v| (i, v, place))
+            }
+        })
+        .buffer_unordered(limit.max(1));
+    futures::pin_mut!(answers);
+    while let Some(answer) = answers.next().await {
+        let (i, v, place) = answer?;
+        let Some(place) = place else { return Ok(()) };
+        if to.send((i, v, place)).is_err() {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// Runs `fetch` on a helper thread, giving it the sending end of a channel, and hands every
+/// answer it sends to `each` on the rayon workers as it arrives; returns once all are done.
+/// The first failure of `each` is the result (the rest are not handed out: the channel closes,
+/// which stops `fetch`), else that of `fetch`.
+pub fn hand_out<T: Send>(
+    fetch: impl FnOnce(mpsc::Sender<Handed<T>>) -> Result<()> + Send,
+    each: &(dyn Fn(usize, T) -> Result<()> + Sync),
+) -> Result<()> {
+    let (to, from) = mpsc::channel::<Handed<T>>();
+    let failed: Mutex<Option<Error>> = Mutex::new(None);
+    let has_failed = || failed.lock().map_or(true, |f| f.is_some());
+    let fetched = std::thread::scope(|scope| {
+        let fetcher = std::thread::Builder::new()
+            .name("nczarr-rs-fetch".into())
+            .spawn_scoped(scope, move || fetch(to))
+            .map_err(|e| Error::Internal(format!("cannot start a fetching thread: {e}")))?;
+        rayon::in_place_scope(|workers| {
+            for (i, v, place) in from {
+                if has_failed() {
+                    break;
+                }
+                let failed = &failed;
+                workers.spawn(move |_| {
+                    if let Err(e) = each(i, v)
+                        && let Ok(mut first) = failed.lock()
+                    {
+                        first.get_or_insert(e);
+                    }
+                    drop(place);
+                });
+            }
+        });
+        fetcher
+            .join()
+            .map_err(|_| Error::Internal("the fetching thread panicked".into()))?
+    });
+    match failed.into_inner() {
+        Ok(Some(e)) => Err(e),
+        Ok(None) => fetched,
+        Err(_) => Err(Error::Internal("a fetch worker panicked".into())),
+    }
 }
 
 #[cfg(test)]
