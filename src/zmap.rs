@@ -90,6 +90,12 @@ pub(crate) fn runs_of_whole(value: Option<Vec<u8>>, runs: &mut [(u64, &mut [u8])
 /// absent).
 pub type EachObject<'a> = dyn Fn(usize, Option<Vec<u8>>) -> Result<()> + Sync + 'a;
 
+/// What [`Store::put_streamed`] gives its producer to store an object with.
+pub type PutObject<'a> = dyn Fn(&StoreKey, Vec<u8>) -> Result<()> + Sync + 'a;
+
+/// A producer of objects for [`Store::put_streamed`].
+pub type Produce<'a> = dyn Fn(&PutObject<'_>) -> Result<()> + Sync + 'a;
+
 /// [`Store::get_each`] by batches of `held` objects fetched with [`Store::get_many`], each
 /// batch handed out in parallel once it is all there.
 pub fn get_each_in_batches(
@@ -208,6 +214,16 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Writes several objects; backends with latency upload them concurrently.
     fn put_many(&self, items: Vec<(StoreKey, Vec<u8>)>) -> Result<()> {
         items.iter().try_for_each(|(k, v)| self.put(k, v))
+    }
+
+    /// Runs `produce`, which stores objects through the function it is given (from any thread,
+    /// several at once), and returns once every object it put is stored; the first failure is
+    /// the result. Remote backends upload each object as it is put while `produce` makes the
+    /// next, with at most `held` put and not yet stored (putting waits for room, and fails
+    /// once an upload has failed). The default stores each object as it is put.
+    fn put_streamed(&self, held: usize, produce: &Produce<'_>) -> Result<()> {
+        let _ = held;
+        produce(&|key, value| self.put(key, &value))
     }
 
     /// Removes the object at `key`; a missing key is fine.

@@ -257,6 +257,27 @@ fn a_stopped_server_is_an_error() {
     }
 }
 
+/// Uploads that fail stop a streamed write: the producer, waiting for room to put more, is
+/// refused instead of waiting forever, and the upload's error is the result.
+#[test]
+fn a_streamed_write_to_a_stopped_server_is_an_error_not_a_hang() {
+    let server = Server::start(Kind::S3sFs);
+    let settings = short(&server.endpoint());
+    server.stop();
+    let failure = within(HANG, move || {
+        let store = S3Store::open(settings).unwrap();
+        store
+            .put_streamed(1, &|put| {
+                (0..10).try_for_each(|i| put(&key(&format!("v/{i}")), vec![1u8; 1000]))
+            })
+            .unwrap_err()
+    });
+    match failure {
+        Error::Remote { why, .. } => assert!(why.contains("PUT"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+}
+
 #[test]
 fn a_silent_server_times_out() {
     let fake = FakeServer::start(Misbehaviour::Silent);

@@ -404,7 +404,33 @@ fn get_each_hands_out_each_object_once(s: &dyn Store) {
     assert!(matches!(failed, Err(Error::Internal(m)) if m == "stop at 7"));
 }
 
+/// `put_streamed` stores every object its producer puts, from many threads, before it
+/// returns; a failure of the producer is the result.
+fn put_streamed_stores_every_object(s: &dyn Store) {
+    use rayon::prelude::*;
+    let keys: Vec<StoreKey> = (0..40).map(|i| key(&format!("v/{i}"))).collect();
+    s.put_streamed(3, &|put| {
+        keys.par_iter()
+            .enumerate()
+            .try_for_each(|(i, k)| put(k, vec![i as u8; 1000 + i]))
+    })
+    .unwrap();
+    let got = s.get_many(&keys).unwrap();
+    for (i, value) in got.into_iter().enumerate() {
+        assert_eq!(value, Some(vec![i as u8; 1000 + i]), "object {i}");
+    }
+    let failed = s.put_streamed(2, &|put| {
+        put(&key("w/0"), b"kept or not".to_vec())?;
+        Err(Error::Internal("producer failed".into()))
+    });
+    assert!(matches!(failed, Err(Error::Internal(m)) if m == "producer failed"));
+}
+
 const SUITE: &[(&str, Check)] = &[
+    (
+        "put_streamed_stores_every_object",
+        put_streamed_stores_every_object,
+    ),
     (
         "get_each_hands_out_each_object_once",
         get_each_hands_out_each_object_once,

@@ -50,6 +50,18 @@ fn landing_batch_len(chunk_bytes: usize, local: bool) -> usize {
     batch_len(chunk_bytes, false)
 }
 
+/// Chunks per batch on a local store; on a remote one, the chunks fetched (or made) ahead of
+/// their use (or upload) in one pass: a batch, and one more per worker, so that the workers
+/// busy with chunks do not leave the link idle.
+fn chunks_held(chunk_bytes: usize, local: bool) -> usize {
+    let batch = landing_batch_len(chunk_bytes, local);
+    if local {
+        batch
+    } else {
+        batch + rayon::current_num_threads()
+    }
+}
+
 mod by_runs;
 mod chunk_io;
 mod coded_parts;
@@ -903,7 +915,7 @@ impl Dataset {
         let buffers = WorkerBuffers::new();
         let workers = rayon::current_num_threads();
         let local = self.store.is_local();
-        let held = landing_batch_len(geo.chunk_bytes, local) + if local { 0 } else { workers };
+        let held = chunks_held(geo.chunk_bytes, local);
         // Coded chunks of a remote store stream through in one pass, a batch of them fetched
         // ahead of their decoding (batch after batch, each would wait for its last chunk
         // before the next is asked for).
@@ -1072,6 +1084,7 @@ impl Dataset {
         chunk_io::store_each(
             self.store.as_ref(),
             chunks,
+            batch_len(geo.chunk_bytes, self.store.is_local()),
             &buffers,
             |&(idx, data), b, put| {
                 let (key, stored) = encoded::encode_chunk(geo, idx, data, b)?;
@@ -1309,12 +1322,17 @@ impl Dataset {
         strides: &[i64],
     ) -> Result<()> {
         let buffers: WorkerBuffers<WriteBuffers> = WorkerBuffers::new();
-        for batch in whole.chunks(landing_batch_len(geo.chunk_bytes, self.store.is_local())) {
+        let local = self.store.is_local();
+        let held = chunks_held(geo.chunk_bytes, local);
+        // On a remote store the chunks stream out in one pass, a batch of them made ahead of
+        // their upload.
+        let pass = if local { held } else { whole.len().max(1) };
+        for batch in whole.chunks(pass) {
             let cache = self.cache_for(g, v);
             for i in batch {
                 cache.take(&pieces[*i].chunk);
             }
-            chunk_io::store_each(self.store.as_ref(), batch, &buffers, |&i, b, put| {
+            chunk_io::store_each(self.store.as_ref(), batch, held, &buffers, |&i, b, put| {
                 let p = &pieces[i];
                 let native: &[u8] =
                     match whole_chunk_range(&geo.chunks, values.len(), strides, p, geo.esize)? {

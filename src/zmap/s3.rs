@@ -15,7 +15,7 @@ pub mod profiles;
 pub mod runtime;
 pub mod settings;
 
-use super::{EachObject, Store, StoreKey, StorePrefix, ZARR_MARKERS};
+use super::{EachObject, Produce, Store, StoreKey, StorePrefix, ZARR_MARKERS};
 use crate::error::{Error, Result};
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
@@ -590,6 +590,36 @@ impl Store for S3Store {
             })
         })?;
         Ok(())
+    }
+
+    /// Each object is uploaded as it is put ([`batch::stream_in`]), as many at once as the
+    /// settings allow.
+    fn put_streamed(&self, held: usize, produce: &Produce<'_>) -> Result<()> {
+        let client = Arc::clone(&self.client);
+        let timeout = self.settings.timeout;
+        let described = self.described.clone();
+        let credentials = self.settings.credentials_source.clone();
+        let upload = move |(path, value): (Path, Vec<u8>)| {
+            let client = Arc::clone(&client);
+            let (described, credentials) = (described.clone(), credentials.clone());
+            async move {
+                let what = format!("PUT {path}");
+                let put = async move {
+                    client.put(&path, PutPayload::from(value)).await?;
+                    Ok(())
+                };
+                bounded(timeout, what, put)
+                    .await
+                    .map_err(|(what, f)| failure_error(&described, &credentials, &what, f))
+            }
+        };
+        batch::stream_in(
+            held,
+            self.settings.concurrency,
+            upload,
+            |driven| runtime::run(driven).and_then(|uploaded| uploaded),
+            &|put| produce(&|key, value| put((self.object_path(key.as_str())?, value))),
+        )
     }
 
     fn delete(&self, key: &StoreKey) -> Result<()> {

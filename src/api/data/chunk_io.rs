@@ -4,8 +4,8 @@
 //! encodes a chunk and stores it itself), so I/O and coding overlap across workers, no worker
 //! waits for a whole batch, and scratch memory stays one chunk per worker whatever the batch
 //! size. On a remote store many chunks are fetched concurrently, which is what hides latency,
-//! each handed to a worker as it arrives (a bounded number fetched ahead of their use); a
-//! batch is made in parallel and then stored concurrently.
+//! each handed to a worker as it arrives (a bounded number fetched ahead of their use), and
+//! chunks made in parallel are uploaded concurrently as they are made.
 //!
 //! Owns only this scheduling; which chunks, and what is done with their bytes, is the caller's.
 
@@ -55,11 +55,13 @@ pub(super) fn fetch_each<T: Send>(
 
 /// Has `make(item, buffers, put)` make each item's chunk (in the worker's `buffers`, or from
 /// the caller's values as they are) and hand its key and stored bytes to `put`, for every item
-/// in parallel. On a local store `put` stores the chunk there and then; on a remote one the
-/// batch is stored concurrently once it is made.
+/// in parallel. On a local store `put` stores the chunk there and then; on a remote one each
+/// chunk is uploaded as it is made while the next are made, at most `held` made and not yet
+/// stored ([`Store::put_streamed`]).
 pub(super) fn store_each<T: Sync, B: Default + Send>(
     store: &dyn Store,
     items: &[T],
+    held: usize,
     buffers: &WorkerBuffers<B>,
     make: impl Fn(&T, &mut B, &mut dyn FnMut(&StoreKey, &[u8]) -> Result<()>) -> Result<()> + Sync,
 ) -> Result<()> {
@@ -68,18 +70,9 @@ pub(super) fn store_each<T: Sync, B: Default + Send>(
             buffers.with(|b| make(item, b, &mut |key, stored| store.put(key, stored)))
         });
     }
-    let made: Vec<Vec<(StoreKey, Vec<u8>)>> = items
-        .par_iter()
-        .map(|item| {
-            buffers.with(|b| {
-                let mut made = Vec::new();
-                make(item, b, &mut |key, stored| {
-                    made.push((key.clone(), stored.to_vec()));
-                    Ok(())
-                })?;
-                Ok(made)
-            })
+    store.put_streamed(held, &|put| {
+        items.par_iter().try_for_each(|item| {
+            buffers.with(|b| make(item, b, &mut |key, stored| put(key, stored.to_vec())))
         })
-        .collect::<Result<_>>()?;
-    store.put_many(made.into_iter().flatten().collect())
+    })
 }

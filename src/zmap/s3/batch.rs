@@ -9,7 +9,8 @@
 use crate::error::{Error, Result};
 use futures::{StreamExt, TryStreamExt};
 use std::future::Future;
-use std::sync::{Arc, Mutex, mpsc};
+use std::pin::Pin;
+use std::sync::{Arc, Condvar, Mutex, mpsc};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// An answer handed out as it came: its item's index, the answer, and its place among those
@@ -124,6 +125,125 @@ pub fn hand_out<T: Send>(
         Ok(None) => fetched,
         Err(_) => Err(Error::Internal("a fetch worker panicked".into())),
     }
+}
+
+/// Places for at most `held` items handed to an asynchronous consumer and not yet done with:
+/// producers wait for a place, and are refused once the consumer has stopped.
+struct Places {
+    taken_and_closed: Mutex<(usize, bool)>,
+    freed: Condvar,
+    held: usize,
+}
+
+impl Places {
+    fn new(held: usize) -> Places {
+        Places {
+            taken_and_closed: Mutex::new((0, false)),
+            freed: Condvar::new(),
+            held: held.max(1),
+        }
+    }
+
+    /// Waits for a free place and takes it; false once the consumer has stopped.
+    fn take(&self) -> bool {
+        let Ok(mut state) = self.taken_and_closed.lock() else {
+            return false;
+        };
+        while state.0 >= self.held && !state.1 {
+            state = match self.freed.wait(state) {
+                Ok(s) => s,
+                Err(_) => return false,
+            };
+        }
+        if state.1 {
+            return false;
+        }
+        state.0 += 1;
+        true
+    }
+
+    fn free(&self) {
+        if let Ok(mut state) = self.taken_and_closed.lock() {
+            state.0 = state.0.saturating_sub(1);
+        }
+        self.freed.notify_one();
+    }
+
+    fn close(&self) {
+        if let Ok(mut state) = self.taken_and_closed.lock() {
+            state.1 = true;
+        }
+        self.freed.notify_all();
+    }
+}
+
+/// What [`stream_in`] gives its producer to hand an item on with.
+pub type Hand<'a, T> = dyn Fn(T) -> Result<()> + Sync + 'a;
+
+/// A producer of items for [`stream_in`].
+pub type Producer<'a, T> = dyn Fn(&Hand<'_, T>) -> Result<()> + Sync + 'a;
+
+/// A future the caller's `run` drives to its end (on an asynchronous runtime).
+pub type Driven = Pin<Box<dyn Future<Output = Result<()>> + Send>>;
+
+/// Runs `produce` on this thread (and the workers it uses), giving it a function that hands an
+/// item to `consume`, which `run` drives on a helper thread as items come: at most `limit`
+/// consumed at once and `held` handed and not yet consumed (handing an item waits for a
+/// place). Returns once every item handed is consumed. The consumer's first failure is the
+/// result (items handed after it are refused), else that of `produce`.
+pub fn stream_in<T, Fut>(
+    held: usize,
+    limit: usize,
+    consume: impl Fn(T) -> Fut + Send + 'static,
+    run: impl FnOnce(Driven) -> Result<()> + Send,
+    produce: &Producer<'_, T>,
+) -> Result<()>
+where
+    T: Send + 'static,
+    Fut: Future<Output = Result<()>> + Send + 'static,
+{
+    let places = Arc::new(Places::new(held));
+    let (to, from) = tokio::sync::mpsc::unbounded_channel::<T>();
+    let consumer: Driven = {
+        let places = Arc::clone(&places);
+        Box::pin(async move {
+            let items = futures::stream::unfold(from, |mut from| async move {
+                from.recv().await.map(|item| (item, from))
+            });
+            items
+                .map(consume)
+                .buffer_unordered(limit.max(1))
+                .try_for_each(|()| {
+                    places.free();
+                    futures::future::ready(Ok(()))
+                })
+                .await
+        })
+    };
+    let stopped = || Error::Internal("the consumer of a stream stopped".into());
+    std::thread::scope(|scope| {
+        let consumer_places = Arc::clone(&places);
+        let consuming = std::thread::Builder::new()
+            .name("nczarr-rs-upload".into())
+            .spawn_scoped(scope, move || {
+                let consumed = run(consumer);
+                // Whatever ended it, nobody may wait for a place any more.
+                consumer_places.close();
+                consumed
+            })
+            .map_err(|e| Error::Internal(format!("cannot start an uploading thread: {e}")))?;
+        let produced = produce(&|item| {
+            if !places.take() {
+                return Err(stopped());
+            }
+            to.send(item).map_err(|_| stopped())
+        });
+        drop(to);
+        let consumed = consuming
+            .join()
+            .map_err(|_| Error::Internal("the uploading thread panicked".into()))?;
+        consumed.and(produced)
+    })
 }
 
 #[cfg(test)]
