@@ -373,6 +373,70 @@ fn an_object_that_shrinks_is_in_the_archive_once() {
     assert_eq!(entries[0].1, b"now small");
 }
 
+/// A flush that fails (the archive's name taken by a directory, so the rename fails) leaves
+/// the session as it was: its objects read back, and the next flush writes them all.
+#[test]
+fn a_failed_flush_can_be_tried_again() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("x.zip");
+    let s = ZipStore::create(&path, false).unwrap();
+    s.put(&key(".zgroup"), b"{}").unwrap();
+    s.put(&key("v/0"), &bytes(1, 1 << 20)).unwrap();
+    s.put(&key("v/1"), &bytes(2, 300 << 10)).unwrap();
+    fs::create_dir(&path).unwrap();
+    fs::write(path.join("in the way"), b"").unwrap();
+    assert!(s.flush().is_err(), "the rename over a directory must fail");
+    assert_eq!(s.get(&key("v/0")).unwrap(), Some(bytes(1, 1 << 20)));
+    s.put(&key("v/2"), &bytes(3, 200 << 10)).unwrap();
+    fs::remove_dir_all(&path).unwrap();
+    s.flush().unwrap();
+    let names: Vec<String> = entries_checked(&path)
+        .into_iter()
+        .map(|(n, _, _)| n)
+        .collect();
+    assert_eq!(names.len(), 4, "{names:?}");
+    let reader = ZipStore::open(&path, false).unwrap();
+    for (k, want) in [
+        ("v/0", bytes(1, 1 << 20)),
+        ("v/1", bytes(2, 300 << 10)),
+        ("v/2", bytes(3, 200 << 10)),
+    ] {
+        assert_eq!(reader.get(&key(k)).unwrap(), Some(want), "{k}");
+    }
+    assert!(leftovers(dir.path(), "x.zip").is_empty());
+}
+
+/// An entry damaged in the old archive is copied as it is stored when the archive is
+/// rewritten: its CRC still tells, instead of being computed anew over the damaged bytes.
+#[test]
+fn a_damaged_entry_stays_detectable_when_the_archive_is_rewritten() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("x.zip");
+    let good = bytes(5, 100 << 10);
+    write_zip(
+        &path,
+        &[(".zgroup", b"{}"), ("a/0", &good), ("b/0", &good)],
+        CompressionMethod::Stored,
+    );
+    let start = {
+        let mut archive = zip::ZipArchive::new(fs::File::open(&path).unwrap()).unwrap();
+        archive.by_name("a/0").unwrap().data_start().unwrap()
+    };
+    let mut raw = fs::read(&path).unwrap();
+    raw[start as usize + 1000] ^= 0xff;
+    fs::write(&path, &raw).unwrap();
+    let s = ZipStore::open(&path, true).unwrap();
+    s.put(&key("c/0"), &bytes(6, 100 << 10)).unwrap();
+    s.flush().unwrap();
+    let mut archive = zip::ZipArchive::new(fs::File::open(&path).unwrap()).unwrap();
+    let mut damaged = Vec::new();
+    let read = std::io::Read::read_to_end(&mut archive.by_name("a/0").unwrap(), &mut damaged);
+    assert!(read.is_err(), "the damaged entry passed its CRC check");
+    let mut intact = Vec::new();
+    std::io::Read::read_to_end(&mut archive.by_name("b/0").unwrap(), &mut intact).unwrap();
+    assert_eq!(intact, good);
+}
+
 /// A large object rewritten many times does not grow the archive being written without bound.
 #[test]
 fn an_object_rewritten_many_times_keeps_the_new_archive_bounded() {

@@ -124,13 +124,18 @@ fn open_archive(path: &Path) -> Result<ZipArchive<SharedFile>> {
         ErrorKind::PermissionDenied => Error::Access(show(path)),
         _ => Error::io(show(path), e),
     })?;
+    archive_in(path, Arc::new(file))
+}
+
+/// The archive in `file`, open already (`path` names it in messages).
+fn archive_in(path: &Path, file: Arc<File>) -> Result<ZipArchive<SharedFile>> {
     let meta = file.metadata().map_err(|e| Error::io(show(path), e))?;
     if !meta.is_file() {
         return Err(Error::NotZarr(format!("{} (not a zip file)", show(path))));
     }
     let reader = SharedFile {
         len: meta.len(),
-        file: Arc::new(file),
+        file,
         pos: 0,
     };
     ZipArchive::new(reader).map_err(|e| zip_error(path, e))
@@ -385,16 +390,20 @@ impl ZipStore {
     }
 
     /// Completes the archive being written with every object not yet in it, and renames it
-    /// over the old one.
+    /// over the old one. A failure before the rename leaves the session as it was (its
+    /// spooled objects readable, and written anew into a fresh spool at the next try); once
+    /// renamed, the new archive is the session's, whatever fails after.
     fn rewrite(&self, state: &mut State) -> Result<()> {
         let mut spool = match state.spool.take() {
-            Some(spool) if spool.has_dead_bytes() => match self.compact(state, &spool) {
-                Ok(fresh) => fresh,
-                Err(e) => {
-                    state.spool = Some(spool);
-                    return Err(e);
+            Some(spool) if spool.has_dead_bytes() || spool.is_broken() => {
+                match self.compact(state, &spool) {
+                    Ok(fresh) => fresh,
+                    Err(e) => {
+                        state.spool = Some(spool);
+                        return Err(e);
+                    }
                 }
-            },
+            }
             Some(spool) => spool,
             None => Spool::beside(&self.path)?,
         };
@@ -408,17 +417,23 @@ impl ZipStore {
             state.spool = Some(spool);
             return Err(e);
         }
-        // The rename itself is durable only once the directory is synced.
-        let dir = parent_dir(&self.path);
-        File::open(&dir)
-            .and_then(|d| d.sync_all())
-            .map_err(|e| Error::io(show(&dir), e))?;
-        let archive = open_archive(&self.path)?;
+        // The spool's file is the archive now: the index is rebuilt from it as it is open.
+        let archive = match archive_in(&self.path, Arc::clone(spool.file())) {
+            Ok(archive) => archive,
+            Err(e) => {
+                state.spool = Some(spool);
+                return Err(e);
+            }
+        };
         state.index = archive_index(&archive, &self.prefix);
         state.archive = Some(archive);
         state.held_bytes = 0;
         state.dirty = false;
-        Ok(())
+        // The rename itself is durable only once the directory is synced.
+        let dir = parent_dir(&self.path);
+        File::open(&dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| Error::io(show(&dir), e))
     }
 
     /// Appends to `spool` every object of the current view not in it yet (held ones, and the
@@ -448,13 +463,28 @@ impl ZipStore {
                                 && entry.compressed_size() == entry.size()
                         })
                         .map(|start| (start, entry.size()));
-                    match stored_at {
+                    let crc32 = entry.crc32();
+                    drop(entry);
+                    let copied = match stored_at {
                         Some((start, size)) => {
-                            drop(entry);
-                            let file = archive.into_inner().file;
-                            spool.append_copy(&name, &file, start, size, &mut buf)?;
+                            let file = archive.clone().into_inner().file;
+                            let source = spool::Source {
+                                file: &file,
+                                start,
+                                size,
+                                crc32: Some(crc32),
+                            };
+                            spool.append_copy(&name, source, &mut buf)?.is_some()
                         }
-                        None => spool.append_raw(&name, entry)?,
+                        None => false,
+                    };
+                    // Compressed, or damaged: copied as it is stored, so that its CRC still
+                    // tells.
+                    if !copied {
+                        let entry = archive
+                            .by_index_raw(*i)
+                            .map_err(|e| zip_error(&self.path, e))?;
+                        spool.append_raw(&name, entry)?;
                     }
                 }
             }
@@ -648,6 +678,18 @@ impl Store for ZipStore {
         };
         let held_after = state.held_bytes - old_held + value.len();
         let name = self.entry_name(key);
+        // A write failed part way: the live entries go into a fresh spool first.
+        if state.spool.as_ref().is_some_and(Spool::is_broken)
+            && let Some(broken) = state.spool.take()
+        {
+            match self.compact(state, &broken) {
+                Ok(fresh) => state.spool = Some(fresh),
+                Err(e) => {
+                    state.spool = Some(broken);
+                    return Err(e);
+                }
+            }
+        }
         // An entry's name may appear once in the archive's directory: the old entry leaves it
         // (its bytes stay readable until the spool is compacted).
         if let Some(Source::Spooled(at)) = &old {
@@ -668,13 +710,15 @@ impl Store for ZipStore {
         state.index.insert(key.to_string(), new);
         state.dirty = true;
         if state.spool.as_ref().is_some_and(Spool::wants_compacting)
-            && let Some(old) = state.spool.take()
+            && let Some(mut old) = state.spool.take()
         {
+            // The put is done: a compaction that fails (a full disk) is tried again once
+            // twice the dead bytes are there, and at the flush.
             match self.compact(state, &old) {
                 Ok(fresh) => state.spool = Some(fresh),
-                Err(e) => {
+                Err(_) => {
+                    old.postpone_compacting();
                     state.spool = Some(old);
-                    return Err(e);
                 }
             }
         }

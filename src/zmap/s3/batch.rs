@@ -177,6 +177,15 @@ impl Places {
     }
 }
 
+/// Closes its places when dropped.
+struct CloseOnDrop(Arc<Places>);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
 /// What [`stream_in`] gives its producer to hand an item on with.
 pub type Hand<'a, T> = dyn Fn(T) -> Result<()> + Sync + 'a;
 
@@ -226,10 +235,9 @@ where
         let consuming = std::thread::Builder::new()
             .name("nczarr-rs-upload".into())
             .spawn_scoped(scope, move || {
-                let consumed = run(consumer);
-                // Whatever ended it, nobody may wait for a place any more.
-                consumer_places.close();
-                consumed
+                // Whatever ends the consumer (a panic too), nobody may wait for a place after.
+                let _closing = CloseOnDrop(consumer_places);
+                run(consumer)
             })
             .map_err(|e| Error::Internal(format!("cannot start an uploading thread: {e}")))?;
         let produced = produce(&|item| {

@@ -36,6 +36,15 @@ fn write_error(what: &str, e: zip::result::ZipError) -> Error {
     }
 }
 
+/// Bytes to copy into the spool: `size` bytes of `file` from `start` on, whose CRC should be
+/// `crc32` when it is known.
+pub(in crate::zmap) struct Source<'a> {
+    pub file: &'a File,
+    pub start: u64,
+    pub size: u64,
+    pub crc32: Option<u32>,
+}
+
 /// Where an entry's bytes lie in the spool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(in crate::zmap) struct Spooled {
@@ -94,6 +103,8 @@ pub(in crate::zmap) struct Spool {
     writer: Mutex<Option<Box<ZipWriter<SpoolFile>>>>,
     live: u64,
     dead: u64,
+    /// Dead bytes below which no compaction is tried again after one failed.
+    compact_from: u64,
     /// Why the spool can take no more: a write failed part way.
     failed: Option<String>,
 }
@@ -126,6 +137,7 @@ impl Spool {
             writer: Mutex::new(Some(writer)),
             live: 0,
             dead: 0,
+            compact_from: 0,
             failed: None,
         })
     }
@@ -173,29 +185,52 @@ impl Spool {
         Ok(spooled)
     }
 
-    /// Appends an entry named `name` holding the `size` bytes of `source` from `start` on,
-    /// copied in pieces through `buf`.
+    /// Appends an entry named `name` holding the `size` bytes of `source.file` from
+    /// `source.start` on, copied in pieces through `buf` and checked against `source.crc32`
+    /// when it is known: `None` when they differ (the entry is taken back out of the spool, for the caller to
+    /// copy as it is stored, so that its CRC still tells).
     pub fn append_copy(
         &mut self,
         name: &str,
-        source: &File,
-        start: u64,
-        size: u64,
+        source: Source<'_>,
         buf: &mut Vec<u8>,
-    ) -> Result<Spooled> {
-        self.append_with(name, size, |w, what| {
+    ) -> Result<Option<Spooled>> {
+        let Source {
+            file,
+            start,
+            size,
+            crc32,
+        } = source;
+        let mut matched = true;
+        let spooled = self.append_with(name, size, |w, what| {
+            let mut crc = crc32.map(|_| crc32fast::Hasher::new());
             let mut done = 0u64;
             while done < size {
                 let n = (size - done).min(COPY_PIECE as u64) as usize;
                 buf.resize(n, 0);
-                source
-                    .read_exact_at(buf, start + done)
+                file.read_exact_at(buf, start + done)
                     .and_then(|()| w.write_all(buf))
                     .map_err(|e| Error::io(what.clone(), e))?;
+                if let Some(crc) = crc.as_mut() {
+                    crc.update(buf);
+                }
                 done += n as u64;
             }
+            if crc
+                .zip(crc32)
+                .is_some_and(|(got, want)| got.finalize() != want)
+            {
+                matched = false;
+                w.abort_file().map_err(|e| write_error(&what, e))?;
+            }
             Ok(())
-        })
+        })?;
+        if matched {
+            Ok(Some(spooled))
+        } else {
+            self.live = self.live.saturating_sub(size);
+            Ok(None)
+        }
     }
 
     fn append_with(
@@ -245,7 +280,18 @@ impl Spool {
     /// Whether the bytes of forgotten entries outweigh the live ones by enough to write the
     /// live ones anew.
     pub fn wants_compacting(&self) -> bool {
-        self.dead > self.live.saturating_add(DEAD_SLACK)
+        self.dead > self.live.saturating_add(DEAD_SLACK) && self.dead >= self.compact_from
+    }
+
+    /// After a compaction failed: the next is tried once the dead bytes have doubled.
+    pub fn postpone_compacting(&mut self) {
+        self.compact_from = self.dead.saturating_mul(2);
+    }
+
+    /// Whether a write failed part way: nothing more can be written into this spool, though
+    /// its entries stay readable (a fresh one takes them, [`Spool::compacted`]).
+    pub fn is_broken(&self) -> bool {
+        self.failed.is_some() || self.writer.lock().map_or(true, |w| w.is_none())
     }
 
     /// Whether any entry was forgotten.
@@ -264,7 +310,17 @@ impl Spool {
         let mut buf = Vec::new();
         let places = live
             .iter()
-            .map(|(name, at)| fresh.append_copy(name, &self.file, at.start, at.size, &mut buf))
+            .map(|(name, at)| {
+                let source = Source {
+                    file: &self.file,
+                    start: at.start,
+                    size: at.size,
+                    crc32: None,
+                };
+                fresh
+                    .append_copy(name, source, &mut buf)?
+                    .ok_or_else(|| Error::Internal("zip spool copy taken back".into()))
+            })
             .collect::<Result<Vec<_>>>()?;
         Ok((fresh, places))
     }
