@@ -681,3 +681,81 @@ fn whole_reads_into_caller_buffers_give_the_entries() {
         assert_eq!(&pair, b"ab", "{name}");
     }
 }
+
+/// Readers running while one object is rewritten again and again (large values written into
+/// the new archive, small ones held in memory), the new archive compacted and flushed under
+/// them, always get one whole version of it, by every way of reading; an object never
+/// rewritten reads back the same after every compaction.
+#[test]
+fn readers_see_whole_versions_through_compactions_and_flushes() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    const BIG: usize = 4 << 20;
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("x.zip");
+    let store = Arc::new(ZipStore::create(&path, false).unwrap());
+    let k = key("v/0");
+    store.put(&k, &[0x55; 10]).unwrap();
+    // Written after another, so that compacting moves it.
+    store.put(&key("gone"), &[0x11; 1 << 20]).unwrap();
+    store.put(&key("kept"), &[0xCC; 1 << 20]).unwrap();
+    store.delete(&key("gone")).unwrap();
+    let whole = |v: &[u8]| (v.len() == BIG && v.iter().all(|&b| b == 0xAA)) || v == [0x55; 10];
+    let done = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..3)
+        .map(|way| {
+            let (store, done, k) = (Arc::clone(&store), Arc::clone(&done), k.clone());
+            std::thread::spawn(move || {
+                let mut reads = 0usize;
+                let mut buf = Vec::new();
+                loop {
+                    let finished = done.load(Ordering::Acquire);
+                    match way {
+                        0 => {
+                            let v = store.get(&k).unwrap().expect("object vanished");
+                            assert!(whole(&v), "torn get of {} bytes", v.len());
+                        }
+                        1 => {
+                            assert!(store.get_into(&k, &mut buf).unwrap());
+                            assert!(whole(&buf), "torn get_into of {} bytes", buf.len());
+                        }
+                        _ => {
+                            let mut out = vec![0u8; BIG];
+                            let got = store
+                                .get_many_into(std::slice::from_ref(&k), &mut [&mut out])
+                                .unwrap();
+                            match got[0] {
+                                Some(n) if n == BIG => assert!(out.iter().all(|&b| b == 0xAA)),
+                                Some(10) => assert_eq!(out[..10], [0x55; 10]),
+                                other => panic!("get_many_into gave {other:?}"),
+                            }
+                        }
+                    }
+                    reads += 1;
+                    if finished {
+                        return reads;
+                    }
+                }
+            })
+        })
+        .collect();
+    let big = vec![0xAA; BIG];
+    for i in 0..60 {
+        let value: &[u8] = if i % 3 == 2 { &[0x55; 10] } else { &big };
+        store.put(&k, value).unwrap();
+        if i % 25 == 24 {
+            store.flush().unwrap();
+        }
+        let now = store.get(&k).unwrap().expect("object vanished");
+        assert!(now == value, "put {i} reads back {} bytes", now.len());
+        // An object never rewritten moves with every compaction.
+        let kept = store.get(&key("kept")).unwrap().expect("object vanished");
+        assert!(kept == vec![0xCC; 1 << 20], "the kept object after put {i}");
+    }
+    done.store(true, Ordering::Release);
+    for reader in readers {
+        assert!(reader.join().unwrap() > 1);
+    }
+    store.flush().unwrap();
+    assert!(leftovers(dir.path(), "x.zip").is_empty());
+}
