@@ -104,15 +104,25 @@ fn corpus_through_moto_equals_the_file_store() {
     corpus_round_trip(Kind::Moto, &some);
 }
 
+/// A small variable `v` of 40 chunks, and a deflated variable `w` of four 96 KiB chunks side
+/// by side along its rows (so a row read takes all four, and their stored size is over what a
+/// zip store holds in memory until the flush).
 fn sample_cdl(dir: &Path) -> std::path::PathBuf {
     let cdl = dir.join("sample.cdl");
     let values: Vec<String> = (0..160).map(|i| i.to_string()).collect();
+    let noisy: Vec<String> = (0..6 * 64 * 256u64)
+        .map(|i| format!("{}.{}", (i * 7919) % 10007, (i * 104_729) % 997))
+        .collect();
     fs::write(
         &cdl,
         format!(
-            "netcdf sample {{\ndimensions:\n  x = 40 ;\n  y = 4 ;\nvariables:\n  int v(x, y) ;\n    \
-             v:_ChunkSizes = 1, 4 ;\n    v:units = \"m\" ;\ndata:\n  v = {} ;\n}}\n",
-            values.join(", ")
+            "netcdf sample {{\ndimensions:\n  x = 40 ;\n  y = 4 ;\n  t = 6 ;\n  r = 64 ;\n  \
+             c = 256 ;\nvariables:\n  int v(x, y) ;\n    \
+             v:_ChunkSizes = 1, 4 ;\n    v:units = \"m\" ;\n  float w(t, r, c) ;\n    \
+             w:_ChunkSizes = 6, 64, 64 ;\n    w:_DeflateLevel = 1 ;\ndata:\n  v = {} ;\n  \
+             w = {} ;\n}}\n",
+            values.join(", "),
+            noisy.join(", ")
         ),
     )
     .unwrap();
