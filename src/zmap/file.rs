@@ -371,19 +371,15 @@ impl Store for FileStore {
         keys: &[StoreKey],
         outs: &mut [&mut [u8]],
     ) -> Result<Vec<Option<usize>>> {
-        let parts = rayon::current_num_threads() / keys.len().max(1);
-        keys.par_iter()
-            .zip(outs.par_iter_mut())
-            .map(|(key, out)| {
-                let path = self.path_of(key.as_str());
-                match open_object(&path)? {
-                    None => Ok(None),
-                    Some((mut file, len)) => read_into_in_parts(&mut file, len, out, parts)
-                        .map(Some)
-                        .map_err(|e| io_error(&path, e)),
-                }
-            })
-            .collect()
+        positional::each_in_parts(keys, outs, |key, out, parts| {
+            let path = self.path_of(key.as_str());
+            match open_object(&path)? {
+                None => Ok(None),
+                Some((mut file, len)) => read_into_in_parts(&mut file, len, out, parts)
+                    .map(Some)
+                    .map_err(|e| io_error(&path, e)),
+            }
+        })
     }
 
     /// Runs with consecutive offsets are read by one vectored read each (the kernel copies

@@ -49,6 +49,21 @@ pub(super) fn read_at_in_parts(
         .try_reduce(|| 0, |a, b| Ok(a + b))
 }
 
+/// Runs `read(key, out, parts)` for every key and its buffer in parallel, `parts` being the
+/// share of the workers each may read in parts with (fewer objects than workers, one chunk
+/// at a time, still use every core); the answers in key order.
+pub(super) fn each_in_parts<K: Sync, T: Send>(
+    keys: &[K],
+    outs: &mut [&mut [u8]],
+    read: impl Fn(&K, &mut [u8], usize) -> crate::error::Result<T> + Sync,
+) -> crate::error::Result<Vec<T>> {
+    let parts = rayon::current_num_threads() / keys.len().max(1);
+    keys.par_iter()
+        .zip(outs.par_iter_mut())
+        .map(|(key, out)| read(key, out, parts))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

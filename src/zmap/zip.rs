@@ -394,16 +394,14 @@ impl ZipStore {
     /// spooled objects readable, and written anew into a fresh spool at the next try); once
     /// renamed, the new archive is the session's, whatever fails after.
     fn rewrite(&self, state: &mut State) -> Result<()> {
+        if state
+            .spool
+            .as_ref()
+            .is_some_and(|s| s.has_dead_bytes() || s.is_broken())
+        {
+            self.compact(state)?;
+        }
         let mut spool = match state.spool.take() {
-            Some(spool) if spool.has_dead_bytes() || spool.is_broken() => {
-                match self.compact(state, &spool) {
-                    Ok(fresh) => fresh,
-                    Err(e) => {
-                        state.spool = Some(spool);
-                        return Err(e);
-                    }
-                }
-            }
             Some(spool) => spool,
             None => Spool::beside(&self.path)?,
         };
@@ -492,9 +490,12 @@ impl ZipStore {
         spool.finish()
     }
 
-    /// A spool of the live entries of `old`, the index pointing at their new places (left
-    /// pointing at the old ones when that fails).
-    fn compact(&self, state: &mut State, old: &Spool) -> Result<Spool> {
+    /// Replaces the spool by one holding only its live entries, the index pointing at their
+    /// new places (both left as they were when that fails).
+    fn compact(&self, state: &mut State) -> Result<()> {
+        let Some(old) = state.spool.take() else {
+            return Ok(());
+        };
         let live: Vec<(String, Spooled)> = state
             .index
             .iter()
@@ -503,7 +504,13 @@ impl ZipStore {
                 _ => None,
             })
             .collect();
-        let (fresh, places) = old.compacted(&self.path, &live)?;
+        let (fresh, places) = match old.compacted(&self.path, &live) {
+            Ok(compacted) => compacted,
+            Err(e) => {
+                state.spool = Some(old);
+                return Err(e);
+            }
+        };
         let mut places = places.into_iter();
         for src in state.index.values_mut() {
             if let Source::Spooled(at) = src
@@ -512,7 +519,8 @@ impl ZipStore {
                 *at = place;
             }
         }
-        Ok(fresh)
+        state.spool = Some(fresh);
+        Ok(())
     }
 
     /// The entry name of `key` in the archive.
@@ -592,38 +600,33 @@ impl Store for ZipStore {
         keys: &[StoreKey],
         outs: &mut [&mut [u8]],
     ) -> Result<Vec<Option<usize>>> {
-        let parts = rayon::current_num_threads() / keys.len().max(1);
-        keys.par_iter()
-            .zip(outs.par_iter_mut())
-            .map(|(key, out)| match self.locate(key)? {
-                Located::Absent => Ok(None),
-                Located::InPlace {
-                    file,
-                    start,
-                    size,
-                    crc32,
-                } if size == out.len() as u64 => {
-                    let what = || format!("{}:{key}", show(&self.path));
-                    let read = positional::read_at_in_parts(&file, start, out, parts)
-                        .map_err(|e| Error::io(what(), e))?;
-                    if read != out.len() {
-                        return Err(Error::io(
-                            what(),
-                            io::Error::new(ErrorKind::UnexpectedEof, "archive ends in an entry"),
-                        ));
-                    }
-                    if crc32.is_some_and(|crc| crc32fast::hash(out) != crc) {
-                        return Err(Error::io(
-                            what(),
-                            io::Error::new(ErrorKind::InvalidData, "entry CRC mismatch"),
-                        ));
-                    }
-                    Ok(Some(out.len()))
+        positional::each_in_parts(keys, outs, |key, out, parts| match self.locate(key)? {
+            Located::Absent => Ok(None),
+            Located::InPlace {
+                file,
+                start,
+                size,
+                crc32,
+            } if size == out.len() as u64 => {
+                let what = || format!("{}:{key}", show(&self.path));
+                let read = positional::read_at_in_parts(&file, start, out, parts)
+                    .map_err(|e| Error::io(what(), e))?;
+                if read != out.len() {
+                    return Err(Error::io(
+                        what(),
+                        io::Error::new(ErrorKind::UnexpectedEof, "archive ends in an entry"),
+                    ));
                 }
-                _ => Ok(super::runs_of_whole(self.get(key)?, &mut [(0, &mut **out)])
-                    .map(|n| n as usize)),
-            })
-            .collect()
+                if crc32.is_some_and(|crc| crc32fast::hash(out) != crc) {
+                    return Err(Error::io(
+                        what(),
+                        io::Error::new(ErrorKind::InvalidData, "entry CRC mismatch"),
+                    ));
+                }
+                Ok(Some(out.len()))
+            }
+            _ => Ok(super::runs_of_whole(self.get(key)?, &mut [(0, out)]).map(|n| n as usize)),
+        })
     }
 
     /// Entries stored uncompressed are read in place, run by run, at their offsets in the
@@ -679,16 +682,8 @@ impl Store for ZipStore {
         let held_after = state.held_bytes - old_held + value.len();
         let name = self.entry_name(key);
         // A write failed part way: the live entries go into a fresh spool first.
-        if state.spool.as_ref().is_some_and(Spool::is_broken)
-            && let Some(broken) = state.spool.take()
-        {
-            match self.compact(state, &broken) {
-                Ok(fresh) => state.spool = Some(fresh),
-                Err(e) => {
-                    state.spool = Some(broken);
-                    return Err(e);
-                }
-            }
+        if state.spool.as_ref().is_some_and(Spool::is_broken) {
+            self.compact(state)?;
         }
         // An entry's name may appear once in the archive's directory: the old entry leaves it
         // (its bytes stay readable until the spool is compacted).
@@ -709,18 +704,13 @@ impl Store for ZipStore {
         }
         state.index.insert(key.to_string(), new);
         state.dirty = true;
+        // The put is done: a compaction that fails (a full disk) is tried again once twice
+        // the dead bytes are there, and at the flush.
         if state.spool.as_ref().is_some_and(Spool::wants_compacting)
-            && let Some(mut old) = state.spool.take()
+            && self.compact(state).is_err()
+            && let Some(spool) = state.spool.as_mut()
         {
-            // The put is done: a compaction that fails (a full disk) is tried again once
-            // twice the dead bytes are there, and at the flush.
-            match self.compact(state, &old) {
-                Ok(fresh) => state.spool = Some(fresh),
-                Err(_) => {
-                    old.postpone_compacting();
-                    state.spool = Some(old);
-                }
-            }
+            spool.postpone_compacting();
         }
         Ok(())
     }
