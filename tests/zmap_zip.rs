@@ -759,3 +759,200 @@ fn readers_see_whole_versions_through_compactions_and_flushes() {
     store.flush().unwrap();
     assert!(leftovers(dir.path(), "x.zip").is_empty());
 }
+
+/// An archive flushed with no objects and opened again for writing keeps netcdf-c's layout: its
+/// objects go below the directory named after the archive, where the reference looks for them.
+#[test]
+fn an_empty_archive_reopened_keeps_the_dataset_directory() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("x.zip");
+    ZipStore::create(&path, false).unwrap().flush().unwrap();
+    let s = ZipStore::open(&path, true).unwrap();
+    assert_eq!(s.entry_prefix(), "x/");
+    s.put(&key(".zgroup"), b"{}").unwrap();
+    s.flush().unwrap();
+    let names: Vec<String> = entries_checked(&path)
+        .into_iter()
+        .map(|(n, _, _)| n)
+        .collect();
+    assert_eq!(names, ["x/.zgroup"]);
+}
+
+// ---- random sessions against a model --------------------------------------------------------
+
+/// One step of a random zip session.
+#[derive(Debug, Clone)]
+enum Step {
+    /// Writes `bytes(seed, len)` at a key.
+    Put(&'static str, u8, usize),
+    Delete(&'static str),
+    DeletePrefix(&'static str),
+    /// Reads a key every way the store offers, the runs at `len * (at / 8)` among them.
+    Read(&'static str, u8),
+    Flush,
+    /// Flushes, closes and opens the archive again for writing.
+    Reopen,
+    /// Closes without flushing: the archive keeps what the last flush wrote.
+    Abandon,
+}
+
+const KEYS: [&str; 6] = ["meta", "v/0", "v/1", "v/2", "w/0", "w/x/0"];
+
+/// Sizes on both sides of the size up to which objects are held in memory (64 KiB) and large
+/// enough to be read in several parts.
+const SIZES: [usize; 7] = [0, 7, 65_535, 65_536, 65_537, 150_000, 700_000];
+
+fn a_step() -> impl proptest::strategy::Strategy<Value = Step> {
+    use proptest::prelude::*;
+    let a_key = proptest::sample::select(&KEYS[..]);
+    prop_oneof![
+        6 => (a_key.clone(), any::<u8>(), proptest::sample::select(&SIZES[..]))
+            .prop_map(|(k, seed, len)| Step::Put(k, seed, len)),
+        2 => a_key.clone().prop_map(Step::Delete),
+        1 => proptest::sample::select(&["v", "w", "w/x"][..]).prop_map(Step::DeletePrefix),
+        4 => (a_key, 0u8..=8).prop_map(|(k, at)| Step::Read(k, at)),
+        1 => Just(Step::Flush),
+        1 => Just(Step::Reopen),
+        1 => Just(Step::Abandon),
+    ]
+}
+
+type Model = std::collections::BTreeMap<&'static str, Vec<u8>>;
+
+/// Reads `k` by `get`, `get_into`, `get_many_into` and `get_runs_into` and compares each with
+/// the model.
+fn read_every_way(
+    s: &ZipStore,
+    k: &'static str,
+    at: u8,
+    model: &Model,
+) -> Result<(), proptest::test_runner::TestCaseError> {
+    use proptest::prop_assert_eq;
+    let want = model.get(k);
+    prop_assert_eq!(s.get(&key(k)).unwrap(), want.cloned(), "get {}", k);
+    let mut buf = vec![9u8; 3];
+    let found = s.get_into(&key(k), &mut buf).unwrap();
+    prop_assert_eq!(found.then_some(&buf), want, "get_into {}", k);
+    let len = want.map_or(16, Vec::len);
+    let mut whole = vec![0u8; len];
+    let got = s.get_many_into(&[key(k)], &mut [&mut whole[..]]).unwrap();
+    prop_assert_eq!(got[0], want.map(Vec::len), "get_many_into length of {}", k);
+    if let Some(w) = want {
+        prop_assert_eq!(&whole, w, "get_many_into {}", k);
+    }
+    let start = len * usize::from(at) / 8;
+    let (mut first, mut second) = (vec![0u8; (len - start).min(5000)], vec![0u8; start.min(3)]);
+    let got = s
+        .get_runs_into(
+            &key(k),
+            &mut [(start as u64, &mut first[..]), (0, &mut second[..])],
+        )
+        .unwrap();
+    prop_assert_eq!(
+        got,
+        want.map(|w| w.len() as u64),
+        "get_runs_into length of {}",
+        k
+    );
+    if let Some(w) = want {
+        prop_assert_eq!(&first[..], &w[start..start + first.len()], "runs of {}", k);
+        prop_assert_eq!(&second[..], &w[..second.len()], "first bytes of {}", k);
+    }
+    Ok(())
+}
+
+/// The archive on disk holds exactly `model`: each object once, stored, CRCs right, no bytes
+/// of replaced objects, and nothing else is left in the directory.
+fn check_archive(dir: &Path, path: &Path, model: &Model) {
+    assert!(
+        leftovers(dir, "x.zip").is_empty(),
+        "{:?}",
+        leftovers(dir, "x.zip")
+    );
+    let mut entries = entries_checked(path);
+    entries.retain(|(name, _, _)| !name.ends_with('/'));
+    entries.sort();
+    let want: Vec<(String, Vec<u8>, bool)> = model
+        .iter()
+        .map(|(k, v)| (format!("x/{k}"), v.clone(), true))
+        .collect();
+    assert_eq!(entries.len(), want.len());
+    assert!(entries == want, "the archive differs from the model");
+    let live: u64 = entries
+        .iter()
+        .map(|(n, d, _)| (n.len() + d.len()) as u64)
+        .sum();
+    let size = fs::metadata(path).unwrap().len();
+    assert!(
+        size < live + 200 * (entries.len() as u64 + 1),
+        "{size} bytes for {live} of names and data: replaced bytes were kept"
+    );
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+    /// Random sessions of writes, rewrites across the held/spooled size, deletes, reads every
+    /// way, flushes, reopenings and abandoned sessions: every read matches a model of the
+    /// session, and after every flush the archive on disk is exactly the model.
+    #[test]
+    fn zip_sessions_match_a_model(steps in proptest::collection::vec(a_step(), 1..40)) {
+        let dir = TempDir::new().unwrap();
+        let path = dir.path().join("x.zip");
+        let mut store = ZipStore::create(&path, false).unwrap();
+        let mut model = Model::new();
+        let mut flushed: Option<Model> = None;
+        for step in &steps {
+            match step {
+                Step::Put(k, seed, len) => {
+                    store.put(&key(k), &bytes(*seed, *len)).unwrap();
+                    model.insert(k, bytes(*seed, *len));
+                }
+                Step::Delete(k) => {
+                    store.delete(&key(k)).unwrap();
+                    model.remove(k);
+                }
+                Step::DeletePrefix(p) => {
+                    store.delete_prefix(&StorePrefix::new(p).unwrap()).unwrap();
+                    let below = format!("{p}/");
+                    model.retain(|k, _| !k.starts_with(&below));
+                }
+                Step::Read(k, at) => read_every_way(&store, k, *at, &model)?,
+                Step::Flush | Step::Reopen => {
+                    store.flush().unwrap();
+                    check_archive(dir.path(), &path, &model);
+                    flushed = Some(model.clone());
+                    if matches!(step, Step::Reopen) {
+                        drop(store);
+                        store = ZipStore::open(&path, true).unwrap();
+                    }
+                }
+                Step::Abandon => {
+                    drop(store);
+                    match &flushed {
+                        Some(last) => {
+                            store = ZipStore::open(&path, true).unwrap();
+                            model = last.clone();
+                        }
+                        None => {
+                            proptest::prop_assert!(!path.exists(), "never flushed, yet written");
+                            store = ZipStore::create(&path, false).unwrap();
+                            model.clear();
+                        }
+                    }
+                    proptest::prop_assert!(leftovers(dir.path(), "x.zip").is_empty());
+                }
+            }
+            proptest::prop_assert_eq!(
+                all_keys(&store),
+                model.keys().map(|k| k.to_string()).collect::<Vec<_>>()
+            );
+        }
+        store.flush().unwrap();
+        check_archive(dir.path(), &path, &model);
+        let reader = ZipStore::open(&path, false).unwrap();
+        for k in KEYS {
+            read_every_way(&reader, k, 3, &model)?;
+        }
+    }
+}

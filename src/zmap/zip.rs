@@ -8,7 +8,8 @@
 //! archive (`x.zip` holds `x/.zgroup`, ...); zarr-python's `ZipStore` and `zip -r` run inside a
 //! dataset directory put the objects at the top level. A top-level Zarr marker object selects
 //! the second layout, otherwise the first segment of the first entry is the dataset directory
-//! (netcdf-c's rule). New archives use netcdf-c's layout, so the reference reads them.
+//! (netcdf-c's rule). New archives, and archives with no entries, use netcdf-c's layout, so
+//! the reference reads them.
 //!
 //! Reads are served from the archive's central directory, read once at open; entries are read
 //! with positioned I/O, so many readers run in parallel. Writes go into a new archive beside
@@ -247,7 +248,11 @@ impl ZipStore {
     /// file is not a zip archive.
     pub fn open(path: &Path, writable: bool) -> Result<ZipStore> {
         let archive = open_archive(path)?;
-        let prefix = detect_prefix(&archive);
+        let prefix = if archive.is_empty() {
+            default_prefix(path)
+        } else {
+            detect_prefix(&archive)
+        };
         let index = archive_index(&archive, &prefix);
         Ok(ZipStore {
             path: path.to_path_buf(),
