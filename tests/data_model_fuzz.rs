@@ -1,16 +1,17 @@
 //! Random sessions on one variable through the dataset API against a dense model of its
 //! values: random shapes and chunk shapes, an unlimited first dimension or none, float or short
-//! stored little- or big-endian, every codec family, directory, zip and S3 stores, chunk caches
-//! from none to the default; strided writes and reads converted from and to float and double,
-//! reads into Fortran-order memory, chunk-by-chunk sweeps (the read-ahead path), point series
-//! through every chunk, syncs and reopenings. Every read must equal the model: whichever fast
-//! path serves a request, a wrong value anywhere fails the case.
+//! stored little- or big-endian, the default fill value, another or none, every codec family,
+//! directory, zip and S3 stores, chunk caches from none to the default; strided writes and
+//! reads converted from and to float and double, reads into Fortran-order memory,
+//! chunk-by-chunk sweeps (the read-ahead path), point series through every chunk, syncs and
+//! reopenings. Every read must equal the model: whichever fast path serves a request, a wrong
+//! value anywhere fails the case.
 
 mod common;
 
 use common::s3::{BUCKET, Kind, Server};
 use nczarr_rs::api::{CreateOptions, Dataset, Slab};
-use nczarr_rs::model::{Endian, GroupId, NcType, Storage, Tree};
+use nczarr_rs::model::{Endian, GroupId, NcType, Storage, Tree, Values};
 use nczarr_rs::url::DatasetUrl;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -33,6 +34,15 @@ enum Place {
     S3,
 }
 
+/// What unwritten elements hold.
+#[derive(Debug, Clone, Copy)]
+enum Fill {
+    Default,
+    Custom,
+    /// `NC_NOFILL`: unwritten elements are unspecified (and not checked).
+    None,
+}
+
 #[derive(Debug, Clone, Copy)]
 enum Cache {
     Default,
@@ -53,6 +63,7 @@ struct Layout {
     coding: Coding,
     place: Place,
     cache: Cache,
+    fill: Fill,
 }
 
 /// Where a request falls, as fractions turned into places once the current shape is known.
@@ -72,6 +83,9 @@ enum Step {
     },
     Sweep,
     Series(u16),
+    /// Writes one record of a second variable sharing the dimensions: with an unlimited
+    /// dimension, the variable grows too, its new records unwritten.
+    Extend(u16),
     Sync,
     Reopen,
 }
@@ -111,6 +125,7 @@ fn a_layout() -> impl Strategy<Value = Layout> {
                 coding,
                 place,
                 cache,
+                fill: Fill::Default,
             }
         })
 }
@@ -154,6 +169,7 @@ fn a_large_layout() -> impl Strategy<Value = Layout> {
                     coding,
                     place,
                     cache,
+                    fill: Fill::Default,
                 }
             },
         )
@@ -171,6 +187,7 @@ fn a_step() -> impl Strategy<Value = Step> {
             .prop_map(|(picks, double, fortran)| Step::Get { picks, double, fortran }),
         1 => Just(Step::Sweep),
         1 => any::<u16>().prop_map(Step::Series),
+        1 => any::<u16>().prop_map(Step::Extend),
         1 => Just(Step::Sync),
         1 => Just(Step::Reopen),
     ]
@@ -305,11 +322,28 @@ fn var_type(layout: &Layout) -> NcType {
     }
 }
 
+fn a_fill() -> impl Strategy<Value = Fill> {
+    prop_oneof![
+        2 => Just(Fill::Default),
+        1 => Just(Fill::Custom),
+        1 => Just(Fill::None)
+    ]
+}
+
+/// What the model holds for an element `NC_NOFILL` leaves unspecified.
+const UNSPECIFIED: f64 = f64::from_bits(0x7ff8_dead_beef_0001);
+
+/// The custom fill value of each type.
+const CUSTOM_FILL: (i16, f32) = (-7, 17.5);
+
+/// What an unwritten element reads as.
 fn fill(layout: &Layout) -> f64 {
-    if layout.short {
-        -32767.0
-    } else {
-        f64::from(9.969_21e36_f32)
+    match (layout.fill, layout.short) {
+        (Fill::Default, true) => -32767.0,
+        (Fill::Default, false) => f64::from(9.969_21e36_f32),
+        (Fill::Custom, true) => f64::from(CUSTOM_FILL.0),
+        (Fill::Custom, false) => f64::from(CUSTOM_FILL.1),
+        (Fill::None, _) => UNSPECIFIED,
     }
 }
 
@@ -334,6 +368,20 @@ fn create(at: &Location, layout: &Layout) -> Dataset {
         Endian::Little
     };
     ds.def_var_endian(G, v, Some(endian)).unwrap();
+    match layout.fill {
+        Fill::Default => {}
+        Fill::Custom => {
+            let bytes = if layout.short {
+                CUSTOM_FILL.0.to_ne_bytes().to_vec()
+            } else {
+                CUSTOM_FILL.1.to_ne_bytes().to_vec()
+            };
+            let ty = var_type(layout);
+            ds.def_var_fill(G, v, false, Some(Values::Fixed { ty, bytes }))
+                .unwrap();
+        }
+        Fill::None => ds.def_var_fill(G, v, true, None).unwrap(),
+    }
     match layout.coding {
         Coding::Raw => {}
         Coding::ShuffleDeflate => ds.def_var_deflate(G, v, true, true, 1).unwrap(),
@@ -342,6 +390,7 @@ fn create(at: &Location, layout: &Layout) -> Dataset {
             .def_var_filter(G, v, 32001, &[0, 0, 0, 0, 5, 1, 1])
             .unwrap(),
     }
+    ds.def_var(G, "w", NcType::Int, &dims).unwrap();
     ds.enddef().unwrap();
     set_cache(&mut ds, layout);
     ds
@@ -432,7 +481,8 @@ fn check_read(
             k
         };
         let want = model.values[model.offset(index)];
-        if got[place].to_bits() != want.to_bits() && got[place] != want {
+        let unspecified = want.to_bits() == UNSPECIFIED.to_bits();
+        if !unspecified && got[place].to_bits() != want.to_bits() && got[place] != want {
             wrong = Some(format!(
                 "{what} {slab:?}: {} at {index:?}, want {want}",
                 got[place]
@@ -506,7 +556,7 @@ fn read_step(
                 check_read(ds, model, &slab, false, false, "series")?;
             }
         }
-        Step::Put { .. } | Step::Sync | Step::Reopen => {}
+        Step::Put { .. } | Step::Extend(_) | Step::Sync | Step::Reopen => {}
     }
     Ok(())
 }
@@ -551,6 +601,19 @@ fn run(layout: &Layout, steps: &[Step]) -> Result<(), TestCaseError> {
             Step::Get { .. } | Step::Sweep | Step::Series(_) => {
                 read_step(&mut ds, &model, layout, step)?;
             }
+            Step::Extend(at) => {
+                let rank = model.capacity.len();
+                let mut start = vec![0; rank];
+                start[0] = u64::from(*at) % model.capacity[0];
+                let one = Slab {
+                    start,
+                    count: vec![1; rank],
+                    stride: vec![1; rank],
+                };
+                ds.put_fixed(G, 1, &one, None, NcType::Int, &7i32.to_ne_bytes())
+                    .map_err(|e| TestCaseError::fail(format!("extend {one:?}: {e}")))?;
+                model.len[0] = model.len[0].max(one.start[0] + 1);
+            }
             Step::Sync => ds
                 .sync()
                 .map_err(|e| TestCaseError::fail(format!("sync: {e}")))?,
@@ -590,25 +653,28 @@ proptest! {
     #[test]
     fn random_sessions_read_what_the_model_holds(
         layout in a_layout(),
+        fill in a_fill(),
         steps in prop::collection::vec(a_step(), 1..24),
     ) {
-        run(&layout, &steps)?;
+        run(&Layout { fill, ..layout }, &steps)?;
     }
 
     #[test]
     fn random_sessions_on_s3_read_what_the_model_holds(
         layout in a_layout(),
+        fill in a_fill(),
         steps in prop::collection::vec(a_step(), 1..24),
     ) {
-        run(&Layout { place: Place::S3, ..layout }, &steps)?;
+        run(&Layout { place: Place::S3, fill, ..layout }, &steps)?;
     }
 
     #[test]
     fn random_sessions_on_large_variables_read_what_the_model_holds(
         layout in a_large_layout(),
+        fill in a_fill(),
         steps in prop::collection::vec(a_step(), 1..10),
     ) {
-        run(&layout, &steps)?;
+        run(&Layout { fill, ..layout }, &steps)?;
     }
 }
 
@@ -618,8 +684,9 @@ proptest! {
     #[test]
     fn random_sessions_on_large_variables_on_s3_read_what_the_model_holds(
         layout in a_large_layout(),
+        fill in a_fill(),
         steps in prop::collection::vec(a_step(), 1..10),
     ) {
-        run(&Layout { place: Place::S3, ..layout }, &steps)?;
+        run(&Layout { place: Place::S3, fill, ..layout }, &steps)?;
     }
 }
