@@ -1,9 +1,9 @@
 //! Directory-tree store: key `a/b/c` is the file `root/a/b/c`.
 //!
-//! Owns the mapping of keys to paths below one root directory, atomic replacement of objects
-//! (write a temporary file next to the target, then rename it over), and the safety rules for
-//! creating a dataset directory. It knows nothing of Zarr beyond the names of the top-level
-//! metadata objects that mark a directory as safe to clobber.
+//! Owns the mapping of keys to paths below one root directory, atomic writes of objects
+//! ([`atomic_write`]), and the safety rules for creating a dataset directory. It knows nothing
+//! of Zarr beyond the names of the top-level metadata objects that mark a directory as safe to
+//! clobber.
 //!
 //! Directories exist only to hold objects: deleting the last object below a directory removes
 //! the directory too (best effort), so listings agree with object stores. A path cannot be an
@@ -12,26 +12,26 @@
 //! are invisible. Symbolic links inside the tree are followed for reads and listed as children,
 //! but `list_keys` does not descend into linked directories, so a link loop cannot trap it.
 
+mod atomic_write;
+
 use super::{Store, StoreKey, StorePrefix, ZARR_MARKERS, positional};
 use crate::error::{Error, Result};
+use atomic_write::{TMP_MARK, write_atomically};
 use rayon::prelude::*;
 use std::fs::{self, OpenOptions};
-use std::io::{self, ErrorKind, Read, Seek, SeekFrom, Write};
+use std::io::{self, ErrorKind, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-
-/// Names starting with this are temporary files of an unfinished `put`.
-const TMP_MARK: &str = ".nczarr-tmp.";
+use std::sync::atomic::AtomicBool;
 
 /// How often `put` retries when a concurrent delete pruned its directory.
 const PUT_RETRIES: usize = 8;
-
-static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// A [`Store`] over a directory tree.
 #[derive(Debug)]
 pub struct FileStore {
     root: PathBuf,
+    /// Set once writing an object through an unnamed file failed for want of support.
+    unnamed_fails: AtomicBool,
 }
 
 fn show(path: &Path) -> String {
@@ -249,7 +249,10 @@ impl FileStore {
 
     fn at(root: &Path) -> Result<FileStore> {
         let root = fs::canonicalize(root).map_err(|e| io_error(root, e))?;
-        Ok(FileStore { root })
+        Ok(FileStore {
+            root,
+            unnamed_fails: AtomicBool::new(false),
+        })
     }
 
     fn path_of(&self, rel: &str) -> PathBuf {
@@ -257,33 +260,6 @@ impl FileStore {
             self.root.clone()
         } else {
             self.root.join(rel)
-        }
-    }
-
-    /// Writes `value` to a fresh temporary file in `dir` and returns its path.
-    fn write_temp(dir: &Path, name: &str, value: &[u8]) -> io::Result<PathBuf> {
-        let mut short = name.len().min(64);
-        while !name.is_char_boundary(short) {
-            short -= 1;
-        }
-        loop {
-            let n = TMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-            let tmp = dir.join(format!(
-                "{TMP_MARK}{}.{}.{n}",
-                &name[..short],
-                std::process::id()
-            ));
-            let mut file = match OpenOptions::new().write(true).create_new(true).open(&tmp) {
-                Ok(f) => f,
-                Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(e),
-            };
-            if let Err(e) = file.write_all(value) {
-                drop(file);
-                let _ = fs::remove_file(&tmp);
-                return Err(e);
-            }
-            return Ok(tmp);
         }
     }
 
@@ -424,20 +400,16 @@ impl Store for FileStore {
         // The directory usually exists (every chunk after a variable's first): it is made only
         // when writing into it says it is missing, again if a concurrent delete pruned it.
         let mut attempt = 0;
-        let tmp = loop {
-            match FileStore::write_temp(dir, key.name(), value) {
-                Ok(tmp) => break tmp,
+        loop {
+            match write_atomically(dir, &path, key.name(), value, &self.unnamed_fails) {
+                Ok(_) => return Ok(()),
                 Err(e) if e.kind() == ErrorKind::NotFound && attempt < PUT_RETRIES => {
                     attempt += 1;
                     fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
                 }
-                Err(e) => return Err(io_error(dir, e)),
+                Err(e) => return Err(io_error(&path, e)),
             }
-        };
-        fs::rename(&tmp, &path).map_err(|e| {
-            let _ = fs::remove_file(&tmp);
-            io_error(&path, e)
-        })
+        }
     }
 
     fn delete(&self, key: &StoreKey) -> Result<()> {
