@@ -3,9 +3,9 @@
 //! stored little- or big-endian, the default fill value, another or none, every codec family,
 //! directory, zip and S3 stores, chunk caches from none to the default; strided writes and
 //! reads converted from and to float and double, reads into Fortran-order memory,
-//! chunk-by-chunk sweeps (the read-ahead path), point series through every chunk, syncs and
-//! reopenings. Every read must equal the model: whichever fast path serves a request, a wrong
-//! value anywhere fails the case.
+//! chunk-by-chunk sweeps (the read-ahead path), point series through every chunk, renames,
+//! syncs and reopenings. Every read must equal the model: whichever fast path serves a request,
+//! a wrong value anywhere fails the case.
 
 mod common;
 
@@ -86,6 +86,8 @@ enum Step {
     /// Writes one record of a second variable sharing the dimensions: with an unlimited
     /// dimension, the variable grows too, its new records unwritten.
     Extend(u16),
+    /// Renames the variable (its chunks move with it), back and forth between two names.
+    Rename,
     Sync,
     Reopen,
 }
@@ -188,6 +190,7 @@ fn a_step() -> impl Strategy<Value = Step> {
         1 => Just(Step::Sweep),
         1 => any::<u16>().prop_map(Step::Series),
         1 => any::<u16>().prop_map(Step::Extend),
+        1 => Just(Step::Rename),
         1 => Just(Step::Sync),
         1 => Just(Step::Reopen),
     ]
@@ -556,7 +559,7 @@ fn read_step(
                 check_read(ds, model, &slab, false, false, "series")?;
             }
         }
-        Step::Put { .. } | Step::Extend(_) | Step::Sync | Step::Reopen => {}
+        Step::Put { .. } | Step::Extend(_) | Step::Rename | Step::Sync | Step::Reopen => {}
     }
     Ok(())
 }
@@ -566,6 +569,7 @@ fn run(layout: &Layout, steps: &[Step]) -> Result<(), TestCaseError> {
     let mut ds = create(&at, layout);
     let mut model = Model::new(layout, fill(layout));
     let ty = var_type(layout);
+    let mut renamed = false;
     for step in steps {
         match step {
             Step::Put {
@@ -613,6 +617,13 @@ fn run(layout: &Layout, steps: &[Step]) -> Result<(), TestCaseError> {
                 ds.put_fixed(G, 1, &one, None, NcType::Int, &7i32.to_ne_bytes())
                     .map_err(|e| TestCaseError::fail(format!("extend {one:?}: {e}")))?;
                 model.len[0] = model.len[0].max(one.start[0] + 1);
+            }
+            Step::Rename => {
+                // Both names sort before the second variable's, whose index stays 1.
+                renamed = !renamed;
+                let to = if renamed { "a" } else { "v" };
+                ds.rename_var(G, 0, to)
+                    .map_err(|e| TestCaseError::fail(format!("rename to {to}: {e}")))?;
             }
             Step::Sync => ds
                 .sync()
