@@ -92,53 +92,13 @@ enum Step {
     Reopen,
 }
 
-fn a_layout() -> impl Strategy<Value = Layout> {
-    (1usize..=3)
-        .prop_flat_map(|rank| {
-            (
-                prop::collection::vec((1u64..=9, 1u64..=9), rank),
-                any::<bool>(),
-                any::<bool>(),
-                any::<bool>(),
-                prop_oneof![
-                    Just(Coding::Raw),
-                    Just(Coding::ShuffleDeflate),
-                    Just(Coding::Zstd),
-                    Just(Coding::BloscLz4Shuffle)
-                ],
-                any::<bool>(),
-                prop_oneof![
-                    Just(Cache::Default),
-                    Just(Cache::None),
-                    Just(Cache::OneChunk)
-                ],
-            )
-        })
-        .prop_map(|(dims, unlimited, short, big_endian, coding, zip, cache)| {
-            let place = if zip { Place::Zip } else { Place::Directory };
-            let shape: Vec<u64> = dims.iter().map(|&(n, _)| n).collect();
-            let chunks = dims.iter().map(|&(n, c)| c.min(n)).collect();
-            Layout {
-                shape,
-                chunks,
-                unlimited,
-                short,
-                big_endian,
-                coding,
-                place,
-                cache,
-                fill: Fill::Default,
-            }
-        })
-}
-
-/// Variables of up to 3 M elements whose chunks reach the sizes where the engine changes
-/// course: chunks shared among the workers (a few MiB), chunks read ahead in a sweep, partly
-/// decoded chunks, batches of many chunks.
-fn a_large_layout() -> impl Strategy<Value = Layout> {
+/// A variable of the shape and chunk shape `shapes` gives, with everything else about it
+/// random: type, byte order, codec, store (directory or zip), cache and fill.
+fn a_layout_of(
+    shapes: impl Strategy<Value = (Vec<u64>, Vec<u64>)>,
+) -> impl Strategy<Value = Layout> {
     (
-        (1u64..=24, 16u64..=256, 64u64..=512),
-        (0u64..=3, 0u64..=3, 0u64..=3),
+        shapes,
         any::<bool>(),
         any::<bool>(),
         any::<bool>(),
@@ -154,27 +114,49 @@ fn a_large_layout() -> impl Strategy<Value = Layout> {
             Just(Cache::None),
             Just(Cache::OneChunk)
         ],
+        a_fill(),
     )
         .prop_map(
-            |((t, y, x), (ct, cy, cx), unlimited, short, big_endian, coding, zip, cache)| {
-                let place = if zip { Place::Zip } else { Place::Directory };
-                let shape = vec![t, y, x];
-                // Each chunk dimension: the whole length, or a half, a fifth or a ninth of it.
-                let part = |n: u64, k: u64| n.div_ceil([1, 2, 5, 9][k as usize]);
-                let chunks = vec![part(t, ct), part(y, cy), part(x, cx)];
-                Layout {
-                    shape,
-                    chunks,
-                    unlimited,
-                    short,
-                    big_endian,
-                    coding,
-                    place,
-                    cache,
-                    fill: Fill::Default,
-                }
+            |((shape, chunks), unlimited, short, big_endian, coding, zip, cache, fill)| Layout {
+                shape,
+                chunks,
+                unlimited,
+                short,
+                big_endian,
+                coding,
+                place: if zip { Place::Zip } else { Place::Directory },
+                cache,
+                fill,
             },
         )
+}
+
+/// Small variables of one to three dimensions.
+fn a_layout() -> impl Strategy<Value = Layout> {
+    a_layout_of((1usize..=3).prop_flat_map(|rank| {
+        prop::collection::vec((1u64..=9, 1u64..=9), rank).prop_map(|dims| {
+            let shape = dims.iter().map(|&(n, _)| n).collect();
+            let chunks = dims.iter().map(|&(n, c)| c.min(n)).collect();
+            (shape, chunks)
+        })
+    }))
+}
+
+/// Variables of up to 3 M elements whose chunks reach the sizes where the engine changes
+/// course: chunks shared among the workers (a few MiB), chunks read ahead in a sweep, partly
+/// decoded chunks, batches of many chunks.
+fn a_large_layout() -> impl Strategy<Value = Layout> {
+    a_layout_of(
+        (
+            (1u64..=24, 16u64..=256, 64u64..=512),
+            (0u64..=3, 0u64..=3, 0u64..=3),
+        )
+            .prop_map(|((t, y, x), (ct, cy, cx))| {
+                // Each chunk dimension: the whole length, or a half, a fifth or a ninth of it.
+                let part = |n: u64, k: u64| n.div_ceil([1, 2, 5, 9][k as usize]);
+                (vec![t, y, x], vec![part(t, ct), part(y, cy), part(x, cx)])
+            }),
+    )
 }
 
 fn some_picks() -> impl Strategy<Value = Picks> {
@@ -664,28 +646,25 @@ proptest! {
     #[test]
     fn random_sessions_read_what_the_model_holds(
         layout in a_layout(),
-        fill in a_fill(),
         steps in prop::collection::vec(a_step(), 1..24),
     ) {
-        run(&Layout { fill, ..layout }, &steps)?;
+        run(&layout, &steps)?;
     }
 
     #[test]
     fn random_sessions_on_s3_read_what_the_model_holds(
         layout in a_layout(),
-        fill in a_fill(),
         steps in prop::collection::vec(a_step(), 1..24),
     ) {
-        run(&Layout { place: Place::S3, fill, ..layout }, &steps)?;
+        run(&Layout { place: Place::S3, ..layout }, &steps)?;
     }
 
     #[test]
     fn random_sessions_on_large_variables_read_what_the_model_holds(
         layout in a_large_layout(),
-        fill in a_fill(),
         steps in prop::collection::vec(a_step(), 1..10),
     ) {
-        run(&Layout { fill, ..layout }, &steps)?;
+        run(&layout, &steps)?;
     }
 }
 
@@ -695,9 +674,8 @@ proptest! {
     #[test]
     fn random_sessions_on_large_variables_on_s3_read_what_the_model_holds(
         layout in a_large_layout(),
-        fill in a_fill(),
         steps in prop::collection::vec(a_step(), 1..10),
     ) {
-        run(&Layout { place: Place::S3, fill, ..layout }, &steps)?;
+        run(&Layout { place: Place::S3, ..layout }, &steps)?;
     }
 }
