@@ -18,6 +18,13 @@ written once by zarr-python (pure Zarr v2, the one writer whose codec metadata e
 agrees on) and cached under the data directory. Page cache cannot be dropped here, so every
 number is warm-cache: each case runs `--reps` times and the median is reported, with the peak
 RSS of the process (ru_maxrss from wait4) next to it. Ratios are "reference time / our time".
+
+Two promises are checked case by case besides the speed targets: on S3, the requests (each S3
+case of ours and of curl runs once more, untimed, through a second s3s-fs on the same data that
+logs every request: s3_requests.py counts them; a whole read must fetch each chunk object in
+exactly one GET, a consolidated open must be one GET, nothing may send a HEAD, and a run that
+breaks one of these fails like a wrong checksum), and our peak RSS against the bound of
+rss_bound.py (reported, not failed: the machine moves it).
 """
 
 import argparse
@@ -33,6 +40,9 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+import rss_bound
+import s3_requests
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MiB = 1 << 20
 # The bucket, access key and secret of the loopback s3s-fs server (see scripts/s3-server).
@@ -42,6 +52,8 @@ S3_SECRET = "nczarr-test-secret"
 CONTENDERS = ["A", "A1", "B", "C", "D", "E"]
 # Contenders that run our library: what is "not available" for another is a failure for them.
 OURS = ("A", "A1")
+# Contenders whose S3 requests are counted: ours, and curl as the counter's own check.
+COUNTED = ("A", "cat")
 LABEL = {
     "A": "ours",
     "A1": "ours 1 thread",
@@ -82,6 +94,10 @@ class Result:
     cpu: list = field(default_factory=list)
     status: str = "ok"
     checksum: str = ""
+    # S3 cases of ours and curl: what one more run, untimed, asked of a counting server.
+    requests: object = None
+    # Ours: the peak RSS the project promises to stay within for this case (rss_bound.py).
+    rss_bound: object = None
 
     def median(self):
         return statistics.median(self.times) if self.times else None
@@ -100,6 +116,12 @@ def geometry(dtype, chunking, size):
     cy = min(y, 512)
     cx = min(x, per // cy)
     return (t, y, x), (1, cy, cx)
+
+
+# The S3 cases of a smoke run: enough to see every request promise kept (or broken).
+QUICK_S3 = {"read_all/float/small/none/s3", "read_all/float/small/zstd3/s3",
+            "read_series/float/small/zstd3/s3", "write/float/small/zstd3/s3",
+            "open1000/s3/plain", "open1000/s3/consolidated"}
 
 
 def build_cases(args):
@@ -125,7 +147,7 @@ def build_cases(args):
             and c.dtype in ("", "float")
             and c.chunking in ("", "small")
             and c.codec in ("", "none", "zstd3", "zlib1")
-            and c.store == "file"
+            and (c.store == "file" or c.name() in QUICK_S3)
         ]
     return cases
 
@@ -149,6 +171,9 @@ class Env:
         self.base_env = base
         self.s3_dir = os.path.join(self.data, "s3")
         self.s3_port = None
+        self.s3_count_port = None
+        self.s3_count_log = None
+        self.open_rss = {}
 
     # ---- stores ---------------------------------------------------------------------------
 
@@ -165,10 +190,7 @@ class Env:
         """Starts s3s-fs on loopback once (stopped when the harness exits)."""
         if self.s3_port is None:
             import atexit
-            import socket
-            with socket.socket() as sock:
-                sock.bind(("127.0.0.1", 0))
-                port = sock.getsockname()[1]
+            port = free_port()
             script = os.path.join(ROOT, "scripts", "s3-server")
             r = subprocess.run([script, "start", "s3s-fs", str(port), self.s3_dir, S3_BUCKET],
                                capture_output=True, text=True)
@@ -177,6 +199,30 @@ class Env:
             atexit.register(subprocess.run, [script, "stop", self.s3_dir])
             self.s3_port = port
         return os.path.join(self.s3_dir, "data", S3_BUCKET)
+
+    def s3_counting_server(self):
+        """Starts, once, a second s3s-fs on the same bucket directory that logs every request
+        it serves (see s3_requests.py); returns (port, log path). Timed runs never go through
+        it: its logging costs the server time."""
+        if self.s3_count_port is None:
+            self.s3_server()
+            counted = self.s3_dir + "-counted"
+            os.makedirs(counted, exist_ok=True)
+            link = os.path.join(counted, "data")
+            if not os.path.islink(link):
+                os.symlink(os.path.join(self.s3_dir, "data"), link)
+            port = free_port()
+            script = os.path.join(ROOT, "scripts", "s3-server")
+            r = subprocess.run([script, "start", "s3s-fs", str(port), counted, S3_BUCKET],
+                               env=dict(os.environ, RUST_LOG="s3s::service=debug"),
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                raise RuntimeError(f"the counting s3s-fs did not start: {r.stderr.strip()}")
+            import atexit
+            atexit.register(subprocess.run, [script, "stop", counted])
+            self.s3_count_port = port
+            self.s3_count_log = os.path.join(counted, "server.log")
+        return self.s3_count_port, self.s3_count_log
 
     def location(self, store, src, mode):
         """(URL, extra environment) of the dataset directory `src` on `store`: the directory
@@ -231,6 +277,17 @@ class Env:
         elif os.path.exists(dest):
             os.remove(dest)
         return url, extra
+
+    def open_rss_kib(self, case):
+        """Peak RSS (KiB) of our library opening the dataset a case reads, or one of the same
+        geometry and codec for a write, on the case's store, and inquiring all of it: what a
+        process holds before any data moves. Measured once per dataset and store."""
+        key = (case.dtype, case.chunking, case.codec, case.store)
+        if key not in self.open_rss:
+            url, extra = self.location(case.store, self.dataset(case), "zarr")
+            argv, run_env = self.nc_argv("A", [self.ncbench, "open", url])
+            self.open_rss[key] = Runner.run(argv, dict(run_env, **extra), "self")[1]
+        return self.open_rss[key]
 
     # ---- datasets -------------------------------------------------------------------------
 
@@ -394,6 +451,28 @@ class Env:
         return "n/a"
 
 
+def workers():
+    """Worker threads our library runs here: one per core this process may use."""
+    return len(os.sched_getaffinity(0))
+
+
+def chunk_count(case, size):
+    """Chunks of the variable a read or write case moves."""
+    shape, chunk = geometry(case.dtype, case.chunking, size)
+    n = 1
+    for s, c in zip(shape, chunk):
+        n *= -(-s // c)
+    return n
+
+
+def free_port():
+    """A loopback TCP port nothing listens on now."""
+    import socket
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 def store_unavailable(store):
     """Why a store cannot be benchmarked here (None: it can). S3 needs s3s-fs, which
     scripts/setup installs, to serve the datasets on loopback."""
@@ -475,7 +554,33 @@ def run_case(env, case, who, reps, warmup=0):
         r.cpu.append(cpu)
         r.rss_kib = max(r.rss_kib, rss)
         r.checksum = checksum
+    try:
+        if case.store == "s3" and who in COUNTED:
+            r.requests = count_requests(env, case, who)
+        if who == "A" and case.workload != "open1000":
+            shape, chunk = geometry(case.dtype, case.chunking, env.args.size)
+            r.rss_bound = rss_bound.for_case(case.workload, shape, chunk, TYPES[case.dtype],
+                                             env.open_rss_kib(case) / 1024, workers())
+    except RuntimeError as e:
+        r.status = f"{unavailable} (counting run: {e.args[0]})"
     return r
+
+
+def count_requests(env, case, who):
+    """Runs a case once more, untimed, through the counting S3 server: the requests it made."""
+    port, log_path = env.s3_counting_server()
+    how = env.argv(case, who)  # a write gets a fresh destination
+    if isinstance(how, str):
+        return None
+    argv, run_env, timed_by = how
+    old, new = f"127.0.0.1:{env.s3_port}", f"127.0.0.1:{port}"
+    argv = [str(a).replace(old, new) for a in argv]
+    run_env = {k: v.replace(old, new) for k, v in (run_env or env.base_env).items()}
+    start = os.path.getsize(log_path)
+    Runner.run(argv, run_env, timed_by)
+    with open(log_path, errors="replace") as f:
+        f.seek(start)
+        return s3_requests.count(f.read(), S3_BUCKET)
 
 
 # What a variable's .zarray says for each codec we ask for (compressor id, filter ids).
@@ -569,10 +674,11 @@ def main():
     table = render_table(results, who_all)
     for store, (why, skipped_cases) in skipped.items():
         table += f"\nnot run: {len(skipped_cases)} cases on the {store} store: {why}"
-    print(table)
-    print(render_targets(results))
+    report = "\n".join([table, render_requests(results, args.size), render_targets(results),
+                        render_promises(results, args.size)])
+    print(report)
     with open(os.path.join(args.out_dir, f"{stamp}.txt"), "w") as f:
-        f.write(table + "\n" + render_targets(results) + "\n")
+        f.write(report + "\n")
     if not args.no_plot:
         png = os.path.join(args.out_dir, f"{stamp}.png")
         plot(results, png)
@@ -582,6 +688,10 @@ def main():
     broken = [r for r in results if r.status.startswith("error") or "checksum" in r.status]
     for r in broken:
         print(f"FAILED: {r.case.name()} {LABEL[r.who]}: {r.status}", file=sys.stderr)
+    for r in results:
+        for _, wrong in request_failures(r, args.size):
+            print(f"FAILED: {r.case.name()} {LABEL[r.who]}: {wrong}", file=sys.stderr)
+            broken.append(r)
     return 1 if broken else 0
 
 
@@ -623,7 +733,9 @@ def write_csv(path, results, args):
         w = csv.writer(f)
         w.writerow(["case", "workload", "type", "chunking", "codec", "store", "extra", "contender",
                     "label", "median_s", "min_s", "runs", "peak_rss_mib", "process_cpu_s", "speedup_of_ours",
-                    "status", "size_bytes"])
+                    "status", "size_bytes", "chunks", "rss_bound_mib", "s3_requests",
+                    "s3_whole_gets", "s3_ranged_gets", "s3_heads", "s3_chunk_gets",
+                    "s3_distinct_chunks"])
         ours = {r.case.name(): r.median() for r in results if r.who == "A"}
         for r in results:
             m = r.median()
@@ -634,7 +746,17 @@ def write_csv(path, results, args):
                         f"{min(r.times):.6f}" if r.times else "", len(r.times),
                         f"{r.rss_kib / 1024:.1f}" if r.times else "",
                         f"{statistics.median(r.cpu):.3f}" if r.cpu else "",
-                        f"{m / a:.3f}" if (m and a) else "", r.status, args.size])
+                        f"{m / a:.3f}" if (m and a) else "", r.status, args.size,
+                        chunk_count(r.case, args.size) if r.case.dtype else "",
+                        f"{r.rss_bound.total():.1f}" if r.rss_bound else ""]
+                       + request_columns(r.requests))
+
+
+def request_columns(q):
+    if q is None:
+        return [""] * 6
+    return [q.summary(), q.whole_gets, q.ranged_gets, q.heads, q.chunk_gets,
+            len(q.chunks_fetched)]
 
 
 def render_table(results, who_all):
@@ -719,6 +841,73 @@ def render_targets(results):
             needs = f"{per_core:.2f}, {need / per_core:.1f}"
         lines.append(f"| {desc} | {len(ratios)} | {met}/{len(ratios)} | {worst[0]:.2f} | "
                      f"{worst[1]} | {needs} |")
+    return "\n".join(lines)
+
+
+def render_requests(results, size):
+    """The S3 requests of every counted case: ours and curl's, beside the chunks it moves."""
+    rows = {}
+    for r in results:
+        if r.requests is not None:
+            rows.setdefault(r.case.name(), {})[r.who] = r
+    if not rows:
+        return ""
+    lines = ["", "S3 requests, counted at the server in one more run of each case (untimed):",
+             "", "| case | chunks | ours | curl |", "|---|---|---|---|"]
+    for name, row in rows.items():
+        case = next(iter(row.values())).case
+        chunks = chunk_count(case, size) if case.dtype else "-"
+        cells = [row[w].requests.summary() if w in row else "-" for w in ("A", "cat")]
+        lines.append(f"| {name} | {chunks} | {cells[0]} | {cells[1]} |")
+    return "\n".join(lines)
+
+
+def request_failures(r, size):
+    """How a run of ours on S3 broke the request promises, as (promise, what happened) pairs:
+    "head" (any HEAD request), "per-chunk" (a whole read not fetching each chunk object in
+    exactly one whole GET), "consolidated" (a consolidated open making more than one GET)."""
+    q, c = r.requests, r.case
+    if q is None or r.who != "A":
+        return []
+    wrong = []
+    if q.heads:
+        wrong.append(("head", f"{q.heads} HEAD requests"))
+    if c.workload == "read_all":
+        n = chunk_count(c, size)
+        if (q.chunk_gets, len(q.chunks_fetched)) != (n, n) or q.ranged_gets:
+            wrong.append(("per-chunk", f"{q.chunk_gets} GETs of {len(q.chunks_fetched)} "
+                          f"distinct chunk objects ({q.ranged_gets} ranged) for {n} chunks"))
+    if c.workload == "open1000" and c.extra == "consolidated" and q.total() != 1:
+        wrong.append(("consolidated", f"{q.total()} requests ({q.summary()})"))
+    return wrong
+
+
+def render_promises(results, size):
+    """The targets that are not speed ratios: S3 requests and peak memory, case by case."""
+    lines = ["", "| promise | cases | met | furthest from it |", "|---|---|---|---|"]
+    checks = [
+        ("S3 whole read: one GET per chunk", "per-chunk", lambda c: c.workload == "read_all"),
+        ("S3 consolidated 1000-variable open: one GET", "consolidated",
+         lambda c: c.workload == "open1000" and c.extra == "consolidated"),
+        ("S3: no HEAD request in any case", "head", lambda c: True),
+    ]
+    for desc, promise, applies in checks:
+        runs = [r for r in results if r.who == "A" and r.requests is not None and applies(r.case)]
+        if not runs:
+            lines.append(f"| {desc} | 0 | n/a | - |")
+            continue
+        bad = [(r, what) for r in runs for p, what in request_failures(r, size) if p == promise]
+        worst = f"{bad[0][0].case.name()}: {bad[0][1]}" if bad else "-"
+        lines.append(f"| {desc} | {len(runs)} | {len(runs) - len(bad)}/{len(runs)} | {worst} |")
+    bounded = [r for r in results if r.rss_bound is not None and r.times]
+    if bounded:
+        over = [(r.rss_kib / 1024 - r.rss_bound.total(), r) for r in bounded]
+        worst = max(over, key=lambda t: t[0])[1]
+        met = sum(1 for e, _ in over if e <= 0)
+        lines.append(f"| peak RSS <= opened + output + {rss_bound.CACHE_BOUND // MiB} MiB cache + "
+                     f"{rss_bound.CHUNKS_PER_WORKER} chunks per worker ({workers()} workers) | "
+                     f"{len(bounded)} | {met}/{len(bounded)} | {worst.case.name()}: "
+                     f"{worst.rss_kib / 1024:.0f} MiB against {worst.rss_bound.explain()} |")
     return "\n".join(lines)
 
 
