@@ -3,7 +3,7 @@
 Contenders (all on the same datasets, in the same run):
   A  ours      bench/c/ncbench with our library preloaded
   A1 ours, 1 thread   the same with one worker thread (RAYON_NUM_THREADS=1, which also turns
-                      read-ahead off): A1/A is how much using every core gave, and
+                      read-ahead off on local stores): A1/A is how much using every core gave, and
                       reference/A1 our speed per core against the one-core references (B, C),
                       which says how many cores a target needs where ours is CPU-bound
   B  nc-4.9    the same program on Debian's netcdf-c 4.9.0 (built-in NCZarr; uncompressed only)

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::s3::{ACCESS_KEY, BUCKET, CountingProxy, Kind, SECRET_KEY, Server};
+use common::s3::{ACCESS_KEY, BUCKET, CountingProxy, Kind, Request, SECRET_KEY, Server};
 use common::{Host, Report, Run, case_name, cdl_files, dump, run_env, scratch, url};
 use std::fs;
 use std::path::Path;
@@ -435,6 +435,57 @@ fn ncdump_reads_each_chunk_with_one_get_and_no_head() {
     unique.dedup();
     assert_eq!((chunk_gets.len(), unique.len()), (40, 40), "{reqs:?}");
     assert!(reqs.iter().all(|r| r.method != "HEAD"), "{reqs:?}");
+}
+
+/// `ncdump` reads a variable one row at a time, here one chunk at a time (40 chunks of one
+/// row): the chunks after each request are fetched ahead with their requests in flight
+/// together, so they arrive on several connections (s3s-fs keeps connections open, so one
+/// request at a time keeps to one), and still every chunk object is fetched exactly once,
+/// with the right values.
+#[test]
+fn reading_chunk_after_chunk_from_s3_fetches_the_next_ones_ahead_once_each() {
+    let server = Server::start(Kind::S3sFs);
+    let proxy = CountingProxy::start(server.port);
+    let dir = scratch("s3-ahead");
+    let endpoint = proxy.endpoint();
+    let env = env_with(
+        dir.path(),
+        &[
+            ("AWS_ACCESS_KEY_ID", ACCESS_KEY),
+            ("AWS_SECRET_ACCESS_KEY", SECRET_KEY),
+            ("AWS_ENDPOINT_URL", &endpoint),
+        ],
+    );
+    let cdl = sample_cdl(dir.path());
+    let s3 = format!("s3://{BUCKET}/ahead/a#mode=nczarr,s3");
+    let r = tool("ncgen", &["-4", "-o", &s3, cdl.to_str().unwrap()], &env);
+    assert!(r.success(), "{}", r.describe());
+    proxy.take();
+
+    let dumped = tool("ncdump", &["-v", "v", &s3], &env).output().unwrap();
+    let reqs = proxy.take();
+    let chunk_gets: Vec<&Request> = reqs
+        .iter()
+        .filter(|r| r.method == "GET" && r.target.contains("/ahead/a/v/"))
+        .filter(|r| !r.target.contains("/."))
+        .collect();
+    let mut unique: Vec<&str> = chunk_gets.iter().map(|r| r.target.as_str()).collect();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!((chunk_gets.len(), unique.len()), (40, 40), "{reqs:?}");
+    let connections: std::collections::BTreeSet<usize> =
+        chunk_gets.iter().map(|r| r.connection).collect();
+    assert!(
+        connections.len() >= 2,
+        "the chunks came one request at a time: {reqs:?}"
+    );
+    assert!(reqs.iter().all(|r| r.method != "HEAD"), "{reqs:?}");
+
+    let local = url(&dir.path().join("local.zarr"), "nczarr,file");
+    let r = tool("ncgen", &["-4", "-o", &local, cdl.to_str().unwrap()], &env);
+    assert!(r.success(), "{}", r.describe());
+    let want = tool("ncdump", &["-v", "v", &local], &env).output().unwrap();
+    assert_eq!(dump::normalise_name(&dumped), dump::normalise_name(&want));
 }
 
 /// A server that went away: a netCDF error from the tool, within the configured timeout.

@@ -12,7 +12,7 @@ use crate::chunk::cache::{ChunkCache, ChunkIndex, Evicted};
 use crate::chunk::copy::{
     c_order_strides, fill_pattern, read_piece, whole_chunk_range, write_piece,
 };
-use crate::chunk::projection::{ChunkPiece, Projection, covers_chunk_in};
+use crate::chunk::projection::{ChunkPiece, Projection};
 use crate::chunk::transpose;
 use crate::codec::{self, PartialDecode};
 use crate::error::{Error, Result};
@@ -22,7 +22,6 @@ use chunk_io::ChunkBuffers;
 use encoded::{EncodeBuffers, WriteBuffers};
 use rayon::prelude::*;
 use std::ops::Range;
-use std::sync::Arc;
 use worker_buffers::WorkerBuffers;
 
 /// Bytes of chunks fetched and decoded together from a store with latency: enough requests in
@@ -62,6 +61,7 @@ fn chunks_held(chunk_bytes: usize, local: bool) -> usize {
     }
 }
 
+mod ahead;
 mod by_runs;
 mod chunk_io;
 mod coded_parts;
@@ -100,10 +100,6 @@ pub struct Slab {
     pub count: Vec<u64>,
     pub stride: Vec<u64>,
 }
-
-/// Bytes of small chunks decoded ahead of a variable read in sequence (see
-/// [`Dataset::read_ahead_depth`]).
-const READ_AHEAD_BYTES: usize = 8 << 20;
 
 /// Decoded bytes of one chunk below which sharing its decoding with another thread costs more
 /// than it saves.
@@ -591,159 +587,6 @@ impl Dataset {
             self.read_ahead_after(g, v, geo, &pieces, ahead);
         }
         Ok(())
-    }
-
-    /// How many chunks to decode ahead of a variable read in sequence: [`READ_AHEAD_BYTES`]
-    /// of them, when that is at least two per thread and the chunk cache holds twice as many;
-    /// none unless the dataset is read-only (what is decoded ahead can never be stale), its
-    /// chunks are coded (uncompressed chunks are read straight into the caller's buffer at
-    /// the speed of a copy), the store is local (a remote read would hold a pool thread for a
-    /// round trip), and the pool has threads to spare and the caller is not one of them.
-    /// Larger chunks are decoded ahead one per thread (as many threads as the cache holds
-    /// twice over, at least two) when decoding them costs much more than copying them out of
-    /// the cache (zlib, zstd: a loop over 16 MiB zstd chunks took 30% less time; not once
-    /// those decoded ahead were found stored nearly raw: a loop over 16 MiB zstd chunks of
-    /// noise took 30% longer decoded ahead than on one thread) and the request wants whole
-    /// chunks (`pieces`; the part inside the variable of an edge chunk): a
-    /// loop of single points would wait for whole chunks where it decodes a few blocks of each.
-    /// Others are decoded straight into the caller's buffer (16 MiB blosc-lz4 chunks decoded
-    /// ahead and copied out took 20% longer).
-    fn read_ahead_depth(
-        &self,
-        g: GroupId,
-        v: usize,
-        geo: &Geometry,
-        pieces: &[ChunkPiece],
-    ) -> usize {
-        let threads = rayon::current_num_threads();
-        if self.writable
-            || geo.chain.is_empty()
-            || !geo.cacheable
-            || !self.store.is_local()
-            || threads < 2
-            || rayon::current_thread_index().is_some()
-        {
-            return 0;
-        }
-        let chunk = geo.chunk_bytes.max(1);
-        let cached = (geo.cache_bytes / 2 / chunk).min(self.tree.group(g).vars[v].cache.nelems / 2);
-        let depth = (READ_AHEAD_BYTES / chunk).min(cached);
-        if depth >= 2 * threads {
-            depth
-        } else if !geo.chain.decodes_at_copy_speed()
-            && !self
-                .read_ahead
-                .get(&(g.0, v))
-                .is_some_and(read_ahead::ReadAhead::stored_nearly_raw)
-            && cached >= 2
-            && pieces
-                .iter()
-                .all(|p| covers_chunk_in(p, &geo.chunks, &geo.shape))
-        {
-            threads.min(cached)
-        } else {
-            0
-        }
-    }
-
-    /// Puts the chunks decoded ahead that this request wants (and those decoded with them)
-    /// into the variable's chunk cache.
-    fn take_read_ahead(
-        &mut self,
-        g: GroupId,
-        v: usize,
-        geo: &Geometry,
-        pieces: &[ChunkPiece],
-    ) -> Result<()> {
-        let wanted: Vec<ChunkIndex> = pieces.iter().map(|p| p.chunk.clone()).collect();
-        let ready = self.read_ahead.entry((g.0, v)).or_default().take(&wanted);
-        let mut freed = Vec::new();
-        for (idx, data) in ready {
-            let (dirty, clean) = self
-                .cache_for(g, v)
-                .insert_keeping_buffers(idx, data, false);
-            freed.extend(clean);
-            self.store_evicted(g, v, geo, dirty)?;
-        }
-        if let Some(ra) = self.read_ahead.get(&(g.0, v)) {
-            ra.recycle(freed);
-        }
-        Ok(())
-    }
-
-    /// Stops decoding ahead of a variable: what was decoded, and the buffers kept for it, are
-    /// let go (the chunk cache was made smaller, say). A variable whose chunks were found stored
-    /// nearly raw keeps that finding, so it is not decoded ahead again.
-    fn stop_read_ahead(&mut self, g: GroupId, v: usize) {
-        match self.read_ahead.get_mut(&(g.0, v)) {
-            Some(ra) if ra.stored_nearly_raw() => ra.stop(),
-            _ => {
-                self.read_ahead.remove(&(g.0, v));
-            }
-        }
-    }
-
-    /// Takes out of the chunk cache the chunks decoded ahead that this request read whole and
-    /// keeps their buffers for the next chunks decoded ahead: a reader going chunk after chunk
-    /// does not come back to them, and keeping them put the whole cache on top of the
-    /// read-ahead's own buffers (a loop over 16 MiB zlib chunks peaked at 250 MiB). A chunk read
-    /// whole without read-ahead is not cached either (it is decoded into the caller's buffer).
-    fn release_read_whole(&mut self, g: GroupId, v: usize, geo: &Geometry, pieces: &[ChunkPiece]) {
-        let Some(ra) = self.read_ahead.get_mut(&(g.0, v)) else {
-            return;
-        };
-        let read: Vec<&ChunkIndex> = pieces
-            .iter()
-            .filter(|p| covers_chunk_in(p, &geo.chunks, &geo.shape) && ra.read_whole(&p.chunk))
-            .map(|p| &p.chunk)
-            .collect();
-        let cache = self.cache_for(g, v);
-        let freed: Vec<Vec<u8>> = read
-            .into_iter()
-            .filter_map(|idx| cache.take_clean(idx))
-            .collect();
-        if let Some(ra) = self.read_ahead.get(&(g.0, v)) {
-            ra.recycle(freed);
-        }
-    }
-
-    /// Records the request's chunks and, when it continues a sequence, starts decoding the
-    /// next `ahead` chunks in the background ([`ReadAhead::after`]).
-    fn read_ahead_after(
-        &mut self,
-        g: GroupId,
-        v: usize,
-        geo: &Geometry,
-        pieces: &[ChunkPiece],
-        ahead: usize,
-    ) {
-        let (Some(first), Some(last)) = (
-            pieces.iter().map(|p| &p.chunk).min(),
-            pieces.iter().map(|p| &p.chunk).max(),
-        ) else {
-            return;
-        };
-        let grid: Vec<u64> = geo
-            .shape
-            .iter()
-            .zip(&geo.chunks)
-            .map(|(&s, &c)| s.div_ceil(c.max(1)))
-            .collect();
-        let store = Arc::clone(&self.store);
-        let geo = geo.clone();
-        let decode = move |idx: &ChunkIndex, stored: &mut Vec<u8>, mut out: Vec<u8>| {
-            let key = geo.key(idx).ok()?;
-            if !store.get_into(&key, stored).ok()? {
-                return None;
-            }
-            out.resize(geo.chunk_bytes, 0);
-            Dataset::decode_chunk_into(&geo, &key, stored, &mut out).ok()?;
-            Some(out)
-        };
-        self.read_ahead
-            .entry((g.0, v))
-            .or_default()
-            .after(first, last, &grid, ahead, decode);
     }
 
     /// Reads the `pieces` of a request into `out`: from the cache, straight from the store, or

@@ -3,11 +3,13 @@
 //! are fetched and decoded in the background, in parallel, while the caller works on what it
 //! got; the next request that wants any of them waits for that work and takes its chunks.
 //! A loop of `nc_get_vara` over chunks (what `nccopy` does) then decodes on every core instead
-//! of one chunk at a time on the caller's thread.
+//! of one chunk at a time on the caller's thread, and, from a store with latency, has the next
+//! chunks' requests in flight together instead of one round trip per request.
 //!
 //! Owns the detection of sequential requests, which chunks come next, and the background work
 //! and its hand-over. What fetching and decoding a chunk means is the caller's (a function
-//! given to [`ReadAhead::after`]), and so is where the chunks go (the chunk cache). Only
+//! given to [`ReadAhead::after`], or a job fetching them all given to
+//! [`ReadAhead::after_fetching`]), and so is where the chunks go (the chunk cache). Only
 //! datasets nobody writes through use it: a chunk decoded ahead can never be stale.
 
 use crate::chunk::cache::ChunkIndex;
@@ -30,6 +32,38 @@ impl Spares {
             self.buffers.push(buffer);
         }
     }
+}
+
+/// The buffers a job reads and decodes into: spare ones when there are, given back when done.
+#[derive(Clone, Debug)]
+pub(crate) struct Buffers(Arc<Mutex<Spares>>);
+
+impl Buffers {
+    /// A spare buffer (empty when none is kept).
+    pub(crate) fn spare(&self) -> Vec<u8> {
+        let mut s = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        s.buffers.pop().unwrap_or_default()
+    }
+
+    /// Gives `buffer` back for later jobs (freed when enough are kept).
+    pub(crate) fn keep(&self, buffer: Vec<u8>) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .keep(buffer);
+    }
+}
+
+/// One chunk a job decoded: its index, the bytes it was stored in, and its decoded bytes.
+pub(crate) type Decoded = (ChunkIndex, usize, Vec<u8>);
+
+/// Where a job runs: on the pool (its chunks read one per pool thread), or on a thread of its
+/// own (it waits on a store with latency for all of them, and has them decoded on the pool as
+/// they arrive; a pool thread waiting on the network would stop decoding).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RunsOn {
+    Pool,
+    OwnThread,
 }
 
 /// What a background job hands over: `None` until it is done.
@@ -155,6 +189,51 @@ impl ReadAhead {
     ) where
         F: Fn(&ChunkIndex, &mut Vec<u8>, Vec<u8>) -> Option<Vec<u8>> + Send + Sync + 'static,
     {
+        let job = move |chunks: Vec<ChunkIndex>, buffers: &Buffers| -> Vec<Decoded> {
+            chunks
+                .into_par_iter()
+                .filter_map(|idx| {
+                    let mut stored = buffers.spare();
+                    let decoded = decode(&idx, &mut stored, buffers.spare());
+                    let stored_len = stored.len();
+                    buffers.keep(stored);
+                    decoded.map(|data| (idx, stored_len, data))
+                })
+                .collect()
+        };
+        self.start_after(first, last, grid, ahead, RunsOn::Pool, job);
+    }
+
+    /// As [`ReadAhead::after`], for a store with latency: `job(chunks, buffers)` fetches
+    /// all the chunks at once and decodes them (into `buffers`' spares), on a thread of its
+    /// own, and gives back those it decoded (absent or undecodable ones are left out, for the
+    /// request that wants them to read itself).
+    pub(crate) fn after_fetching<J>(
+        &mut self,
+        first: &[u64],
+        last: &[u64],
+        grid: &[u64],
+        ahead: usize,
+        job: J,
+    ) where
+        J: FnOnce(Vec<ChunkIndex>, &Buffers) -> Vec<Decoded> + Send + 'static,
+    {
+        self.start_after(first, last, grid, ahead, RunsOn::OwnThread, job);
+    }
+
+    /// The sequence detection of [`ReadAhead::after`], then `job` started where `runs_on`
+    /// says.
+    fn start_after<J>(
+        &mut self,
+        first: &[u64],
+        last: &[u64],
+        grid: &[u64],
+        ahead: usize,
+        runs_on: RunsOn,
+        job: J,
+    ) where
+        J: FnOnce(Vec<ChunkIndex>, &Buffers) -> Vec<Decoded> + Send + 'static,
+    {
         let sequential = self.expected.as_deref() == Some(first);
         let next = next_chunk(last, grid);
         if !sequential && next == self.expected {
@@ -208,27 +287,13 @@ impl ReadAhead {
             .most = ahead + rayon::current_num_threads();
         let handover: Handover = Arc::default();
         self.pending = Some((chunks.clone(), handover.clone()));
-        let spares = Arc::clone(&self.spares);
-        rayon::spawn(move || {
-            let spare = || {
-                let mut s = spares.lock().unwrap_or_else(PoisonError::into_inner);
-                s.buffers.pop().unwrap_or_default()
-            };
-            let one = |idx: ChunkIndex| {
-                let mut stored = spare();
-                let decoded = decode(&idx, &mut stored, spare());
-                let stored_len = stored.len();
-                spares
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .keep(stored);
-                decoded.map(|data| (idx, stored_len, data))
-            };
+        let buffers = Buffers(Arc::clone(&self.spares));
+        let hand_over = Arc::clone(&handover);
+        let work = move || {
             // A panic must not abort the host program: it hands over nothing instead.
             let decoded = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                let all: Vec<_> = chunks.into_par_iter().filter_map(one).collect();
                 let mut done = Done::default();
-                for (idx, stored, data) in all {
+                for (idx, stored, data) in job(chunks, &buffers) {
                     done.stored += stored;
                     done.decoded += data.len();
                     done.chunks.push((idx, data));
@@ -236,11 +301,29 @@ impl ReadAhead {
                 done
             }))
             .unwrap_or_default();
-            let (slot, done) = &*handover;
-            *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(decoded);
-            done.notify_all();
-        });
+            finish(&hand_over, decoded);
+        };
+        match runs_on {
+            RunsOn::Pool => rayon::spawn(work),
+            RunsOn::OwnThread => {
+                let started = std::thread::Builder::new()
+                    .name("nczarr-read-ahead".into())
+                    .spawn(work);
+                if started.is_err() {
+                    // No thread to be had: nothing is handed over, and the requests read
+                    // their chunks themselves.
+                    finish(&handover, Done::default());
+                }
+            }
+        }
     }
+}
+
+/// Hands a job's chunks over to the request waiting for them.
+fn finish(handover: &Handover, decoded: Done) {
+    let (slot, done) = &**handover;
+    *slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(decoded);
+    done.notify_all();
 }
 
 /// The chunk after `idx` in C order within a grid of `grid` chunks per dimension; `None` after
@@ -420,6 +503,42 @@ mod tests {
         };
         ra.after(&[0], &[0], &[4], 2, decode);
         ra.after(&[1], &[1], &[4], 2, decode);
+        assert!(ra.take(&[vec![2]]).is_empty());
+    }
+
+    /// A job fetching all its chunks at once runs on a thread of its own, not on the pool
+    /// (where waiting on a store would stop a decoding thread), gets the chunks that follow
+    /// the sequence, and hands over what it gives back; one that panics hands over nothing.
+    #[test]
+    fn a_fetching_job_runs_off_the_pool_and_hands_its_chunks_over() {
+        let mut ra = ReadAhead::default();
+        let job = |chunks: Vec<ChunkIndex>, buffers: &Buffers| -> Vec<Decoded> {
+            assert!(rayon::current_thread_index().is_none(), "on a pool thread");
+            let mut out = buffers.spare();
+            out.push(chunks.len() as u8);
+            chunks
+                .into_iter()
+                .map(|idx| (idx.clone(), 1, vec![idx[0] as u8, out[0]]))
+                .collect()
+        };
+        ra.after_fetching(&[0], &[0], &[8], 3, job);
+        assert!(ra.pending.is_none(), "one request is no sequence");
+        ra.after_fetching(&[1], &[1], &[8], 3, job);
+        let got = ra.take(&[vec![3]]);
+        assert_eq!(
+            got,
+            vec![
+                (vec![2], vec![2, 3]),
+                (vec![3], vec![3, 3]),
+                (vec![4], vec![4, 3])
+            ]
+        );
+        assert!(ra.read_whole(&[4]));
+
+        let mut ra = ReadAhead::default();
+        let panics = |_: Vec<ChunkIndex>, _: &Buffers| -> Vec<Decoded> { panic!("fetch failed") };
+        ra.after_fetching(&[0], &[0], &[4], 2, panics);
+        ra.after_fetching(&[1], &[1], &[4], 2, panics);
         assert!(ra.take(&[vec![2]]).is_empty());
     }
 }
