@@ -549,8 +549,10 @@ impl Dataset {
     ///
     /// Cached chunks are copied first. Of the rest, whole chunks that land in `out` as one
     /// contiguous run are read (and decoded) straight into it and are not cached; the others
-    /// are fetched and decoded into chunk buffers, then copied. Both go in bounded batches:
-    /// one concurrent fetch per batch, decoding in parallel across the batch's chunks.
+    /// are fetched and decoded into chunk buffers, then copied. Both go in bounded batches,
+    /// one concurrent fetch per batch, decoding in parallel across the batch's chunks; coded
+    /// chunks of a remote store instead stream through in one pass, a bounded number fetched
+    /// ahead of their decoding.
     #[allow(clippy::too_many_arguments)]
     fn read_into(
         &mut self,
