@@ -27,20 +27,21 @@ impl Dataset {
     /// From a store with latency, every chunk (coded or not) is fetched ahead, [`BATCH_BYTES`]
     /// of them as a whole read has in flight, as many as half the cache holds, whatever the
     /// request wants of them: otherwise a loop over chunks waits for one round trip per
-    /// request (a loop over 64 16 MiB chunks on a loopback S3 server took twice a whole read).
+    /// request (on a loopback S3 server, a loop over 1024 1 MiB chunks took 8-11 times a whole
+    /// read, one over 64 16 MiB chunks twice).
     ///
     /// From a local store: [`READ_AHEAD_BYTES`] of them, when that is at least two per thread
     /// and the chunk cache holds twice as many; none unless its chunks are coded (uncompressed
     /// chunks are read straight into the caller's buffer at the speed of a copy) and the pool
-    /// has threads to spare. Larger chunks are decoded ahead one per thread (as many threads as the cache holds
-    /// twice over, at least two) when decoding them costs much more than copying them out of
-    /// the cache (zlib, zstd: a loop over 16 MiB zstd chunks took 30% less time; not once
-    /// those decoded ahead were found stored nearly raw: a loop over 16 MiB zstd chunks of
-    /// noise took 30% longer decoded ahead than on one thread) and the request wants whole
-    /// chunks (`pieces`; the part inside the variable of an edge chunk): a
-    /// loop of single points would wait for whole chunks where it decodes a few blocks of each.
-    /// Others are decoded straight into the caller's buffer (16 MiB blosc-lz4 chunks decoded
-    /// ahead and copied out took 20% longer).
+    /// has threads to spare. Larger chunks are decoded ahead one per thread (as many threads
+    /// as the cache holds twice over, at least two) when decoding them costs much more than
+    /// copying them out of the cache (zlib, zstd: a loop over 16 MiB zstd chunks took 30% less
+    /// time; not once those decoded ahead were found stored nearly raw: a loop over 16 MiB
+    /// zstd chunks of noise took 30% longer decoded ahead than on one thread) and the request
+    /// wants whole chunks (`pieces`; the part inside the variable of an edge chunk): a loop of
+    /// single points would wait for whole chunks where it decodes a few blocks of each. Others
+    /// are decoded straight into the caller's buffer (16 MiB blosc-lz4 chunks decoded ahead
+    /// and copied out took 20% longer).
     pub(super) fn read_ahead_depth(
         &self,
         g: GroupId,
@@ -106,7 +107,7 @@ impl Dataset {
     /// frees them when those chunks will not need them (objects fetched from a store with
     /// latency that are the chunks as they are become the chunks themselves).
     fn recycle(&self, g: GroupId, v: usize, geo: &Geometry, freed: Vec<Vec<u8>>) {
-        let arrive_whole = !self.store.is_local() && geo.stored_as_is() && !geo.swap;
+        let arrive_whole = !self.store.is_local() && objects_are_chunks(geo);
         if let Some(ra) = self.read_ahead.get(&(g.0, v)).filter(|_| !arrive_whole) {
             ra.recycle(freed);
         }
@@ -217,7 +218,7 @@ impl Dataset {
                 return Ok(());
             };
             let stored_len = stored.len();
-            let data = if geo.stored_as_is() && !geo.swap && stored_len == geo.chunk_bytes {
+            let data = if objects_are_chunks(geo) && stored_len == geo.chunk_bytes {
                 // The object is the chunk: no copy.
                 stored
             } else {
@@ -239,4 +240,10 @@ impl Dataset {
         let _ = store.get_each(&keys, keys.len(), &each);
         decoded.into_inner().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// True when a chunk's object is the decoded chunk byte for byte (no codecs, C order, native
+/// byte order), so the object fetched can be cached as it is.
+fn objects_are_chunks(geo: &Geometry) -> bool {
+    geo.stored_as_is() && !geo.swap
 }
