@@ -27,8 +27,8 @@ impl Dataset {
     /// From a store with latency, every chunk (coded or not) is fetched ahead, [`BATCH_BYTES`]
     /// of them as a whole read has in flight, as many as half the cache holds, whatever the
     /// request wants of them: otherwise a loop over chunks waits for one round trip per
-    /// request (on a loopback S3 server, a loop over 1024 1 MiB chunks took 8-11 times a whole
-    /// read, one over 64 16 MiB chunks twice).
+    /// request (on a loopback S3 server, a loop over 1024 1 MiB chunks took 7-13 times a whole
+    /// read, one over 64 16 MiB chunks 2-2.7 times).
     ///
     /// From a local store: [`READ_AHEAD_BYTES`] of them, when that is at least two per thread
     /// and the chunk cache holds twice as many; none unless its chunks are coded (uncompressed
