@@ -71,7 +71,7 @@ fn is_unsupported(e: &io::Error) -> bool {
 }
 
 /// An unnamed file in `dir` holding `value`.
-pub(super) fn write_unnamed(dir: &Path, value: &[u8]) -> io::Result<File> {
+fn write_unnamed(dir: &Path, value: &[u8]) -> io::Result<File> {
     let mut file = OpenOptions::new()
         .write(true)
         .custom_flags(libc::O_TMPFILE)
@@ -82,7 +82,7 @@ pub(super) fn write_unnamed(dir: &Path, value: &[u8]) -> io::Result<File> {
 }
 
 /// Gives the unnamed `file` the name `target` (which must not exist).
-pub(super) fn link(file: &File, target: &Path) -> io::Result<()> {
+fn link(file: &File, target: &Path) -> io::Result<()> {
     let source = format!("/proc/self/fd/{}", file.as_raw_fd());
     rustix::fs::linkat(
         rustix::fs::CWD,
@@ -108,34 +108,39 @@ fn temporary_name(dir: &Path, name: &str) -> PathBuf {
     ))
 }
 
-/// Links the unnamed `file` under a fresh temporary name in `dir`.
-fn link_temporary(file: &File, dir: &Path, name: &str) -> io::Result<PathBuf> {
+/// Runs `make` on fresh temporary names in `dir` for an object named `name` until one is not
+/// taken; the name it succeeded with, and what it made.
+fn at_fresh_name<T>(
+    dir: &Path,
+    name: &str,
+    mut make: impl FnMut(&Path) -> io::Result<T>,
+) -> io::Result<(PathBuf, T)> {
     loop {
         let tmp = temporary_name(dir, name);
-        match link(file, &tmp) {
-            Ok(()) => return Ok(tmp),
+        match make(&tmp) {
+            Ok(made) => return Ok((tmp, made)),
             Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(e),
         }
     }
 }
 
+/// Links the unnamed `file` under a fresh temporary name in `dir`.
+fn link_temporary(file: &File, dir: &Path, name: &str) -> io::Result<PathBuf> {
+    at_fresh_name(dir, name, |tmp| link(file, tmp)).map(|(tmp, ())| tmp)
+}
+
 /// Writes `value` to a fresh temporary file in `dir` and returns its path.
 fn write_temporary(dir: &Path, name: &str, value: &[u8]) -> io::Result<PathBuf> {
-    loop {
-        let tmp = temporary_name(dir, name);
-        let mut file = match OpenOptions::new().write(true).create_new(true).open(&tmp) {
-            Ok(f) => f,
-            Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        };
-        if let Err(e) = file.write_all(value) {
-            drop(file);
-            let _ = fs::remove_file(&tmp);
-            return Err(e);
-        }
-        return Ok(tmp);
+    let (tmp, mut file) = at_fresh_name(dir, name, |tmp| {
+        OpenOptions::new().write(true).create_new(true).open(tmp)
+    })?;
+    if let Err(e) = file.write_all(value) {
+        drop(file);
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
     }
+    Ok(tmp)
 }
 
 /// Renames `tmp` over `target`, removing `tmp` when that fails.
