@@ -207,14 +207,13 @@ impl Dataset {
         chunks: Vec<ChunkIndex>,
         buffers: &read_ahead::Buffers,
     ) -> Vec<read_ahead::Decoded> {
-        let keyed: Vec<(ChunkIndex, StoreKey)> = chunks
+        let (indices, keys): (Vec<ChunkIndex>, Vec<StoreKey>) = chunks
             .into_iter()
             .filter_map(|idx| geo.key(&idx).ok().map(|key| (idx, key)))
-            .collect();
-        let keys: Vec<StoreKey> = keyed.iter().map(|(_, key)| key.clone()).collect();
-        let decoded = Mutex::new(Vec::with_capacity(keyed.len()));
+            .unzip();
+        let decoded = Mutex::new(Vec::with_capacity(keys.len()));
         let each = |i: usize, stored: Option<Vec<u8>>| {
-            let (Some(stored), Some((idx, key))) = (stored, keyed.get(i)) else {
+            let (Some(stored), Some(idx), Some(key)) = (stored, indices.get(i), keys.get(i)) else {
                 return Ok(());
             };
             let stored_len = stored.len();
