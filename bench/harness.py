@@ -189,15 +189,7 @@ class Env:
     def s3_server(self):
         """Starts s3s-fs on loopback once (stopped when the harness exits)."""
         if self.s3_port is None:
-            import atexit
-            port = free_port()
-            script = os.path.join(ROOT, "scripts", "s3-server")
-            r = subprocess.run([script, "start", "s3s-fs", str(port), self.s3_dir, S3_BUCKET],
-                               capture_output=True, text=True)
-            if r.returncode != 0:
-                raise RuntimeError(f"s3s-fs did not start: {r.stderr.strip()}")
-            atexit.register(subprocess.run, [script, "stop", self.s3_dir])
-            self.s3_port = port
+            self.s3_port = start_s3s_fs(self.s3_dir, os.environ)
         return os.path.join(self.s3_dir, "data", S3_BUCKET)
 
     def s3_counting_server(self):
@@ -211,16 +203,8 @@ class Env:
             link = os.path.join(counted, "data")
             if not os.path.islink(link):
                 os.symlink(os.path.join(self.s3_dir, "data"), link)
-            port = free_port()
-            script = os.path.join(ROOT, "scripts", "s3-server")
-            r = subprocess.run([script, "start", "s3s-fs", str(port), counted, S3_BUCKET],
-                               env=dict(os.environ, RUST_LOG="s3s::service=debug"),
-                               capture_output=True, text=True)
-            if r.returncode != 0:
-                raise RuntimeError(f"the counting s3s-fs did not start: {r.stderr.strip()}")
-            import atexit
-            atexit.register(subprocess.run, [script, "stop", counted])
-            self.s3_count_port = port
+            self.s3_count_port = start_s3s_fs(
+                counted, dict(os.environ, RUST_LOG="s3s::service=debug"))
             self.s3_count_log = os.path.join(counted, "server.log")
         return self.s3_count_port, self.s3_count_log
 
@@ -466,6 +450,20 @@ def chunk_count(case, size):
     for s, c in zip(shape, chunk):
         n *= -(-s // c)
     return n
+
+
+def start_s3s_fs(directory, environ):
+    """Starts s3s-fs on a free loopback port serving `directory`/data (scripts/s3-server), with
+    the bench bucket, in environment `environ`; stopped when the harness exits. Its port."""
+    import atexit
+    port = free_port()
+    script = os.path.join(ROOT, "scripts", "s3-server")
+    r = subprocess.run([script, "start", "s3s-fs", str(port), directory, S3_BUCKET],
+                       env=environ, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"s3s-fs in {directory} did not start: {r.stderr.strip()}")
+    atexit.register(subprocess.run, [script, "stop", directory])
+    return port
 
 
 def free_port():
