@@ -11,6 +11,7 @@
 //! the names of the top-level metadata objects that make a prefix safe to clobber.
 
 mod batch;
+mod body;
 pub mod profiles;
 pub mod runtime;
 pub mod settings;
@@ -24,7 +25,6 @@ use object_store::path::Path;
 use object_store::{
     BackoffConfig, ClientOptions, ObjectStore, ObjectStoreExt, PutPayload, RetryConfig,
 };
-use rayon::prelude::*;
 use settings::{Credentials, S3Settings};
 use std::future::Future;
 use std::sync::Arc;
@@ -315,44 +315,32 @@ async fn bounded<T>(
     }
 }
 
-/// One GET; a missing object is `None`.
+/// One GET; a missing object is `None`. The body is gathered as it arrives
+/// ([`body::gather`]).
 async fn get_object(
     client: Arc<dyn ObjectStore>,
     path: Path,
 ) -> std::result::Result<Option<Vec<u8>>, Failure> {
-    Ok(get_frames(client, path).await?.map(|frames| {
-        let mut whole = Vec::with_capacity(frames.iter().map(Bytes::len).sum());
-        for f in frames {
-            whole.extend_from_slice(&f);
-        }
-        whole
-    }))
-}
-
-/// One GET; the body as the frames it arrived in (not copied into one buffer), `None` for a
-/// missing object.
-async fn get_frames(
-    client: Arc<dyn ObjectStore>,
-    path: Path,
-) -> std::result::Result<Option<Vec<Bytes>>, Failure> {
     match client.get(&path).await {
-        Ok(result) => Ok(Some(result.into_stream().try_collect().await?)),
+        Ok(result) => Ok(Some(body::gather(result).await?)),
         Err(object_store::Error::NotFound { .. }) => Ok(None),
         Err(e) => Err(e.into()),
     }
 }
 
-/// Copies a body's `frames` into the start of `out` (as much as fits); returns the body's
-/// length.
-fn copy_frames(frames: &[Bytes], out: &mut [u8]) -> usize {
-    let mut rest = &mut out[..];
-    for f in frames {
-        let n = f.len().min(rest.len());
-        let (filled, tail) = std::mem::take(&mut rest).split_at_mut(n);
-        filled.copy_from_slice(&f[..n]);
-        rest = tail;
+/// One GET, the `object`-th of a batch, its body sent to `to` frame by frame
+/// ([`body::send`]); the body's length, `None` for a missing object.
+async fn send_object(
+    client: Arc<dyn ObjectStore>,
+    path: Path,
+    object: usize,
+    to: tokio::sync::mpsc::Sender<body::Frame>,
+) -> std::result::Result<Option<u64>, Failure> {
+    match client.get(&path).await {
+        Ok(result) => Ok(Some(body::send(result, object, &to).await?)),
+        Err(object_store::Error::NotFound { .. }) => Ok(None),
+        Err(e) => Err(e.into()),
     }
-    frames.iter().map(Bytes::len).sum()
 }
 
 /// A span of an object as one GET returned it.
@@ -486,25 +474,44 @@ impl Store for S3Store {
         )
     }
 
-    /// The bodies are copied from the frames they arrived in straight into the caller's
-    /// buffers (the default would gather each into a buffer of its own first).
+    /// The bodies are copied from the frames they arrive in straight into the caller's buffers
+    /// (the default would gather each into a buffer of its own first), frame by frame on this
+    /// thread while the GETs go on ([`body::send`]).
     fn get_many_into(
         &self,
         keys: &[StoreKey],
         outs: &mut [&mut [u8]],
     ) -> Result<Vec<Option<usize>>> {
-        let paths = keys
+        let work = keys
             .iter()
-            .map(|k| self.object_path(k.as_str()))
+            .enumerate()
+            .map(|(i, k)| Ok((i, self.object_path(k.as_str())?)))
             .collect::<Result<Vec<_>>>()?;
-        let got = self.run_many(paths, |client, path| {
-            (format!("GET {path}"), get_frames(client, path))
-        })?;
-        Ok(got
-            .into_par_iter()
-            .zip(outs.par_iter_mut())
-            .map(|(frames, out)| frames.map(|f| copy_frames(&f, out)))
-            .collect())
+        let (to, mut from) = tokio::sync::mpsc::channel::<body::Frame>(body::FRAMES_QUEUED);
+        std::thread::scope(|scope| {
+            // The channel closes once the batch is over (its operations hold the senders).
+            let fetching = std::thread::Builder::new()
+                .name("nczarr-rs-fetch".into())
+                .spawn_scoped(scope, move || {
+                    self.run_many(work, move |client, (i, path)| {
+                        let what = format!("GET {path}");
+                        (what, send_object(client, path, i, to.clone()))
+                    })
+                })
+                .map_err(|e| Error::Internal(format!("cannot start a fetching thread: {e}")))?;
+            while let Some(frame) = from.blocking_recv() {
+                if let Some(out) = outs.get_mut(frame.object) {
+                    body::copy(&frame, out);
+                }
+            }
+            let lens = fetching
+                .join()
+                .map_err(|_| Error::Internal("the fetching thread panicked".into()))??;
+            Ok(lens
+                .into_iter()
+                .map(|len| len.map(|n| usize::try_from(n).unwrap_or(usize::MAX)))
+                .collect())
+        })
     }
 
     /// One ranged GET per span of an object's runs ([`super::merged_spans`]: runs at most
@@ -719,23 +726,5 @@ mod tests {
         assert!(!one_version(&[span(8, None), span(8, None)]), "unknown");
         assert!(!one_version(&[span(8, Some("a")), None]));
         assert!(!one_version(&[None, span(8, Some("a"))]));
-    }
-
-    /// Bodies arrive in frames of any size: what fits lands in order, the rest is counted.
-    #[test]
-    fn frames_fill_the_buffer_and_count_the_whole_body() {
-        let frames: Vec<Bytes> = [&b"abc"[..], b"", b"defg", b"h"]
-            .iter()
-            .map(|f| Bytes::copy_from_slice(f))
-            .collect();
-        for (room, want) in [(0, &b""[..]), (2, b"ab"), (5, b"abcde"), (8, b"abcdefgh")] {
-            let mut out = vec![b'.'; room];
-            assert_eq!(copy_frames(&frames, &mut out), 8, "{room}");
-            assert_eq!(out, want, "{room}");
-        }
-        let mut out = vec![b'.'; 10];
-        assert_eq!(copy_frames(&frames, &mut out), 8);
-        assert_eq!(&out, b"abcdefgh..");
-        assert_eq!(copy_frames(&[], &mut out), 0);
     }
 }
