@@ -488,6 +488,52 @@ fn reading_chunk_after_chunk_from_s3_fetches_the_next_ones_ahead_once_each() {
     assert_eq!(dump::normalise_name(&dumped), dump::normalise_name(&want));
 }
 
+/// A server that stalls on one chunk while `ncdump` reads chunk after chunk: the chunks
+/// fetched ahead around it are used, and the tool fails with a netCDF error once that chunk's
+/// GET has timed out, once: the request that wants the chunk gets the read-ahead's failure
+/// instead of asking the stalled server again and waiting a second time.
+#[test]
+fn a_chunk_the_server_stalls_on_is_asked_for_once() {
+    let server = Server::start(Kind::S3sFs);
+    let stalled = format!("/{BUCKET}/stall/a/v/5.0");
+    let proxy = CountingProxy::start_stalling(server.port, Some(&stalled));
+    let dir = scratch("s3-stall");
+    let endpoint = proxy.endpoint();
+    let env = env_with(
+        dir.path(),
+        &[
+            ("AWS_ACCESS_KEY_ID", ACCESS_KEY),
+            ("AWS_SECRET_ACCESS_KEY", SECRET_KEY),
+            ("AWS_ENDPOINT_URL", &endpoint),
+            ("NCZARR_RS_S3_TIMEOUT", "3"),
+        ],
+    );
+    let cdl = sample_cdl(dir.path());
+    let s3 = format!("s3://{BUCKET}/stall/a#mode=nczarr,s3");
+    let r = tool("ncgen", &["-4", "-o", &s3, cdl.to_str().unwrap()], &env);
+    assert!(r.success(), "{}", r.describe());
+    proxy.take();
+
+    let r = tool("ncdump", &["-v", "v", &s3], &env);
+    assert!(!r.success() && !r.crashed(), "{}", r.describe());
+    assert!(r.stderr.contains("v/5.0"), "{}", r.describe());
+    let reqs = proxy.take();
+    let asked: Vec<&Request> = reqs
+        .iter()
+        .filter(|r| r.target.contains(&stalled))
+        .collect();
+    assert_eq!(asked.len(), 1, "{reqs:?}");
+    let fetched_ahead = reqs
+        .iter()
+        .filter(|r| r.method == "GET" && r.target.contains("/stall/a/v/"))
+        .filter(|r| !r.target.contains("/."))
+        .count();
+    assert!(
+        fetched_ahead > 6,
+        "the chunks after it were not fetched ahead: {reqs:?}"
+    );
+}
+
 /// A server that went away: a netCDF error from the tool, within the configured timeout.
 #[test]
 fn a_stopped_server_fails_the_tool_cleanly() {

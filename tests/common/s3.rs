@@ -172,6 +172,7 @@ fn forward_requests(
     mut server: TcpStream,
     connection: usize,
     log: Arc<Mutex<Vec<Request>>>,
+    stall: Option<Arc<str>>,
 ) {
     let mut reader = BufReader::new(client);
     while let Some(head) = read_head(&mut reader) {
@@ -193,6 +194,7 @@ fn forward_requests(
             header("transfer-encoding").is_none(),
             "the counting proxy does not understand chunked uploads"
         );
+        let stalls = method == "GET" && stall.as_deref().is_some_and(|s| target.contains(s));
         log.lock().unwrap().push(Request {
             method,
             target,
@@ -200,6 +202,11 @@ fn forward_requests(
             connection,
             range: header("range"),
         });
+        if stalls {
+            // Never forwarded, never answered: the connection stays open.
+            std::thread::sleep(Duration::from_secs(3600));
+            return;
+        }
         let mut body = vec![0u8; length];
         if reader.read_exact(&mut body).is_err() {
             break;
@@ -214,6 +221,13 @@ fn forward_requests(
 impl CountingProxy {
     /// Forwards 127.0.0.1:<new port> to 127.0.0.1:`target`.
     pub fn start(target: u16) -> CountingProxy {
+        Self::start_stalling(target, None)
+    }
+
+    /// As [`CountingProxy::start`], but a GET whose target contains `stall` is recorded and
+    /// never answered (a server that stalls).
+    pub fn start_stalling(target: u16, stall: Option<&str>) -> CountingProxy {
+        let stall: Option<Arc<str>> = stall.map(Arc::from);
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let log = Arc::new(Mutex::new(Vec::new()));
@@ -230,8 +244,8 @@ impl CountingProxy {
                     let _ = std::io::copy(&mut back_from, &mut back_to);
                     let _ = back_to.shutdown(Shutdown::Write);
                 });
-                let log = Arc::clone(&shared);
-                std::thread::spawn(move || forward_requests(client, server, n, log));
+                let (log, stall) = (Arc::clone(&shared), stall.clone());
+                std::thread::spawn(move || forward_requests(client, server, n, log, stall));
             }
         });
         CountingProxy { port, log }

@@ -10,7 +10,7 @@ use super::read_ahead;
 use super::{BATCH_BYTES, Dataset, Geometry};
 use crate::chunk::cache::ChunkIndex;
 use crate::chunk::projection::{ChunkPiece, covers_chunk_in};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::model::GroupId;
 use crate::zmap::{Store, StoreKey};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -81,7 +81,8 @@ impl Dataset {
     }
 
     /// Puts the chunks decoded ahead that this request wants (and those decoded with them)
-    /// into the variable's chunk cache.
+    /// into the variable's chunk cache; the failure of the fetch that left one it wants
+    /// unanswered is the request's (fetching the chunk again would wait on the same failure).
     pub(super) fn take_read_ahead(
         &mut self,
         g: GroupId,
@@ -90,9 +91,9 @@ impl Dataset {
         pieces: &[ChunkPiece],
     ) -> Result<()> {
         let wanted: Vec<ChunkIndex> = pieces.iter().map(|p| p.chunk.clone()).collect();
-        let ready = self.read_ahead.entry((g.0, v)).or_default().take(&wanted);
+        let handed = self.read_ahead.entry((g.0, v)).or_default().take(&wanted);
         let mut freed = Vec::new();
-        for (idx, data) in ready {
+        for (idx, data) in handed.chunks {
             let (dirty, clean) = self
                 .cache_for(g, v)
                 .insert_keeping_buffers(idx, data, false);
@@ -100,7 +101,7 @@ impl Dataset {
             self.store_evicted(g, v, geo, dirty)?;
         }
         self.recycle(g, v, geo, freed);
-        Ok(())
+        handed.failure.map_or(Ok(()), Err)
     }
 
     /// Keeps buffers the cache let go of for the chunks read ahead next to be decoded into;
@@ -179,8 +180,10 @@ impl Dataset {
         let geo = geo.clone();
         let read_ahead = self.read_ahead.entry((g.0, v)).or_default();
         if !store.is_local() {
-            let job = move |chunks: Vec<ChunkIndex>, buffers: &read_ahead::Buffers| {
-                Dataset::fetch_and_decode(&*store, &geo, chunks, buffers)
+            let job = move |chunks: Vec<ChunkIndex>,
+                            buffers: &read_ahead::Buffers,
+                            wanted: &read_ahead::Wanted| {
+                Dataset::fetch_and_decode(&*store, &geo, chunks, buffers, wanted)
             };
             read_ahead.after_fetching(first, last, &grid, ahead, job);
             return;
@@ -199,20 +202,35 @@ impl Dataset {
 
     /// Fetches `chunks` from a store with latency, all their requests in flight together, and
     /// decodes each into a buffer of `buffers` as it arrives: those that are present and
-    /// decode. What is absent, fails or does not decode is left to the request that wants it,
-    /// which reads it itself and reports what is wrong.
+    /// decode. What is absent or does not decode is left to the request that wants it, which
+    /// reads it itself and reports what is wrong; a failed fetch is given back with the chunks
+    /// it left unanswered. Stops once the chunks are no longer `wanted`.
     fn fetch_and_decode(
         store: &dyn Store,
         geo: &Geometry,
         chunks: Vec<ChunkIndex>,
         buffers: &read_ahead::Buffers,
-    ) -> Vec<read_ahead::Decoded> {
+        wanted: &read_ahead::Wanted,
+    ) -> read_ahead::Fetched {
         let (indices, keys): (Vec<ChunkIndex>, Vec<StoreKey>) = chunks
             .into_iter()
             .filter_map(|idx| geo.key(&idx).ok().map(|key| (idx, key)))
             .unzip();
         let decoded = Mutex::new(Vec::with_capacity(keys.len()));
+        let answered = Mutex::new(vec![false; keys.len()]);
         let each = |i: usize, stored: Option<Vec<u8>>| {
+            if !wanted.still() {
+                return Err(Error::Internal(
+                    "chunks fetched ahead nobody waits for".into(),
+                ));
+            }
+            if let Some(a) = answered
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get_mut(i)
+            {
+                *a = true;
+            }
             let (Some(stored), Some(idx), Some(key)) = (stored, indices.get(i), keys.get(i)) else {
                 return Ok(());
             };
@@ -236,8 +254,21 @@ impl Dataset {
             Ok(())
         };
         // A failed fetch ends the batch; the chunks decoded before it are still handed over.
-        let _ = store.get_each(&keys, keys.len(), &each);
-        decoded.into_inner().unwrap_or_else(PoisonError::into_inner)
+        let failed = store.get_each(&keys, keys.len(), &each).err().map(|e| {
+            let answered = answered
+                .into_inner()
+                .unwrap_or_else(PoisonError::into_inner);
+            let unanswered = indices
+                .into_iter()
+                .zip(answered)
+                .filter_map(|(idx, answered)| (!answered).then_some(idx))
+                .collect();
+            (e, unanswered)
+        });
+        read_ahead::Fetched {
+            decoded: decoded.into_inner().unwrap_or_else(PoisonError::into_inner),
+            failed,
+        }
     }
 }
 

@@ -11,12 +11,18 @@
 //! given to [`ReadAhead::after`], or a job fetching them all given to
 //! [`ReadAhead::after_fetching`]), and so is where the chunks go (the chunk cache). Only
 //! datasets nobody writes through use it: a chunk decoded ahead can never be stale.
+//!
+//! Work nobody waits for any more (the sequence moved elsewhere, read-ahead stopped, the
+//! dataset was closed) is told so ([`Wanted`]) and stops early; a fetch that failed is the
+//! answer of the request that wants a chunk it left unanswered, instead of that request
+//! fetching the chunk again (from a server that stalls, waiting a second time for the timeout).
 
 use crate::chunk::cache::ChunkIndex;
+use crate::error::Error;
 use rayon::prelude::*;
 use std::collections::HashSet;
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError, Weak};
 
 /// Spare buffers, at most `most` of them.
 #[derive(Default, Debug)]
@@ -57,6 +63,33 @@ impl Buffers {
 /// One chunk a job decoded: its index, the bytes it was stored in, and its decoded bytes.
 pub(crate) type Decoded = (ChunkIndex, usize, Vec<u8>);
 
+/// What a fetching job gives back: the chunks it decoded and, when its fetch failed, why and
+/// the chunks it got no answer for (absent and undecodable chunks were answered).
+#[derive(Default, Debug)]
+pub(crate) struct Fetched {
+    pub(crate) decoded: Vec<Decoded>,
+    pub(crate) failed: Option<(Error, Vec<ChunkIndex>)>,
+}
+
+/// Whether the read-ahead still waits for a job's chunks; a job asks as it goes, and stops
+/// once nobody does.
+#[derive(Clone, Debug)]
+pub(crate) struct Wanted(Weak<()>);
+
+impl Wanted {
+    pub(crate) fn still(&self) -> bool {
+        self.0.strong_count() > 0
+    }
+}
+
+/// What a request gets from the work done ahead: the chunks, and the failure of the fetch
+/// that left a chunk it wants without an answer.
+#[derive(Default, Debug)]
+pub(crate) struct Handed {
+    pub(crate) chunks: Vec<(ChunkIndex, Vec<u8>)>,
+    pub(crate) failure: Option<Error>,
+}
+
 /// Where a job runs: on the pool (its chunks read one per pool thread), or on a thread of its
 /// own (it waits on a store with latency for all of them, and has them decoded on the pool as
 /// they arrive; a pool thread waiting on the network would stop decoding).
@@ -69,12 +102,23 @@ enum RunsOn {
 /// What a background job hands over: `None` until it is done.
 type Handover = Arc<(Mutex<Option<Done>>, Condvar)>;
 
-/// A finished job: its decoded chunks, and the bytes they were stored in and decoded to.
+/// A finished job: its decoded chunks, the bytes they were stored in and decoded to, and how
+/// its fetch failed.
 #[derive(Default, Debug)]
 struct Done {
     chunks: Vec<(ChunkIndex, Vec<u8>)>,
     stored: usize,
     decoded: usize,
+    failed: Option<(Error, Vec<ChunkIndex>)>,
+}
+
+/// Work under way: its chunks, where it hands them over, and the interest the job checks
+/// ([`Wanted`]): dropping this tells the job nobody waits for it.
+#[derive(Debug)]
+struct Pending {
+    chunks: Vec<ChunkIndex>,
+    handover: Handover,
+    _interest: Arc<()>,
 }
 
 /// One variable's read-ahead state.
@@ -84,8 +128,10 @@ pub(crate) struct ReadAhead {
     expected: Option<ChunkIndex>,
     /// The last chunk decoded ahead (or being decoded) in this sequence.
     ahead_last: Option<ChunkIndex>,
-    /// The chunks a background job is decoding, and where it hands them over.
-    pending: Option<(Vec<ChunkIndex>, Handover)>,
+    /// The background job under way.
+    pending: Option<Pending>,
+    /// How the last job's fetch failed, and the chunks it left unanswered.
+    failed: Option<(Error, Vec<ChunkIndex>)>,
     /// Buffers for jobs to read and decode into (chunk buffers the cache let go of): a chunk
     /// decoded into a fresh buffer costs its pages' faults, as much as decoding a fast codec.
     /// Shared with the jobs, which give their read buffers back.
@@ -109,19 +155,34 @@ const UNREAD_REMEMBERED: usize = 64;
 
 impl ReadAhead {
     /// The chunks decoded ahead when the request for `wanted` chunks wants any of them
-    /// (waiting for the job to finish); none otherwise, and the work stays for a later
-    /// request.
-    pub(crate) fn take(&mut self, wanted: &[ChunkIndex]) -> Vec<(ChunkIndex, Vec<u8>)> {
-        let Some((chunks, _)) = &self.pending else {
+    /// (waiting for the job to finish), and the failure of a finished job's fetch when it
+    /// left one of `wanted` unanswered (once: a later request tries again); nothing
+    /// otherwise, and the work stays for a later request.
+    pub(crate) fn take(&mut self, wanted: &[ChunkIndex]) -> Handed {
+        let chunks = self.take_pending(wanted);
+        let failure = match &self.failed {
+            Some((_, unanswered)) if wanted.iter().any(|w| unanswered.contains(w)) => {
+                self.failed.take().map(|(e, _)| e)
+            }
+            _ => None,
+        };
+        Handed { chunks, failure }
+    }
+
+    /// The chunks of the job under way when `wanted` wants any of them, once it is done; its
+    /// failure is kept for the requests that want what it left unanswered.
+    fn take_pending(&mut self, wanted: &[ChunkIndex]) -> Vec<(ChunkIndex, Vec<u8>)> {
+        let Some(pending) = &self.pending else {
             return Vec::new();
         };
-        if !wanted.iter().any(|w| chunks.contains(w)) {
+        if !wanted.iter().any(|w| pending.chunks.contains(w)) {
             return Vec::new();
         }
-        let Some((_, handover)) = self.pending.take() else {
+        // Still wanted while this waits.
+        let Some(pending) = self.pending.take() else {
             return Vec::new();
         };
-        let (slot, done) = &*handover;
+        let (slot, done) = &*pending.handover;
         let mut ready = slot.lock().unwrap_or_else(PoisonError::into_inner);
         while ready.is_none() {
             ready = done.wait(ready).unwrap_or_else(PoisonError::into_inner);
@@ -132,6 +193,7 @@ impl ReadAhead {
         {
             self.stored_nearly_raw = true;
         }
+        self.failed = done.failed;
         let ready = done.chunks;
         if self.unread.len() + ready.len() > UNREAD_REMEMBERED.max(2 * self.depth) {
             self.unread.clear();
@@ -151,6 +213,7 @@ impl ReadAhead {
     /// the chunks handed over and not yet read whole.
     pub(crate) fn stop(&mut self) {
         self.pending = None;
+        self.failed = None;
         self.ahead_last = None;
         let mut spares = self.spares.lock().unwrap_or_else(PoisonError::into_inner);
         spares.most = 0;
@@ -189,25 +252,33 @@ impl ReadAhead {
     ) where
         F: Fn(&ChunkIndex, &mut Vec<u8>, Vec<u8>) -> Option<Vec<u8>> + Send + Sync + 'static,
     {
-        let job = move |chunks: Vec<ChunkIndex>, buffers: &Buffers| -> Vec<Decoded> {
-            chunks
+        let job = move |chunks: Vec<ChunkIndex>, buffers: &Buffers, wanted: &Wanted| {
+            let decoded = chunks
                 .into_par_iter()
                 .filter_map(|idx| {
+                    if !wanted.still() {
+                        return None;
+                    }
                     let mut stored = buffers.spare();
                     let decoded = decode(&idx, &mut stored, buffers.spare());
                     let stored_len = stored.len();
                     buffers.keep(stored);
                     decoded.map(|data| (idx, stored_len, data))
                 })
-                .collect()
+                .collect();
+            Fetched {
+                decoded,
+                failed: None,
+            }
         };
         self.start_after(first, last, grid, ahead, RunsOn::Pool, job);
     }
 
-    /// As [`ReadAhead::after`], for a store with latency: `job(chunks, buffers)` fetches
-    /// all the chunks at once and decodes them (into `buffers`' spares), on a thread of its
-    /// own, and gives back those it decoded (absent or undecodable ones are left out, for the
-    /// request that wants them to read itself).
+    /// As [`ReadAhead::after`], for a store with latency: `job(chunks, buffers, wanted)`
+    /// fetches all the chunks at once and decodes them (into `buffers`' spares), on a thread
+    /// of its own, stops once nobody is `wanted` any more, and gives back those it decoded
+    /// (absent or undecodable ones are left out, for the request that wants them to read
+    /// itself) and how its fetch failed.
     pub(crate) fn after_fetching<J>(
         &mut self,
         first: &[u64],
@@ -216,7 +287,7 @@ impl ReadAhead {
         ahead: usize,
         job: J,
     ) where
-        J: FnOnce(Vec<ChunkIndex>, &Buffers) -> Vec<Decoded> + Send + 'static,
+        J: FnOnce(Vec<ChunkIndex>, &Buffers, &Wanted) -> Fetched + Send + 'static,
     {
         self.start_after(first, last, grid, ahead, RunsOn::OwnThread, job);
     }
@@ -232,7 +303,7 @@ impl ReadAhead {
         runs_on: RunsOn,
         job: J,
     ) where
-        J: FnOnce(Vec<ChunkIndex>, &Buffers) -> Vec<Decoded> + Send + 'static,
+        J: FnOnce(Vec<ChunkIndex>, &Buffers, &Wanted) -> Fetched + Send + 'static,
     {
         let sequential = self.expected.as_deref() == Some(first);
         let next = next_chunk(last, grid);
@@ -243,8 +314,10 @@ impl ReadAhead {
         }
         self.expected = next;
         if !sequential {
-            // No sequence: its buffers are freed.
+            // No sequence: its buffers are freed, and a chunk its fetch failed on is fetched
+            // again by the request that wants it.
             self.ahead_last = None;
+            self.failed = None;
             self.spares
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
@@ -252,11 +325,11 @@ impl ReadAhead {
                 .clear();
             return;
         }
-        if let Some((chunks, _)) = &self.pending {
+        if let Some(pending) = &self.pending {
             if self
                 .expected
                 .as_ref()
-                .is_some_and(|e| chunks.last().is_some_and(|l| e <= l))
+                .is_some_and(|e| pending.chunks.last().is_some_and(|l| e <= l))
             {
                 return;
             }
@@ -286,14 +359,24 @@ impl ReadAhead {
             .unwrap_or_else(PoisonError::into_inner)
             .most = ahead + rayon::current_num_threads();
         let handover: Handover = Arc::default();
-        self.pending = Some((chunks.clone(), handover.clone()));
+        let interest = Arc::new(());
+        let wanted = Wanted(Arc::downgrade(&interest));
+        self.pending = Some(Pending {
+            chunks: chunks.clone(),
+            handover: handover.clone(),
+            _interest: interest,
+        });
         let buffers = Buffers(Arc::clone(&self.spares));
         let hand_over = Arc::clone(&handover);
         let work = move || {
             // A panic must not abort the host program: it hands over nothing instead.
             let decoded = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                let mut done = Done::default();
-                for (idx, stored, data) in job(chunks, &buffers) {
+                let fetched = job(chunks, &buffers, &wanted);
+                let mut done = Done {
+                    failed: fetched.failed,
+                    ..Done::default()
+                };
+                for (idx, stored, data) in fetched.decoded {
                     done.stored += stored;
                     done.decoded += data.len();
                     done.chunks.push((idx, data));
@@ -370,8 +453,8 @@ mod tests {
         assert!(ra.pending.is_none(), "one request is no sequence");
         ra.after(&[0, 1], &[0, 1], &grid, 2, decode.clone());
         // A request that wants none of the work leaves it for later.
-        assert!(ra.take(&[vec![0, 1]]).is_empty());
-        let got = ra.take(&[vec![1, 0]]);
+        assert!(ra.take(&[vec![0, 1]]).chunks.is_empty());
+        let got = ra.take(&[vec![1, 0]]).chunks;
         assert_eq!(
             got,
             vec![(vec![1, 0], vec![1, 0]), (vec![1, 1], vec![1, 1])]
@@ -379,9 +462,12 @@ mod tests {
         // Chunk (1, 0) was decoded ahead: the next work starts after (1, 1), also when the
         // request was read in parts (rows) first.
         ra.after(&[1, 0], &[1, 0], &grid, 2, decode.clone());
-        assert!(ra.take(&[vec![1, 0]]).is_empty());
+        assert!(ra.take(&[vec![1, 0]]).chunks.is_empty());
         ra.after(&[1, 0], &[1, 0], &grid, 2, decode.clone());
-        assert_eq!(ra.take(&[vec![2, 0]]), vec![(vec![2, 0], vec![2, 0])]);
+        assert_eq!(
+            ra.take(&[vec![2, 0]]).chunks,
+            vec![(vec![2, 0], vec![2, 0])]
+        );
         let mut asked = decoded.lock().unwrap().clone();
         asked.sort();
         assert_eq!(asked, [vec![1, 0], vec![1, 1], vec![2, 0], vec![2, 1]]);
@@ -397,7 +483,10 @@ mod tests {
         assert!(ra.pending.is_none());
         ra.after(&[1, 0], &[1, 0], &grid, 1, decode.clone());
         ra.after(&[1, 1], &[1, 1], &grid, 1, decode);
-        assert_eq!(ra.take(&[vec![2, 0]]), vec![(vec![2, 0], vec![2, 0])]);
+        assert_eq!(
+            ra.take(&[vec![2, 0]]).chunks,
+            vec![(vec![2, 0], vec![2, 0])]
+        );
     }
 
     /// Chunks handed over count as unread until one request reads them whole (once), what
@@ -410,7 +499,7 @@ mod tests {
         ra.after(&[0], &[0], &[8], 2, decode);
         ra.after(&[1], &[1], &[8], 2, decode);
         assert!(!ra.read_whole(&[2]), "not handed over yet");
-        assert_eq!(ra.take(&[vec![2]]).len(), 2);
+        assert_eq!(ra.take(&[vec![2]]).chunks.len(), 2);
         assert!(ra.read_whole(&[3]));
         assert!(!ra.read_whole(&[3]), "read whole once");
         assert!(ra.read_whole(&[2]));
@@ -419,7 +508,7 @@ mod tests {
             .map(|i| vec![100 + i])
             .collect();
         ra.after(&[2], &[2], &[8], 2, decode);
-        assert_eq!(ra.take(&[vec![5]]).len(), 2);
+        assert_eq!(ra.take(&[vec![5]]).chunks.len(), 2);
         assert_eq!(ra.unread.len(), 2, "too many unread: all forgotten");
         assert!(ra.read_whole(&[4]) && ra.read_whole(&[5]));
         assert!(!ra.read_whole(&[100]));
@@ -427,7 +516,7 @@ mod tests {
         let mut ra = ReadAhead::default();
         ra.after(&[0], &[0], &[300], 100, decode);
         ra.after(&[1], &[1], &[300], 100, decode);
-        assert_eq!(ra.take(&[vec![2]]).len(), 100);
+        assert_eq!(ra.take(&[vec![2]]).chunks.len(), 100);
         assert!((2..102).all(|c| ra.read_whole(&[c])));
     }
 
@@ -445,10 +534,15 @@ mod tests {
             ra.after(&[0], &[0], &[8], 2, decode);
             ra.after(&[1], &[1], &[8], 2, decode);
             assert!(!ra.stored_nearly_raw());
-            assert_eq!(ra.take(&[vec![2]]).len(), 1, "chunk 3 is absent");
+            assert_eq!(ra.take(&[vec![2]]).chunks.len(), 1, "chunk 3 is absent");
             assert_eq!(ra.stored_nearly_raw(), raw, "{stored_len} of 100 bytes");
             ra.after(&[2], &[2], &[8], 2, decode);
-            let (_, job) = ra.pending.clone().expect("a job under way");
+            let job = ra
+                .pending
+                .as_ref()
+                .expect("a job under way")
+                .handover
+                .clone();
             ra.stop();
             assert!(ra.pending.is_none());
             assert!(ra.spares.lock().unwrap().buffers.is_empty());
@@ -503,7 +597,99 @@ mod tests {
         };
         ra.after(&[0], &[0], &[4], 2, decode);
         ra.after(&[1], &[1], &[4], 2, decode);
-        assert!(ra.take(&[vec![2]]).is_empty());
+        assert!(ra.take(&[vec![2]]).chunks.is_empty());
+    }
+
+    /// A fetch that failed is the answer, once, of the first request that wants a chunk it
+    /// left unanswered, whether that request waited for the job or came later; chunks it
+    /// answered are handed over, and a new sequence forgets the failure.
+    #[test]
+    fn a_failed_fetch_answers_the_request_for_what_it_left_unanswered() {
+        let job = |chunks: Vec<ChunkIndex>, _: &Buffers, _: &Wanted| -> Fetched {
+            let (answered, unanswered): (Vec<_>, Vec<_>) =
+                chunks.into_iter().partition(|idx| idx[0] != 4);
+            Fetched {
+                decoded: answered
+                    .into_iter()
+                    .map(|idx| (idx.clone(), 1, vec![idx[0] as u8]))
+                    .collect(),
+                failed: Some((Error::Internal("stalled".into()), unanswered)),
+            }
+        };
+        let mut ra = ReadAhead::default();
+        ra.after_fetching(&[0], &[0], &[8], 4, job);
+        ra.after_fetching(&[1], &[1], &[8], 4, job);
+        let handed = ra.take(&[vec![2]]);
+        assert_eq!(handed.chunks.len(), 3, "chunks 2, 3 and 5");
+        assert!(handed.failure.is_none(), "chunk 2 was answered");
+        assert!(ra.take(&[vec![3]]).failure.is_none());
+        let handed = ra.take(&[vec![4], vec![5]]);
+        assert!(
+            matches!(handed.failure, Some(Error::Internal(ref m)) if m == "stalled"),
+            "{handed:?}"
+        );
+        assert!(ra.take(&[vec![4]]).failure.is_none(), "reported once");
+
+        let mut ra = ReadAhead::default();
+        ra.after_fetching(&[0], &[0], &[8], 4, job);
+        ra.after_fetching(&[1], &[1], &[8], 4, job);
+        let handed = ra.take(&[vec![4]]);
+        assert_eq!(handed.chunks.len(), 3);
+        assert!(handed.failure.is_some(), "the request waiting for the job");
+
+        let mut ra = ReadAhead::default();
+        ra.after_fetching(&[0], &[0], &[8], 4, job);
+        ra.after_fetching(&[1], &[1], &[8], 4, job);
+        assert_eq!(ra.take(&[vec![2]]).chunks.len(), 3);
+        ra.after_fetching(&[6], &[6], &[8], 4, job);
+        assert!(ra.take(&[vec![4]]).failure.is_none(), "another sequence");
+    }
+
+    /// Work the read-ahead lets go of (a sequence elsewhere, stopping, the dataset closed) is
+    /// told nobody waits for it; work a request waits for is wanted until handed over.
+    #[test]
+    fn work_nobody_waits_for_is_told_so() {
+        let until_unwanted = |_: Vec<ChunkIndex>, _: &Buffers, wanted: &Wanted| -> Fetched {
+            let start = std::time::Instant::now();
+            while wanted.still() && start.elapsed() < std::time::Duration::from_secs(20) {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            let seen = if wanted.still() { 1 } else { 0 };
+            Fetched {
+                decoded: vec![(vec![2], 1, vec![seen])],
+                failed: None,
+            }
+        };
+        type LetGo = fn(&mut Option<ReadAhead>);
+        let ways: [(&str, LetGo); 3] = [
+            ("stopped", |ra| ra.as_mut().unwrap().stop()),
+            ("moved elsewhere", |ra| {
+                let ra = ra.as_mut().unwrap();
+                let other = |_: Vec<ChunkIndex>, _: &Buffers, _: &Wanted| Fetched::default();
+                ra.after_fetching(&[5], &[5], &[8], 1, other);
+                ra.after_fetching(&[6], &[6], &[8], 1, other);
+            }),
+            ("closed", |ra| *ra = None),
+        ];
+        for (how, let_go) in ways {
+            let mut ra = Some(ReadAhead::default());
+            let r = ra.as_mut().unwrap();
+            r.after_fetching(&[0], &[0], &[8], 1, until_unwanted);
+            r.after_fetching(&[1], &[1], &[8], 1, until_unwanted);
+            let job = r.pending.as_ref().unwrap().handover.clone();
+            let_go(&mut ra);
+            let (slot, done) = &*job;
+            let started = std::time::Instant::now();
+            let mut finished = slot.lock().unwrap();
+            while finished.is_none() {
+                finished = done.wait(finished).unwrap();
+            }
+            assert_eq!(finished.as_ref().unwrap().chunks[0].1, [0], "{how}");
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(10),
+                "{how}"
+            );
+        }
     }
 
     /// A job fetching all its chunks at once runs on a thread of its own, not on the pool
@@ -512,19 +698,23 @@ mod tests {
     #[test]
     fn a_fetching_job_runs_off_the_pool_and_hands_its_chunks_over() {
         let mut ra = ReadAhead::default();
-        let job = |chunks: Vec<ChunkIndex>, buffers: &Buffers| -> Vec<Decoded> {
+        let job = |chunks: Vec<ChunkIndex>, buffers: &Buffers, _: &Wanted| -> Fetched {
             assert!(rayon::current_thread_index().is_none(), "on a pool thread");
             let mut out = buffers.spare();
             out.push(chunks.len() as u8);
-            chunks
+            let decoded = chunks
                 .into_iter()
                 .map(|idx| (idx.clone(), 1, vec![idx[0] as u8, out[0]]))
-                .collect()
+                .collect();
+            Fetched {
+                decoded,
+                failed: None,
+            }
         };
         ra.after_fetching(&[0], &[0], &[8], 3, job);
         assert!(ra.pending.is_none(), "one request is no sequence");
         ra.after_fetching(&[1], &[1], &[8], 3, job);
-        let got = ra.take(&[vec![3]]);
+        let got = ra.take(&[vec![3]]).chunks;
         assert_eq!(
             got,
             vec![
@@ -536,9 +726,10 @@ mod tests {
         assert!(ra.read_whole(&[4]));
 
         let mut ra = ReadAhead::default();
-        let panics = |_: Vec<ChunkIndex>, _: &Buffers| -> Vec<Decoded> { panic!("fetch failed") };
+        let panics =
+            |_: Vec<ChunkIndex>, _: &Buffers, _: &Wanted| -> Fetched { panic!("fetch failed") };
         ra.after_fetching(&[0], &[0], &[4], 2, panics);
         ra.after_fetching(&[1], &[1], &[4], 2, panics);
-        assert!(ra.take(&[vec![2]]).is_empty());
+        assert!(ra.take(&[vec![2]]).chunks.is_empty());
     }
 }
