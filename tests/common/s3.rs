@@ -64,6 +64,8 @@ impl Server {
                 .args(["start", kind.name(), &port.to_string()])
                 .arg(dir.path())
                 .arg(BUCKET)
+                // Stopped when this test program exits, also when it never drops the server.
+                .env("S3_SERVER_OWNER", std::process::id().to_string())
                 .output()
                 .expect("scripts/s3-server");
             if out.status.success() {
