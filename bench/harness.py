@@ -454,10 +454,12 @@ def chunk_count(case, size):
 
 def start_s3s_fs(directory, environ):
     """Starts s3s-fs on a free loopback port serving `directory`/data (scripts/s3-server), with
-    the bench bucket, in environment `environ`; stopped when the harness exits. Its port."""
+    the bench bucket, in environment `environ`; stopped when the harness exits, also when it is
+    killed. Its port."""
     import atexit
     port = free_port()
     script = os.path.join(ROOT, "scripts", "s3-server")
+    environ = dict(environ, S3_SERVER_OWNER=str(os.getpid()))
     r = subprocess.run([script, "start", "s3s-fs", str(port), directory, S3_BUCKET],
                        env=environ, capture_output=True, text=True)
     if r.returncode != 0:
