@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::s3::{ACCESS_KEY, BUCKET, CountingProxy, Kind, Request, SECRET_KEY, Server};
+use common::s3::{ACCESS_KEY, BUCKET, CountingProxy, Kind, Request, SECRET_KEY, Server, Trap};
 use common::{Host, Report, Run, case_name, cdl_files, dump, run_env, scratch, url};
 use std::fs;
 use std::path::Path;
@@ -496,7 +496,7 @@ fn reading_chunk_after_chunk_from_s3_fetches_the_next_ones_ahead_once_each() {
 fn a_chunk_the_server_stalls_on_is_asked_for_once() {
     let server = Server::start(Kind::S3sFs);
     let stalled = format!("/{BUCKET}/stall/a/v/5.0");
-    let proxy = CountingProxy::start_stalling(server.port, Some(&stalled));
+    let proxy = CountingProxy::start_trapping(server.port, Some((&stalled, Trap::Stall)));
     let dir = scratch("s3-stall");
     let endpoint = proxy.endpoint();
     let env = env_with(
@@ -532,6 +532,52 @@ fn a_chunk_the_server_stalls_on_is_asked_for_once() {
         fetched_ahead > 6,
         "the chunks after it were not fetched ahead: {reqs:?}"
     );
+}
+
+/// A server that answers the GET of a compressed chunk with an endless body: the read fails
+/// with a netCDF error once the body no longer fits in memory (a 4 GiB address space here),
+/// and the host program does not abort.
+#[test]
+fn an_endless_chunk_body_is_an_error_not_an_abort() {
+    let server = Server::start(Kind::S3sFs);
+    let endless = format!("/{BUCKET}/endless/a/w/0.0.0");
+    // Written straight to the server (a write reads chunks back too), read through the trap.
+    let proxy = CountingProxy::start_trapping(server.port, Some((&endless, Trap::EndlessBody)));
+    let dir = scratch("s3-endless");
+    let (direct, trapped) = (server.endpoint(), proxy.endpoint());
+    let env_at = |endpoint| {
+        env_with(
+            dir.path(),
+            &[
+                ("AWS_ACCESS_KEY_ID", ACCESS_KEY),
+                ("AWS_SECRET_ACCESS_KEY", SECRET_KEY),
+                ("AWS_ENDPOINT_URL", endpoint),
+            ],
+        )
+    };
+    let cdl = sample_cdl(dir.path());
+    let s3 = format!("s3://{BUCKET}/endless/a#mode=nczarr,s3");
+    let r = tool(
+        "ncgen",
+        &["-4", "-o", &s3, cdl.to_str().unwrap()],
+        &env_at(&direct),
+    );
+    assert!(r.success(), "{}", r.describe());
+
+    let env = env_at(&trapped);
+    let r = tool(
+        "prlimit",
+        &["--as=4294967296", "ncdump", "-v", "w", &s3],
+        &env,
+    );
+    assert!(!r.success() && !r.crashed(), "{}", r.describe());
+    assert!(
+        r.stderr.contains("does not fit in memory"),
+        "{}",
+        r.describe()
+    );
+    let reqs = proxy.take();
+    assert!(reqs.iter().any(|r| r.target.contains(&endless)), "{reqs:?}");
 }
 
 /// A server that went away: a netCDF error from the tool, within the configured timeout.

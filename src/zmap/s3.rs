@@ -389,7 +389,7 @@ async fn get_span(
             let len = result.meta.size;
             let version = result.meta.e_tag.clone();
             let got = result.range.clone();
-            let bytes = result.bytes().await?;
+            let bytes = Bytes::from(body::gather(result).await?);
             if got.start == span.start && got.end - got.start == bytes.len() as u64 {
                 return Ok(Some(Spanned {
                     len,

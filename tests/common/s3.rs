@@ -169,13 +169,37 @@ fn read_head(reader: &mut BufReader<TcpStream>) -> Option<Vec<String>> {
     }
 }
 
+/// What a [`CountingProxy`] does with the GETs it traps, instead of forwarding them.
+#[derive(Debug, Clone, Copy)]
+pub enum Trap {
+    /// Never answers (the connection stays open): a server that stalls.
+    Stall,
+    /// Answers 200 with a body announced as 64 GiB and sends zeros until the client hangs up.
+    EndlessBody,
+}
+
+fn answer_trapped(mut client: TcpStream, trap: Trap) {
+    match trap {
+        Trap::Stall => std::thread::sleep(Duration::from_secs(3600)),
+        Trap::EndlessBody => {
+            let zeros = vec![0u8; 1 << 20];
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", 64u64 << 30);
+            if client.write_all(head.as_bytes()).is_ok() {
+                while client.write_all(&zeros).is_ok() {}
+            }
+            let _ = client.shutdown(Shutdown::Both);
+        }
+    }
+}
+
 fn forward_requests(
     client: TcpStream,
     mut server: TcpStream,
     connection: usize,
     log: Arc<Mutex<Vec<Request>>>,
-    stall: Option<Arc<str>>,
+    trap: Option<(Arc<str>, Trap)>,
 ) {
+    let answer_to = client.try_clone().unwrap();
     let mut reader = BufReader::new(client);
     while let Some(head) = read_head(&mut reader) {
         let mut parts = head[0].split_whitespace();
@@ -196,7 +220,10 @@ fn forward_requests(
             header("transfer-encoding").is_none(),
             "the counting proxy does not understand chunked uploads"
         );
-        let stalls = method == "GET" && stall.as_deref().is_some_and(|s| target.contains(s));
+        let trapped = trap
+            .as_ref()
+            .filter(|(pattern, _)| method == "GET" && target.contains(&**pattern))
+            .map(|(_, trap)| *trap);
         log.lock().unwrap().push(Request {
             method,
             target,
@@ -204,9 +231,8 @@ fn forward_requests(
             connection,
             range: header("range"),
         });
-        if stalls {
-            // Never forwarded, never answered: the connection stays open.
-            std::thread::sleep(Duration::from_secs(3600));
+        if let Some(trap) = trapped {
+            answer_trapped(answer_to, trap);
             return;
         }
         let mut body = vec![0u8; length];
@@ -223,13 +249,13 @@ fn forward_requests(
 impl CountingProxy {
     /// Forwards 127.0.0.1:<new port> to 127.0.0.1:`target`.
     pub fn start(target: u16) -> CountingProxy {
-        Self::start_stalling(target, None)
+        Self::start_trapping(target, None)
     }
 
-    /// As [`CountingProxy::start`], but a GET whose target contains `stall` is recorded and
-    /// never answered (a server that stalls).
-    pub fn start_stalling(target: u16, stall: Option<&str>) -> CountingProxy {
-        let stall: Option<Arc<str>> = stall.map(Arc::from);
+    /// As [`CountingProxy::start`], but a GET whose target contains the pattern of `trap` is
+    /// recorded and answered as the trap says, not forwarded.
+    pub fn start_trapping(target: u16, trap: Option<(&str, Trap)>) -> CountingProxy {
+        let trap: Option<(Arc<str>, Trap)> = trap.map(|(p, t)| (Arc::from(p), t));
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let log = Arc::new(Mutex::new(Vec::new()));
@@ -246,8 +272,8 @@ impl CountingProxy {
                     let _ = std::io::copy(&mut back_from, &mut back_to);
                     let _ = back_to.shutdown(Shutdown::Write);
                 });
-                let (log, stall) = (Arc::clone(&shared), stall.clone());
-                std::thread::spawn(move || forward_requests(client, server, n, log, stall));
+                let (log, trap) = (Arc::clone(&shared), trap.clone());
+                std::thread::spawn(move || forward_requests(client, server, n, log, trap));
             }
         });
         CountingProxy { port, log }

@@ -25,14 +25,25 @@ pub struct Frame {
     pub bytes: Bytes,
 }
 
-/// The whole body, in one buffer reserved for the announced size.
+/// The whole body, in one buffer reserved for the announced size. A body larger than memory
+/// allows is an error, not an abort of the host program (a server may send any amount).
 pub async fn gather(result: GetResult) -> object_store::Result<Vec<u8>> {
     let mut whole = Vec::new();
-    let announced = result.meta.size.min(RESERVED_AT_MOST);
+    let announced = (result.range.end.saturating_sub(result.range.start)).min(RESERVED_AT_MOST);
     // Only a hint: a refused reservation leaves the buffer to grow as the frames come.
     let _ = whole.try_reserve_exact(usize::try_from(announced).unwrap_or(0));
     let mut frames = result.into_stream();
     while let Some(frame) = frames.try_next().await? {
+        whole
+            .try_reserve(frame.len())
+            .map_err(|_| object_store::Error::Generic {
+                store: "S3",
+                source: format!(
+                    "a body of over {} bytes does not fit in memory",
+                    whole.len()
+                )
+                .into(),
+            })?;
         whole.extend_from_slice(&frame);
     }
     Ok(whole)
