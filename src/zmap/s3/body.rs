@@ -4,7 +4,7 @@
 //! Owns one rule: a frame is let go as soon as it is copied. A frame is a slice of its
 //! connection's read buffer and keeps the whole of that buffer alive while it is held, so a
 //! body whose frames are all held until its end costs about twice its size (123 MiB for the
-//! 64 MiB of 64 concurrent 1 MiB GETs, measured). It knows nothing of stores, keys or S3.
+//! 64 MiB of 64 concurrent 1 MiB GETs, measured). It knows nothing of stores or keys.
 
 use bytes::Bytes;
 use futures::TryStreamExt;
