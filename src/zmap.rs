@@ -4,6 +4,7 @@
 //! (memory, directory tree, zip archive, S3) implements [`Store`] and passes the one
 //! conformance suite in `tests/zmap_conformance.rs`.
 
+pub mod created;
 pub mod file;
 pub mod key;
 pub mod memory;

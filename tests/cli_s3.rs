@@ -404,7 +404,8 @@ impl Counted {
     }
 }
 
-/// `ncdump` of a variable of 40 chunks: one GET per chunk, no HEAD at all.
+/// `ncgen` into a new dataset asks for none of its chunks; `ncdump` of a variable of 40
+/// chunks: one GET per chunk, no HEAD at all.
 #[test]
 fn ncdump_reads_each_chunk_with_one_get_and_no_head() {
     let counted = Counted::start("s3-count");
@@ -420,6 +421,19 @@ fn ncdump_reads_each_chunk_with_one_get_and_no_head() {
         .filter(|r| !r.target.contains("/."))
         .count();
     assert_eq!(chunk_puts, 40, "{writes:?}");
+    // `w` is written in parts of its chunks; a new dataset has no chunk to read back first.
+    let chunk_gets: Vec<&Request> = writes
+        .iter()
+        .filter(|r| r.method == "GET" && r.target.contains("/count/a/"))
+        .filter(|r| !r.target.contains("/.") && !r.target.contains('?'))
+        .collect();
+    assert!(chunk_gets.is_empty(), "{chunk_gets:?}");
+    assert!(
+        writes
+            .iter()
+            .any(|r| r.method == "PUT" && r.target.contains("/count/a/w/")),
+        "{writes:?}"
+    );
 
     let r = tool("ncdump", &[&s3], &env);
     assert!(r.success(), "{}", r.describe());

@@ -11,6 +11,7 @@ use nczarr_rs::zmap::s3::S3Store;
 
 use nczarr_rs::Error;
 use nczarr_rs::url::DatasetUrl;
+use nczarr_rs::zmap::created::CreatedStore;
 use nczarr_rs::zmap::file::FileStore;
 use nczarr_rs::zmap::memory::MemoryStore;
 use nczarr_rs::zmap::overlay::OverlayStore;
@@ -52,6 +53,14 @@ struct Fixture {
 fn memory() -> Fixture {
     Fixture {
         store: Box::new(MemoryStore::new()),
+        _dir: None,
+    }
+}
+
+/// The view of a store a dataset was just created in, over an empty one.
+fn created_over_memory() -> Fixture {
+    Fixture {
+        store: Box::new(CreatedStore::new(Box::new(MemoryStore::new()))),
         _dir: None,
     }
 }
@@ -504,6 +513,11 @@ fn s3_store_conforms_on_moto() {
 #[test]
 fn overlay_store_conforms() {
     conformance(&overlay_over_directory);
+}
+
+#[test]
+fn created_store_conforms() {
+    conformance(&created_over_memory);
 }
 
 #[test]

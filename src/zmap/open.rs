@@ -4,6 +4,7 @@
 //! it opens an existing location or creates a new one. It must not know what the store holds.
 
 use super::Store;
+use super::created::CreatedStore;
 use super::file::FileStore;
 use super::memory::MemoryStore;
 use super::overlay::OverlayStore;
@@ -32,7 +33,8 @@ pub enum OpenHow {
 /// Opens or creates the store that `url` names.
 ///
 /// Directory trees are served by [`FileStore`], zip archives by [`ZipStore`], S3 by
-/// [`S3Store`] (settings from the URL, the environment and the shared AWS files).
+/// [`S3Store`] (settings from the URL, the environment and the shared AWS files; a new dataset
+/// there through [`CreatedStore`], every read being a round trip).
 pub fn open_store(url: &DatasetUrl, how: OpenHow) -> Result<Box<dyn Store>> {
     match url.storage_kind() {
         StorageKind::File => {
@@ -53,11 +55,13 @@ pub fn open_store(url: &DatasetUrl, how: OpenHow) -> Result<Box<dyn Store>> {
         }
         StorageKind::S3 => {
             let settings = S3Settings::resolve(url, &|k| std::env::var(k).ok())?;
-            let store = match how {
-                OpenHow::Open { writable: _ } => S3Store::open(settings)?,
-                OpenHow::Create { clobber } => S3Store::create(settings, clobber)?,
-            };
-            Ok(Box::new(store))
+            Ok(match how {
+                OpenHow::Open { writable: _ } => Box::new(S3Store::open(settings)?),
+                // Empty once created: what this session did not write is not asked for.
+                OpenHow::Create { clobber } => Box::new(CreatedStore::new(Box::new(
+                    S3Store::create(settings, clobber)?,
+                ))),
+            })
         }
     }
 }
