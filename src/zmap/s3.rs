@@ -315,16 +315,27 @@ async fn bounded<T>(
     }
 }
 
+/// One GET, answered as far as its head: `None` for a missing object.
+async fn get_found(
+    client: &dyn ObjectStore,
+    path: &Path,
+) -> std::result::Result<Option<object_store::GetResult>, Failure> {
+    match client.get(path).await {
+        Ok(result) => Ok(Some(result)),
+        Err(object_store::Error::NotFound { .. }) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// One GET; a missing object is `None`. The body is gathered as it arrives
 /// ([`body::gather`]).
 async fn get_object(
     client: Arc<dyn ObjectStore>,
     path: Path,
 ) -> std::result::Result<Option<Vec<u8>>, Failure> {
-    match client.get(&path).await {
-        Ok(result) => Ok(Some(body::gather(result).await?)),
-        Err(object_store::Error::NotFound { .. }) => Ok(None),
-        Err(e) => Err(e.into()),
+    match get_found(&*client, &path).await? {
+        Some(result) => Ok(Some(body::gather(result).await?)),
+        None => Ok(None),
     }
 }
 
@@ -336,10 +347,9 @@ async fn send_object(
     object: usize,
     to: tokio::sync::mpsc::Sender<body::Frame>,
 ) -> std::result::Result<Option<u64>, Failure> {
-    match client.get(&path).await {
-        Ok(result) => Ok(Some(body::send(result, object, &to).await?)),
-        Err(object_store::Error::NotFound { .. }) => Ok(None),
-        Err(e) => Err(e.into()),
+    match get_found(&*client, &path).await? {
+        Some(result) => Ok(Some(body::send(result, object, &to).await?)),
+        None => Ok(None),
     }
 }
 
