@@ -451,6 +451,82 @@ fn ncdump_reads_each_chunk_with_one_get_and_no_head() {
     assert!(reqs.iter().all(|r| r.method != "HEAD"), "{reqs:?}");
 }
 
+/// The sample dataset, written by `ncgen` straight to a fresh s3s-fs at
+/// `s3://BUCKET/<stem>/a`, and a proxy in front of that server which records what the tools
+/// under test ask for (and answers the GETs a trap names itself). Fields drop in order: the
+/// proxy goes before the server.
+struct SampleBehindProxy {
+    proxy: CountingProxy,
+    endpoint: String,
+    dir: tempfile::TempDir,
+    cdl: std::path::PathBuf,
+    stem: String,
+    s3: String,
+    _server: Server,
+}
+
+impl SampleBehindProxy {
+    /// `trap`: a key of the dataset whose GETs the proxy answers itself, and how.
+    fn start(stem: &str, trap: Option<(&str, Trap)>) -> SampleBehindProxy {
+        let server = Server::start(Kind::S3sFs);
+        let trap = trap.map(|(key, how)| (format!("/{BUCKET}/{stem}/a/{key}"), how));
+        let proxy = CountingProxy::start_trapping(
+            server.port,
+            trap.as_ref().map(|(target, how)| (target.as_str(), *how)),
+        );
+        let dir = scratch(&format!("s3-{stem}"));
+        let cdl = sample_cdl(dir.path());
+        let s3 = format!("s3://{BUCKET}/{stem}/a#mode=nczarr,s3");
+        let direct = server.endpoint();
+        let env = signed_env(dir.path(), &direct, &[]);
+        let r = tool("ncgen", &["-4", "-o", &s3, cdl.to_str().unwrap()], &env);
+        assert!(r.success(), "{}", r.describe());
+        SampleBehindProxy {
+            endpoint: proxy.endpoint(),
+            proxy,
+            dir,
+            cdl,
+            stem: stem.to_string(),
+            s3,
+            _server: server,
+        }
+    }
+
+    /// The environment of a tool that goes through the proxy, signed, plus `extra`.
+    fn env<'a>(&'a self, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, Option<&'a str>)> {
+        signed_env(self.dir.path(), &self.endpoint, extra)
+    }
+
+    /// The request target of the dataset's object `key`.
+    fn target(&self, key: &str) -> String {
+        format!("/{BUCKET}/{}/a/{key}", self.stem)
+    }
+
+    /// The GETs of chunk objects of variable `var` among `reqs`.
+    fn chunk_gets<'r>(&self, reqs: &'r [Request], var: &str) -> Vec<&'r Request> {
+        let below = self.target(&format!("{var}/"));
+        reqs.iter()
+            .filter(|r| r.method == "GET" && r.target.contains(&below))
+            .filter(|r| !r.target.contains("/."))
+            .collect()
+    }
+}
+
+/// A clean environment signed with the test keys, talking to `endpoint`, plus `extra`.
+fn signed_env<'a>(
+    home: &'a Path,
+    endpoint: &'a str,
+    extra: &[(&'a str, &'a str)],
+) -> Vec<(&'a str, Option<&'a str>)> {
+    let mut vars = vec![
+        ("AWS_ACCESS_KEY_ID", ACCESS_KEY),
+        ("AWS_SECRET_ACCESS_KEY", SECRET_KEY),
+        ("AWS_ENDPOINT_URL", endpoint),
+    ];
+    vars.extend_from_slice(extra);
+    env_with(home, &vars)
+}
+
 /// `ncdump` reads a variable one row at a time, here one chunk at a time (40 chunks of one
 /// row): the chunks after each request are fetched ahead with their requests in flight
 /// together, so they arrive on several connections (s3s-fs keeps connections open, so one
@@ -458,31 +534,13 @@ fn ncdump_reads_each_chunk_with_one_get_and_no_head() {
 /// with the right values.
 #[test]
 fn reading_chunk_after_chunk_from_s3_fetches_the_next_ones_ahead_once_each() {
-    let server = Server::start(Kind::S3sFs);
-    let proxy = CountingProxy::start(server.port);
-    let dir = scratch("s3-ahead");
-    let endpoint = proxy.endpoint();
-    let env = env_with(
-        dir.path(),
-        &[
-            ("AWS_ACCESS_KEY_ID", ACCESS_KEY),
-            ("AWS_SECRET_ACCESS_KEY", SECRET_KEY),
-            ("AWS_ENDPOINT_URL", &endpoint),
-        ],
-    );
-    let cdl = sample_cdl(dir.path());
-    let s3 = format!("s3://{BUCKET}/ahead/a#mode=nczarr,s3");
-    let r = tool("ncgen", &["-4", "-o", &s3, cdl.to_str().unwrap()], &env);
-    assert!(r.success(), "{}", r.describe());
-    proxy.take();
-
-    let dumped = tool("ncdump", &["-v", "v", &s3], &env).output().unwrap();
-    let reqs = proxy.take();
-    let chunk_gets: Vec<&Request> = reqs
-        .iter()
-        .filter(|r| r.method == "GET" && r.target.contains("/ahead/a/v/"))
-        .filter(|r| !r.target.contains("/."))
-        .collect();
+    let sample = SampleBehindProxy::start("ahead", None);
+    let env = sample.env(&[]);
+    let dumped = tool("ncdump", &["-v", "v", &sample.s3], &env)
+        .output()
+        .unwrap();
+    let reqs = sample.proxy.take();
+    let chunk_gets = sample.chunk_gets(&reqs, "v");
     let mut unique: Vec<&str> = chunk_gets.iter().map(|r| r.target.as_str()).collect();
     unique.sort_unstable();
     unique.dedup();
@@ -495,8 +553,9 @@ fn reading_chunk_after_chunk_from_s3_fetches_the_next_ones_ahead_once_each() {
     );
     assert!(reqs.iter().all(|r| r.method != "HEAD"), "{reqs:?}");
 
-    let local = url(&dir.path().join("local.zarr"), "nczarr,file");
-    let r = tool("ncgen", &["-4", "-o", &local, cdl.to_str().unwrap()], &env);
+    let local = url(&sample.dir.path().join("local.zarr"), "nczarr,file");
+    let cdl = sample.cdl.to_str().unwrap();
+    let r = tool("ncgen", &["-4", "-o", &local, cdl], &env);
     assert!(r.success(), "{}", r.describe());
     let want = tool("ncdump", &["-v", "v", &local], &env).output().unwrap();
     assert_eq!(dump::normalise_name(&dumped), dump::normalise_name(&want));
@@ -508,42 +567,20 @@ fn reading_chunk_after_chunk_from_s3_fetches_the_next_ones_ahead_once_each() {
 /// instead of asking the stalled server again and waiting a second time.
 #[test]
 fn a_chunk_the_server_stalls_on_is_asked_for_once() {
-    let server = Server::start(Kind::S3sFs);
-    let stalled = format!("/{BUCKET}/stall/a/v/5.0");
-    let proxy = CountingProxy::start_trapping(server.port, Some((&stalled, Trap::Stall)));
-    let dir = scratch("s3-stall");
-    let endpoint = proxy.endpoint();
-    let env = env_with(
-        dir.path(),
-        &[
-            ("AWS_ACCESS_KEY_ID", ACCESS_KEY),
-            ("AWS_SECRET_ACCESS_KEY", SECRET_KEY),
-            ("AWS_ENDPOINT_URL", &endpoint),
-            ("NCZARR_RS_S3_TIMEOUT", "3"),
-        ],
-    );
-    let cdl = sample_cdl(dir.path());
-    let s3 = format!("s3://{BUCKET}/stall/a#mode=nczarr,s3");
-    let r = tool("ncgen", &["-4", "-o", &s3, cdl.to_str().unwrap()], &env);
-    assert!(r.success(), "{}", r.describe());
-    proxy.take();
-
-    let r = tool("ncdump", &["-v", "v", &s3], &env);
+    let sample = SampleBehindProxy::start("stall", Some(("v/5.0", Trap::Stall)));
+    let env = sample.env(&[("NCZARR_RS_S3_TIMEOUT", "3")]);
+    let r = tool("ncdump", &["-v", "v", &sample.s3], &env);
     assert!(!r.success() && !r.crashed(), "{}", r.describe());
     assert!(r.stderr.contains("v/5.0"), "{}", r.describe());
-    let reqs = proxy.take();
+    let reqs = sample.proxy.take();
+    let stalled = sample.target("v/5.0");
     let asked: Vec<&Request> = reqs
         .iter()
         .filter(|r| r.target.contains(&stalled))
         .collect();
     assert_eq!(asked.len(), 1, "{reqs:?}");
-    let fetched_ahead = reqs
-        .iter()
-        .filter(|r| r.method == "GET" && r.target.contains("/stall/a/v/"))
-        .filter(|r| !r.target.contains("/."))
-        .count();
     assert!(
-        fetched_ahead > 6,
+        sample.chunk_gets(&reqs, "v").len() > 6,
         "the chunks after it were not fetched ahead: {reqs:?}"
     );
 }
@@ -553,35 +590,11 @@ fn a_chunk_the_server_stalls_on_is_asked_for_once() {
 /// and the host program does not abort.
 #[test]
 fn an_endless_chunk_body_is_an_error_not_an_abort() {
-    let server = Server::start(Kind::S3sFs);
-    let endless = format!("/{BUCKET}/endless/a/w/0.0.0");
-    // Written straight to the server (a write reads chunks back too), read through the trap.
-    let proxy = CountingProxy::start_trapping(server.port, Some((&endless, Trap::EndlessBody)));
-    let dir = scratch("s3-endless");
-    let (direct, trapped) = (server.endpoint(), proxy.endpoint());
-    let env_at = |endpoint| {
-        env_with(
-            dir.path(),
-            &[
-                ("AWS_ACCESS_KEY_ID", ACCESS_KEY),
-                ("AWS_SECRET_ACCESS_KEY", SECRET_KEY),
-                ("AWS_ENDPOINT_URL", endpoint),
-            ],
-        )
-    };
-    let cdl = sample_cdl(dir.path());
-    let s3 = format!("s3://{BUCKET}/endless/a#mode=nczarr,s3");
-    let r = tool(
-        "ncgen",
-        &["-4", "-o", &s3, cdl.to_str().unwrap()],
-        &env_at(&direct),
-    );
-    assert!(r.success(), "{}", r.describe());
-
-    let env = env_at(&trapped);
+    let sample = SampleBehindProxy::start("endless", Some(("w/0.0.0", Trap::EndlessBody)));
+    let env = sample.env(&[]);
     let r = tool(
         "prlimit",
-        &["--as=4294967296", "ncdump", "-v", "w", &s3],
+        &["--as=4294967296", "ncdump", "-v", "w", &sample.s3],
         &env,
     );
     assert!(!r.success() && !r.crashed(), "{}", r.describe());
@@ -590,7 +603,8 @@ fn an_endless_chunk_body_is_an_error_not_an_abort() {
         "{}",
         r.describe()
     );
-    let reqs = proxy.take();
+    let reqs = sample.proxy.take();
+    let endless = sample.target("w/0.0.0");
     assert!(reqs.iter().any(|r| r.target.contains(&endless)), "{reqs:?}");
 }
 
