@@ -496,3 +496,43 @@ fn a_time_series_is_one_small_ranged_get_per_chunk() {
         .unwrap_err();
     assert!(matches!(err, Error::ChunkSize { .. }), "{err:?}");
 }
+
+/// `scripts/s3-server start` with `S3_SERVER_OWNER` stops the server once that process has
+/// exited, also when nobody stops it (a test program keeping its server in a static).
+#[test]
+fn a_test_server_stops_once_its_owner_has_exited() {
+    let mut owner = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    let dir = tempfile::TempDir::new().unwrap();
+    let out = std::process::Command::new(common::s3::script())
+        .args(["start", "s3s-fs", &common::s3::free_port().to_string()])
+        .arg(dir.path())
+        .env("S3_SERVER_OWNER", owner.id().to_string())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    // Whatever the outcome, the server is not left behind.
+    struct StopsOnDrop<'a>(&'a std::path::Path);
+    impl Drop for StopsOnDrop<'_> {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new(common::s3::script())
+                .arg("stop")
+                .arg(self.0)
+                .status();
+        }
+    }
+    let _stops = StopsOnDrop(dir.path());
+    let pid = std::fs::read_to_string(dir.path().join("server.pid")).unwrap();
+    let running = std::path::PathBuf::from(format!("/proc/{}", pid.trim()));
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(running.exists(), "the server stopped while its owner ran");
+    owner.kill().unwrap();
+    owner.wait().unwrap();
+    let start = std::time::Instant::now();
+    while running.exists() && start.elapsed() < Duration::from_secs(15) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(!running.exists(), "the server outlived its owner");
+}

@@ -42,7 +42,8 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-fn script() -> PathBuf {
+/// `scripts/s3-server`.
+pub fn script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/s3-server")
 }
 
