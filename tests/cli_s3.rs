@@ -7,14 +7,27 @@
 
 mod common;
 
-use common::s3::{ACCESS_KEY, BUCKET, CountingProxy, Kind, Request, SECRET_KEY, Server, Trap};
+use common::credential_service;
+use common::s3::{
+    ACCESS_KEY, BUCKET, CountingProxy, FakeServer, Kind, Misbehaviour, Request, SECRET_KEY, Server,
+    Trap,
+};
 use common::{Host, Report, Run, case_name, cdl_files, dump, run_env, scratch, url};
 use std::fs;
 use std::path::Path;
 
 /// Every AWS variable a developer's shell might carry; each run starts without them.
-const AWS_VARS: [&str; 11] = [
+const AWS_VARS: [&str; 20] = [
     "AWS_PROFILE",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_ROLE_ARN",
+    "AWS_ROLE_SESSION_NAME",
+    "AWS_ENDPOINT_URL_STS",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
+    "AWS_EC2_METADATA_SERVICE_ENDPOINT",
+    "AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE",
     "AWS_ACCESS_KEY_ID",
     "AWS_SECRET_ACCESS_KEY",
     "AWS_SESSION_TOKEN",
@@ -30,9 +43,12 @@ const AWS_VARS: [&str; 11] = [
 /// Extra environment of one case.
 type Vars<'a> = Vec<(&'a str, &'a str)>;
 
-/// A clean AWS environment with `HOME` pointing at an empty directory, plus `extra`.
+/// A clean AWS environment with `HOME` pointing at an empty directory, plus `extra`. The EC2
+/// metadata service is not asked unless `extra` says so (the machine running the tests may be
+/// an EC2 instance).
 fn env_with<'a>(home: &'a Path, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, Option<&'a str>)> {
     let mut env: Vec<(&str, Option<&str>)> = AWS_VARS.iter().map(|v| (*v, None)).collect();
+    env.push(("AWS_EC2_METADATA_DISABLED", Some("true")));
     env.push(("HOME", Some(home.to_str().unwrap())));
     env.extend(extra.iter().map(|(k, v)| (*k, Some(*v))));
     env
@@ -309,6 +325,256 @@ fn every_credential_source_reaches_a_signing_server() {
             r.describe()
         );
     }
+}
+
+/// The sample on s3s-fs (which checks signatures), written with keys from the environment, and
+/// read back by stock `ncdump` with credentials from elsewhere.
+struct SampleForCredentials {
+    server: Server,
+    dir: tempfile::TempDir,
+    target: String,
+    want: String,
+}
+
+impl SampleForCredentials {
+    fn start(stem: &str) -> SampleForCredentials {
+        let server = Server::start(Kind::S3sFs);
+        let dir = scratch(stem);
+        let cdl = sample_cdl(dir.path());
+        let target = format!("s3://{BUCKET}/{stem}/a#mode=nczarr,s3");
+        let endpoint = server.endpoint();
+        let keys = [
+            ("AWS_ENDPOINT_URL", endpoint.as_str()),
+            ("AWS_ACCESS_KEY_ID", ACCESS_KEY),
+            ("AWS_SECRET_ACCESS_KEY", SECRET_KEY),
+        ];
+        let env = env_with(dir.path(), &keys);
+        let r = tool("ncgen", &["-4", "-o", &target, cdl.to_str().unwrap()], &env);
+        assert!(r.success(), "{}", r.describe());
+        let want = ncdump_ok(&target, &env).unwrap();
+        SampleForCredentials {
+            server,
+            dir,
+            target,
+            want,
+        }
+    }
+
+    /// `ncdump OPTS` of the sample with no keys, the server's endpoint and `extra`.
+    fn dump(&self, opts: &[&str], extra: &[(&str, &str)]) -> Run {
+        let endpoint = self.server.endpoint();
+        let base = [
+            ("AWS_ENDPOINT_URL", endpoint.as_str()),
+            ("NCZARR_RS_S3_TIMEOUT", "5"),
+        ];
+        let all = [base.as_slice(), extra].concat();
+        let args: Vec<&str> = opts.iter().copied().chain([self.target.as_str()]).collect();
+        tool("ncdump", &args, &env_with(self.dir.path(), &all))
+    }
+
+    /// The whole sample read with `extra` equals what was written.
+    fn reads(&self, extra: &[(&str, &str)], what: &str) {
+        let got = self.dump(&[], extra).output();
+        let got = got.map(|d| dump::normalise_name(&d));
+        assert_eq!(got.as_ref(), Ok(&self.want), "{what}");
+    }
+
+    /// With `extra`, `ncdump -h` fails with an authorization failure whose message has `why`.
+    fn refused(&self, extra: &[(&str, &str)], why: &str) {
+        let r = self.dump(&["-h"], extra);
+        assert!(
+            !r.success() && !r.crashed() && r.stderr.contains("Authorization failure"),
+            "{}",
+            r.describe()
+        );
+        assert!(r.stderr.contains(why), "{why:?} in {}", r.describe());
+    }
+}
+
+/// The keys s3s-fs accepts (or, with another secret, refuses) as a credential service serves
+/// them.
+fn served_keys(secret: &str) -> credential_service::Keys {
+    credential_service::Keys {
+        access_key_id: ACCESS_KEY.into(),
+        secret_access_key: secret.into(),
+        session_token: "served-session-token".into(),
+    }
+}
+
+/// A fake instance metadata service whose instance has `role`, with the keys for `secret`.
+fn metadata_service(role: Option<(&str, &str)>) -> credential_service::CredentialService {
+    credential_service::CredentialService::start(credential_service::Answers {
+        role: role.map(|(name, secret)| (name.to_string(), served_keys(secret))),
+        container: None,
+        expired_once: false,
+    })
+}
+
+/// The environment that has the instance metadata service at `endpoint` asked.
+fn on_an_instance(endpoint: &str) -> [(&str, &str); 2] {
+    [
+        ("AWS_EC2_METADATA_DISABLED", "false"),
+        ("AWS_EC2_METADATA_SERVICE_ENDPOINT", endpoint),
+    ]
+}
+
+/// Keys of the instance's role from the EC2 metadata service (IMDSv2) sign the requests of
+/// stock `ncdump`, fetched once; an instance without a role, or a metadata service that never
+/// answers, reads anonymously (soon); a disabled metadata service is never asked.
+#[test]
+fn keys_from_the_instance_metadata_service_are_used() {
+    use credential_service::SESSION_TOKEN;
+    let sample = SampleForCredentials::start("instance-role");
+    let role = "nczarr-reader";
+    let instance = metadata_service(Some((role, SECRET_KEY)));
+    let metadata = instance.endpoint();
+    sample.reads(&on_an_instance(&metadata), "instance role");
+    let asked: Vec<(String, String, Option<String>)> = instance
+        .take()
+        .into_iter()
+        .map(|s| (s.method, s.path, s.metadata_token))
+        .collect();
+    let token = Some(SESSION_TOKEN.to_string());
+    let roles = "/latest/meta-data/iam/security-credentials/";
+    assert_eq!(
+        asked,
+        vec![
+            ("PUT".into(), "/latest/api/token".into(), None),
+            ("GET".into(), roles.into(), token.clone()),
+            ("GET".into(), format!("{roles}{role}"), token),
+        ],
+        "a session token, the role's name, its keys: once for the whole dump"
+    );
+
+    let wrong = metadata_service(Some((role, "wrong")));
+    let wrong_metadata = wrong.endpoint();
+    sample.refused(&on_an_instance(&wrong_metadata), "SignatureDoesNotMatch");
+
+    let roleless = metadata_service(None);
+    let roleless_metadata = roleless.endpoint();
+    sample.refused(
+        &on_an_instance(&roleless_metadata),
+        "anonymous (no instance role",
+    );
+    assert!(
+        roleless.take().iter().any(|s| s.path == roles),
+        "the role was asked for"
+    );
+
+    sample.refused(
+        &[("AWS_EC2_METADATA_SERVICE_ENDPOINT", &metadata)],
+        "anonymous",
+    );
+    assert!(
+        instance.take().is_empty(),
+        "AWS_EC2_METADATA_DISABLED=true: the metadata service is not asked"
+    );
+
+    let silent = FakeServer::start(Misbehaviour::Silent);
+    let silent_metadata = silent.endpoint();
+    let started = std::time::Instant::now();
+    let long_timeout = [
+        [("NCZARR_RS_S3_TIMEOUT", "60")].as_slice(),
+        &on_an_instance(&silent_metadata),
+    ]
+    .concat();
+    sample.refused(&long_timeout, "anonymous (no instance role");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "a metadata service that never answers is given up on well before the 60 s timeout: {:?}",
+        started.elapsed()
+    );
+}
+
+/// The environment of a container whose credential agent answers at `url`, with the
+/// authorization token in `token_file`.
+fn agent_env<'a>(url: &'a str, token_file: &'a str) -> [(&'static str, &'a str); 2] {
+    [
+        ("AWS_CONTAINER_CREDENTIALS_FULL_URI", url),
+        ("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", token_file),
+    ]
+}
+
+/// Keys from a container's credential agent (EKS Pod Identity: a full URL and a token file)
+/// sign the requests of stock `ncdump`, fetched once with the token; an agent that refuses the
+/// token fails the open, and keys that expire and cannot be renewed fail the read, both as
+/// authorization failures.
+#[test]
+fn keys_from_a_container_agent_are_used() {
+    use credential_service::{Answers, CONTAINER_PATH, CredentialService};
+    let sample = SampleForCredentials::start("container-agent");
+    let agent_token = "agent-authorization-token";
+    let agent = |expired_once| {
+        CredentialService::start(Answers {
+            role: None,
+            container: Some((agent_token.into(), served_keys(SECRET_KEY))),
+            expired_once,
+        })
+    };
+    let token_file = sample.dir.path().join("agent-token");
+    fs::write(&token_file, agent_token).unwrap();
+    let stale_file = sample.dir.path().join("stale-token");
+    fs::write(&stale_file, "stale").unwrap();
+    let (token_file, stale_file) = (token_file.to_str().unwrap(), stale_file.to_str().unwrap());
+
+    let steady = agent(false);
+    let url = format!("{}{CONTAINER_PATH}", steady.endpoint());
+    sample.reads(&agent_env(&url, token_file), "container agent");
+    let asked: Vec<(String, Option<String>)> = steady
+        .take()
+        .into_iter()
+        .map(|s| (s.path, s.authorization))
+        .collect();
+    assert_eq!(
+        asked,
+        vec![(CONTAINER_PATH.to_string(), Some(agent_token.to_string()))]
+    );
+    sample.refused(&agent_env(&url, stale_file), "container credentials");
+
+    let vanishing = agent(true);
+    let url = format!("{}{CONTAINER_PATH}", vanishing.endpoint());
+    sample.refused(&agent_env(&url, token_file), "container credentials");
+    assert!(
+        vanishing.take().len() > 1,
+        "the expired keys were asked for again"
+    );
+}
+
+/// A web identity token (as EKS mounts a service account's) is exchanged with STS, over HTTPS,
+/// for the role's keys, which reach s3s-fs through stock `ncdump`; a token STS refuses is an
+/// authorization failure that names the source.
+#[test]
+fn a_web_identity_token_is_exchanged_with_sts_for_keys() {
+    let sample = SampleForCredentials::start("web-identity");
+    let role = "arn:aws:iam::123456789012:role/nczarr-reader";
+    let sts_dir = sample.dir.path().join("sts");
+    fs::create_dir(&sts_dir).unwrap();
+    let sts =
+        credential_service::FakeSts::start(&sts_dir, role, "pod-token", &served_keys(SECRET_KEY));
+    let (sts_endpoint, certificate) = (sts.endpoint(), sts.certificate());
+    let token_file = sample.dir.path().join("token");
+    let env = [
+        ("AWS_WEB_IDENTITY_TOKEN_FILE", token_file.to_str().unwrap()),
+        ("AWS_ROLE_ARN", role),
+        ("AWS_ROLE_SESSION_NAME", "nczarr-test-session"),
+        ("AWS_ENDPOINT_URL_STS", sts_endpoint.as_str()),
+        ("SSL_CERT_FILE", certificate.to_str().unwrap()),
+    ];
+
+    fs::write(&token_file, "pod-token").unwrap();
+    sample.reads(&env, "web identity");
+    let asked = sts.requests();
+    assert_eq!(asked.len(), 1, "one exchange for the whole dump: {asked:?}");
+    for part in [
+        r#""Action": "AssumeRoleWithWebIdentity""#,
+        r#""WebIdentityToken": "pod-token""#,
+        r#""RoleSessionName": "nczarr-test-session""#,
+    ] {
+        assert!(asked[0].contains(part), "{part} in {}", asked[0]);
+    }
+
+    fs::write(&token_file, "someone-elses-token").unwrap();
+    sample.refused(&env, "web identity token");
 }
 
 /// `nccopy` directory store -> S3 -> directory store loses nothing.

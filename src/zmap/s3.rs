@@ -12,6 +12,7 @@
 
 mod batch;
 mod body;
+mod credentials;
 pub mod profiles;
 pub mod runtime;
 pub mod settings;
@@ -132,7 +133,8 @@ fn full_chain(e: &dyn std::error::Error) -> String {
     text
 }
 
-fn build_client(s: &S3Settings) -> Result<Arc<dyn ObjectStore>> {
+/// The client for `s`; `s` then says how its requests are signed.
+fn build_client(s: &mut S3Settings) -> Result<Arc<dyn ObjectStore>> {
     let retry = RetryConfig {
         backoff: BackoffConfig {
             init_backoff: Duration::from_millis(100),
@@ -155,22 +157,12 @@ fn build_client(s: &S3Settings) -> Result<Arc<dyn ObjectStore>> {
     if let Some(endpoint) = &s.endpoint {
         builder = builder.with_endpoint(endpoint);
     }
-    builder = match &s.credentials {
-        Credentials::Anonymous => builder.with_skip_signature(true),
-        Credentials::Keys {
-            access_key_id,
-            secret_access_key,
-            session_token,
-        } => {
-            let b = builder
-                .with_access_key_id(access_key_id)
-                .with_secret_access_key(secret_access_key);
-            match session_token {
-                Some(t) => b.with_token(t),
-                None => b,
-            }
-        }
-    };
+    let (builder, anonymous_instead) =
+        credentials::sign(builder, &s.credentials, &s.credentials_source, s.timeout)?;
+    if let Some(why) = anonymous_instead {
+        s.credentials = Credentials::Anonymous;
+        s.credentials_source = format!("anonymous ({why})");
+    }
     let client = builder.build().map_err(|e| Error::Url {
         url: describe(s),
         why: e.to_string(),
@@ -191,10 +183,12 @@ fn describe(s: &S3Settings) -> String {
 }
 
 impl S3Store {
-    /// Opens the dataset prefix. No request is made: whether a dataset is there is found by
-    /// the first reads (a missing bucket or an empty prefix is [`Error::NotFound`]).
-    pub fn open(settings: S3Settings) -> Result<S3Store> {
-        let client = build_client(&settings)?;
+    /// Opens the dataset prefix. No request is made of the bucket: whether a dataset is there
+    /// is found by the first reads (a missing bucket or an empty prefix is
+    /// [`Error::NotFound`]). Credentials that come from a service (STS, a container's agent,
+    /// the instance metadata service) are fetched here.
+    pub fn open(mut settings: S3Settings) -> Result<S3Store> {
+        let client = build_client(&mut settings)?;
         let described = describe(&settings).into();
         Ok(S3Store {
             client,

@@ -10,6 +10,7 @@
 // Each integration-test binary uses a different subset of these helpers.
 #![allow(dead_code)]
 
+pub mod credential_service;
 pub mod diff;
 pub mod dump;
 pub mod python;

@@ -154,8 +154,8 @@ pub struct CountingProxy {
     log: Arc<Mutex<Vec<Request>>>,
 }
 
-/// Reads one request head (up to the blank line); `None` at end of stream.
-fn read_head(reader: &mut BufReader<TcpStream>) -> Option<Vec<String>> {
+/// The request line and headers of the next request, up to the blank line; `None` at the end.
+pub fn read_head(reader: &mut BufReader<TcpStream>) -> Option<Vec<String>> {
     let mut lines = Vec::new();
     loop {
         let mut line = String::new();

@@ -15,8 +15,14 @@
 //!   `us-east-1`;
 //! - profile: fragment `aws.profile`, `AWS_PROFILE`, `default`;
 //! - credentials: profile `none`/`no` means anonymous; a profile named in the fragment is used
-//!   as is; then `AWS_ACCESS_KEY_ID` + `AWS_SECRET_ACCESS_KEY` (+ `AWS_SESSION_TOKEN`); then
-//!   the profile's keys in the files; else anonymous, unsigned requests.
+//!   as is (an error if it holds no credentials); a profile named by `AWS_PROFILE` must exist;
+//!   then `AWS_ACCESS_KEY_ID` + `AWS_SECRET_ACCESS_KEY` (+ `AWS_SESSION_TOKEN`); then
+//!   the profile's keys or web identity in the files; then a web identity token named by
+//!   `AWS_WEB_IDENTITY_TOKEN_FILE` + `AWS_ROLE_ARN`; then the container's credential agent
+//!   (`AWS_CONTAINER_CREDENTIALS_RELATIVE_URI`, `AWS_CONTAINER_CREDENTIALS_FULL_URI`); then
+//!   the EC2 instance's role, unless `AWS_EC2_METADATA_DISABLED=true`; else anonymous,
+//!   unsigned requests. Whether the instance has a role is found when the store is opened
+//!   (`super::credentials`), not here.
 
 use super::profiles::Profiles;
 use crate::error::{Error, Result};
@@ -51,6 +57,35 @@ pub enum Credentials {
         secret_access_key: String,
         session_token: Option<String>,
     },
+    /// Temporary keys of a role, asked of STS with the web identity token in a file (the
+    /// service account token of a Kubernetes pod, as EKS mounts it).
+    WebIdentity {
+        token_file: String,
+        role_arn: String,
+        session_name: Option<String>,
+        /// `https://host[:port]` of STS; `None`: the regional AWS endpoint.
+        sts_endpoint: Option<String>,
+    },
+    /// Temporary keys served by the container's credential agent (ECS task roles, EKS Pod
+    /// Identity).
+    Container(ContainerAgent),
+    /// The temporary keys of the EC2 instance's role, from its metadata service at
+    /// `metadata_endpoint`; anonymous when the machine is not an EC2 instance (unless the
+    /// endpoint was `configured`) or the instance has no role.
+    InstanceRole {
+        metadata_endpoint: String,
+        configured: bool,
+    },
+}
+
+/// Where a container's credential agent answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ContainerAgent {
+    /// A path below the ECS agent's fixed address (`AWS_CONTAINER_CREDENTIALS_RELATIVE_URI`).
+    Relative(String),
+    /// A full URL, with the file holding the authorization token to send
+    /// (`AWS_CONTAINER_CREDENTIALS_FULL_URI` + `AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE`).
+    Full { uri: String, token_file: String },
 }
 
 impl fmt::Debug for Credentials {
@@ -70,6 +105,15 @@ impl fmt::Debug for Credentials {
                     ""
                 }
             ),
+            Credentials::WebIdentity {
+                token_file,
+                role_arn,
+                ..
+            } => write!(f, "WebIdentity({role_arn}, token in {token_file})"),
+            Credentials::Container(agent) => write!(f, "Container({agent:?})"),
+            Credentials::InstanceRole {
+                metadata_endpoint, ..
+            } => write!(f, "InstanceRole({metadata_endpoint})"),
         }
     }
 }
@@ -236,15 +280,108 @@ fn profile_files(env: &dyn Fn(&str) -> Option<String>) -> (Option<PathBuf>, Opti
     )
 }
 
-/// The keys a profile holds, if it holds both halves.
-fn profile_keys(profiles: &Profiles, profile: &str) -> Option<Credentials> {
-    Some(Credentials::Keys {
-        access_key_id: profiles.get(profile, "aws_access_key_id")?.to_string(),
-        secret_access_key: profiles.get(profile, "aws_secret_access_key")?.to_string(),
-        session_token: profiles
-            .get(profile, "aws_session_token")
-            .map(str::to_string),
+/// Where the EC2 metadata service answers unless told otherwise (and over IPv6).
+const METADATA_ENDPOINT: &str = "http://169.254.169.254";
+const METADATA_ENDPOINT_IPV6: &str = "http://[fd00:ec2::254]";
+
+/// The credentials a profile holds: both halves of a key, or a role with a web identity
+/// token file.
+fn profile_credentials(
+    profiles: &Profiles,
+    profile: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<Credentials> {
+    let get = |key: &str| profiles.get(profile, key).map(str::to_string);
+    if let (Some(access_key_id), Some(secret_access_key)) =
+        (get("aws_access_key_id"), get("aws_secret_access_key"))
+    {
+        return Some(Credentials::Keys {
+            access_key_id,
+            secret_access_key,
+            session_token: get("aws_session_token"),
+        });
+    }
+    Some(Credentials::WebIdentity {
+        token_file: get("web_identity_token_file")?,
+        role_arn: get("role_arn")?,
+        session_name: get("role_session_name"),
+        sts_endpoint: env_value(env, "AWS_ENDPOINT_URL_STS"),
     })
+}
+
+/// The sources tried once neither keys nor a profile gave credentials: a web identity token,
+/// the container's agent, the instance's role; `None` when all are ruled out.
+fn machine_credentials(
+    env: &dyn Fn(&str) -> Option<String>,
+    profiles: &Profiles,
+    profile: &str,
+) -> Result<Option<(Credentials, String)>> {
+    if let (Some(token_file), Some(role_arn)) = (
+        env_value(env, "AWS_WEB_IDENTITY_TOKEN_FILE"),
+        env_value(env, "AWS_ROLE_ARN"),
+    ) {
+        let source = format!("web identity token {token_file} for {role_arn}");
+        let credentials = Credentials::WebIdentity {
+            token_file,
+            role_arn,
+            session_name: env_value(env, "AWS_ROLE_SESSION_NAME"),
+            sts_endpoint: env_value(env, "AWS_ENDPOINT_URL_STS"),
+        };
+        return Ok(Some((credentials, source)));
+    }
+    if let Some(path) = env_value(env, "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI") {
+        let source = format!("container credentials at {path}");
+        return Ok(Some((
+            Credentials::Container(ContainerAgent::Relative(path)),
+            source,
+        )));
+    }
+    if let Some(uri) = env_value(env, "AWS_CONTAINER_CREDENTIALS_FULL_URI") {
+        let token_file =
+            env_value(env, "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE").ok_or_else(|| {
+                Error::Auth(format!(
+                    "AWS_CONTAINER_CREDENTIALS_FULL_URI={uri} needs the authorization token in the \
+                 file named by AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE"
+                ))
+            })?;
+        let source = format!("container credentials at {uri}");
+        let agent = ContainerAgent::Full { uri, token_file };
+        return Ok(Some((Credentials::Container(agent), source)));
+    }
+    let setting = |var: &str, key: &str| {
+        env_value(env, var).or_else(|| profiles.get(profile, key).map(str::to_string))
+    };
+    let disabled = setting("AWS_EC2_METADATA_DISABLED", "ec2_metadata_disabled")
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    if disabled {
+        return Ok(None);
+    }
+    let named = setting(
+        "AWS_EC2_METADATA_SERVICE_ENDPOINT",
+        "ec2_metadata_service_endpoint",
+    );
+    let ipv6 = setting(
+        "AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE",
+        "ec2_metadata_service_endpoint_mode",
+    )
+    .is_some_and(|m| m.eq_ignore_ascii_case("ipv6"));
+    let configured = named.is_some();
+    let metadata_endpoint = named
+        .map(|e| e.trim_end_matches('/').to_string())
+        .unwrap_or_else(|| {
+            if ipv6 {
+                METADATA_ENDPOINT_IPV6
+            } else {
+                METADATA_ENDPOINT
+            }
+            .to_string()
+        });
+    let source = format!("instance role from {metadata_endpoint}");
+    let credentials = Credentials::InstanceRole {
+        metadata_endpoint,
+        configured,
+    };
+    Ok(Some((credentials, source)))
 }
 
 fn is_anonymous_profile(profile: &str) -> bool {
@@ -271,9 +408,12 @@ fn resolve_credentials(
         Error::Auth(format!("{why} (files read: [{}])", files.join(", ")))
     };
     let from_profile = || {
-        profile_keys(profiles, profile).ok_or_else(|| {
+        profile_credentials(profiles, profile, env).ok_or_else(|| {
             missing(if profiles.has(profile) {
-                format!("AWS profile {profile:?} has no aws_access_key_id/aws_secret_access_key")
+                format!(
+                    "AWS profile {profile:?} has neither aws_access_key_id/aws_secret_access_key \
+                     nor web_identity_token_file/role_arn"
+                )
             } else {
                 format!("AWS profile {profile:?} not found")
             })
@@ -304,13 +444,13 @@ fn resolve_credentials(
         }
         _ => {}
     }
-    if env_value(env, "AWS_PROFILE").is_some() {
-        return Ok((from_profile()?, format!("profile {profile}")));
+    if env_value(env, "AWS_PROFILE").is_some() && !profiles.has(profile) {
+        return Err(missing(format!("AWS profile {profile:?} not found")));
     }
-    Ok(match profile_keys(profiles, profile) {
-        Some(keys) => (keys, format!("profile {profile}")),
-        None => anonymous(),
-    })
+    if let Some(found) = profile_credentials(profiles, profile, env) {
+        return Ok((found, format!("profile {profile}")));
+    }
+    Ok(machine_credentials(env, profiles, profile)?.unwrap_or_else(anonymous))
 }
 
 impl S3Settings {
@@ -400,6 +540,14 @@ mod tests {
         resolve(text, vars).unwrap_or_else(|e| panic!("{text}: {e}"))
     }
 
+    /// What is left when nothing names credentials: the instance's role, if it has one.
+    fn instance_role() -> Credentials {
+        Credentials::InstanceRole {
+            metadata_endpoint: METADATA_ENDPOINT.into(),
+            configured: false,
+        }
+    }
+
     fn keys(id: &str, secret: &str, token: Option<&str>) -> Credentials {
         Credentials::Keys {
             access_key_id: id.into(),
@@ -477,7 +625,7 @@ mod tests {
                 "{text}"
             );
             assert_eq!(s.region, region.unwrap_or(DEFAULT_REGION), "{text}");
-            assert_eq!(s.credentials, Credentials::Anonymous, "{text}");
+            assert_eq!(s.credentials, instance_role(), "{text}");
         }
         for bad in [
             "https://s3.amazonaws.com/#mode=s3",
@@ -604,7 +752,7 @@ mod tests {
             ),
             ("AWS_CONFIG_FILE", other_config.to_str().unwrap()),
         ];
-        assert_eq!(ok(url, &files).credentials, Credentials::Anonymous);
+        assert_eq!(ok(url, &files).credentials, instance_role());
         let s = ok(&format!("{url}&aws.profile=other"), &files);
         assert_eq!(s.credentials, keys("O", "o", None));
 
@@ -616,6 +764,104 @@ mod tests {
             assert!(matches!(missing, Err(Error::Auth(_))), "{missing:?}");
         }
         assert!(!format!("{:?}", ok(url, &env_keys)).contains("envsecret"));
+    }
+
+    /// After keys and profiles: a web identity token, then the container's agent, then the
+    /// instance's role, unless the metadata service is disabled.
+    #[test]
+    fn credentials_fetched_from_services_come_after_keys_and_profiles() {
+        let home = aws_dir(
+            "[profile pod]\nweb_identity_token_file = /run/token\nrole_arn = arn:aws:iam::1:role/p\n\
+             [profile ipv6]\nec2_metadata_service_endpoint_mode = IPv6\n",
+            "[keyed]\naws_access_key_id = K\naws_secret_access_key = k\n",
+        );
+        let h = home.path().to_str().unwrap();
+        let url = "s3://b/k#mode=nczarr,s3";
+        let web = [
+            ("HOME", h),
+            ("AWS_WEB_IDENTITY_TOKEN_FILE", "/var/token"),
+            ("AWS_ROLE_ARN", "arn:aws:iam::1:role/r"),
+            ("AWS_ROLE_SESSION_NAME", "s"),
+            ("AWS_ENDPOINT_URL_STS", "https://sts.local:8443"),
+        ];
+        let container = [
+            (
+                "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+                "/v2/credentials/x",
+            ),
+            ("AWS_CONTAINER_CREDENTIALS_FULL_URI", "http://127.0.0.1:9/c"),
+            ("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", "/var/agent-token"),
+        ];
+        let web_identity = Credentials::WebIdentity {
+            token_file: "/var/token".into(),
+            role_arn: "arn:aws:iam::1:role/r".into(),
+            session_name: Some("s".into()),
+            sts_endpoint: Some("https://sts.local:8443".into()),
+        };
+        let relative = Credentials::Container(ContainerAgent::Relative("/v2/credentials/x".into()));
+        let full = Credentials::Container(ContainerAgent::Full {
+            uri: "http://127.0.0.1:9/c".into(),
+            token_file: "/var/agent-token".into(),
+        });
+        let everything = [web.as_slice(), &container].concat();
+        let s = ok(url, &everything);
+        assert_eq!(s.credentials, web_identity);
+        assert!(s.credentials_source.contains("/var/token"), "{s:?}");
+        let with_keys = [
+            everything.as_slice(),
+            &[("AWS_ACCESS_KEY_ID", "E"), ("AWS_SECRET_ACCESS_KEY", "e")],
+        ]
+        .concat();
+        assert_eq!(ok(url, &with_keys).credentials, keys("E", "e", None));
+        let keyed = [everything.as_slice(), &[("AWS_PROFILE", "keyed")]].concat();
+        assert_eq!(ok(url, &keyed).credentials, keys("K", "k", None));
+        let s = ok(&format!("{url}&aws.profile=pod"), &everything);
+        assert_eq!(
+            s.credentials,
+            Credentials::WebIdentity {
+                token_file: "/run/token".into(),
+                role_arn: "arn:aws:iam::1:role/p".into(),
+                session_name: None,
+                sts_endpoint: Some("https://sts.local:8443".into()),
+            }
+        );
+        let no_web = [[("HOME", h)].as_slice(), &container].concat();
+        assert_eq!(ok(url, &no_web).credentials, relative);
+        let only_full = [[("HOME", h)].as_slice(), &container[1..]].concat();
+        assert_eq!(ok(url, &only_full).credentials, full);
+        let untokened = resolve(url, &[("HOME", h), container[1]]);
+        assert!(
+            matches!(&untokened, Err(Error::Auth(why)) if why.contains("TOKEN_FILE")),
+            "{untokened:?}"
+        );
+
+        assert_eq!(ok(url, &[("HOME", h)]).credentials, instance_role());
+        let named = ok(
+            url,
+            &[("AWS_EC2_METADATA_SERVICE_ENDPOINT", "http://127.0.0.1:8/")],
+        );
+        assert_eq!(
+            named.credentials,
+            Credentials::InstanceRole {
+                metadata_endpoint: "http://127.0.0.1:8".into(),
+                configured: true,
+            }
+        );
+        let s = ok(url, &[("HOME", h), ("AWS_PROFILE", "ipv6")]);
+        assert!(
+            matches!(&s.credentials, Credentials::InstanceRole { metadata_endpoint, configured: false }
+                if metadata_endpoint == METADATA_ENDPOINT_IPV6),
+            "{s:?}"
+        );
+        for off in ["true", "TRUE"] {
+            let s = ok(url, &[("AWS_EC2_METADATA_DISABLED", off)]);
+            assert_eq!(s.credentials, Credentials::Anonymous);
+            assert_eq!(s.credentials_source, "anonymous");
+        }
+        assert_eq!(
+            ok(url, &[("AWS_EC2_METADATA_DISABLED", "false")]).credentials,
+            instance_role()
+        );
     }
 
     #[test]

@@ -1,0 +1,196 @@
+//! Credentials fetched over HTTP: from STS with a web identity token, from the container's
+//! credential agent, or from the EC2 instance metadata service.
+//!
+//! Owns three rules. Such credentials are fetched once when the store is opened, so a source
+//! that gives none fails the open with an authorization error rather than the first read. A
+//! later failure to refresh them is an authorization failure too, not a server error. The
+//! instance metadata service is asked only on a machine that is an EC2 instance, or when its
+//! endpoint was named; a machine that is not one, or an instance without a role, makes
+//! anonymous requests, as when no credentials are found at all. The client library does the
+//! fetching and refreshing itself. It knows nothing of stores or keys.
+
+use super::settings::{ContainerAgent, Credentials};
+use super::{full_chain, runtime};
+use crate::error::{Error, Result};
+use async_trait::async_trait;
+use object_store::CredentialProvider;
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey, AwsCredential, AwsCredentialProvider};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// True when the machine describes itself as an EC2 instance: the firmware's vendor or asset
+/// tag on Nitro instances, the hypervisor's UUID on Xen ones. `sys` is `/sys` but in tests.
+pub fn is_ec2_instance(sys: &Path) -> bool {
+    let read = |rel: &str| {
+        std::fs::read_to_string(sys.join(rel))
+            .map(|t| t.trim().to_ascii_lowercase())
+            .unwrap_or_default()
+    };
+    read("devices/virtual/dmi/id/sys_vendor") == "amazon ec2"
+        || read("devices/virtual/dmi/id/board_asset_tag").starts_with("i-")
+        || read("hypervisor/uuid").starts_with("ec2")
+}
+
+/// Sets the builder up to fetch `credentials` (a no-op for keys and anonymous access).
+fn configure(builder: AmazonS3Builder, credentials: &Credentials) -> AmazonS3Builder {
+    use AmazonS3ConfigKey as K;
+    match credentials {
+        Credentials::Anonymous | Credentials::Keys { .. } => builder,
+        Credentials::WebIdentity {
+            token_file,
+            role_arn,
+            session_name,
+            sts_endpoint,
+        } => {
+            let mut b = builder
+                .with_config(K::WebIdentityTokenFile, token_file)
+                .with_config(K::RoleArn, role_arn);
+            if let Some(name) = session_name {
+                b = b.with_config(K::RoleSessionName, name);
+            }
+            if let Some(endpoint) = sts_endpoint {
+                b = b.with_config(K::StsEndpoint, endpoint);
+            }
+            b
+        }
+        Credentials::Container(ContainerAgent::Relative(path)) => {
+            builder.with_config(K::ContainerCredentialsRelativeUri, path)
+        }
+        Credentials::Container(ContainerAgent::Full { uri, token_file }) => builder
+            .with_config(K::ContainerCredentialsFullUri, uri)
+            .with_config(K::ContainerAuthorizationTokenFile, token_file),
+        Credentials::InstanceRole {
+            metadata_endpoint, ..
+        } => builder
+            .with_metadata_endpoint(metadata_endpoint)
+            .with_imdsv1_fallback(),
+    }
+}
+
+/// The longest wait for the instance metadata service, whatever the overall timeout: where
+/// it cannot answer (a container whose hop limit drops its answers), requests go anonymous
+/// after this long, as the AWS tools do after their own short wait.
+const METADATA_WAIT: Duration = Duration::from_secs(5);
+
+/// `builder` set up to sign requests as `credentials` say, and, when they are to be anonymous
+/// instead of the instance role `credentials` named, why. Credentials that come from a service
+/// are fetched here once, within `timeout`; `source` names them in messages.
+pub fn sign(
+    builder: AmazonS3Builder,
+    credentials: &Credentials,
+    source: &str,
+    timeout: Duration,
+) -> Result<(AmazonS3Builder, Option<String>)> {
+    let anonymous = |why: String| (builder.clone().with_skip_signature(true), Some(why));
+    let instance = match credentials {
+        Credentials::Anonymous => return Ok((builder.with_skip_signature(true), None)),
+        Credentials::Keys {
+            access_key_id,
+            secret_access_key,
+            session_token,
+        } => {
+            let b = builder
+                .with_access_key_id(access_key_id)
+                .with_secret_access_key(secret_access_key);
+            return Ok((
+                match session_token {
+                    Some(t) => b.with_token(t),
+                    None => b,
+                },
+                None,
+            ));
+        }
+        Credentials::InstanceRole { configured, .. } => {
+            if !configured && !is_ec2_instance(Path::new("/sys")) {
+                return Ok(anonymous("no credentials found".into()));
+            }
+            true
+        }
+        Credentials::WebIdentity { .. } | Credentials::Container(_) => false,
+    };
+    let timeout = if instance {
+        timeout.min(METADATA_WAIT)
+    } else {
+        timeout
+    };
+    let client = configure(builder.clone(), credentials)
+        .build()
+        .map_err(|e| Error::Auth(format!("{source}: {e}")))?;
+    let inner = Arc::clone(client.credentials());
+    let first = Arc::clone(&inner);
+    let got = runtime::run(async move {
+        tokio::time::timeout(timeout, first.get_credential())
+            .await
+            .map_err(|_| format!("no answer within {:.1} s", timeout.as_secs_f64()))?
+            .map(|_| ())
+            .map_err(|e| full_chain(&e))
+    })?;
+    match got {
+        Ok(()) => {
+            let provider = AuthFailures {
+                inner,
+                source: source.to_string(),
+            };
+            Ok((builder.with_credentials(Arc::new(provider)), None))
+        }
+        Err(why) if instance => Ok(anonymous(format!("no {source}: {why}"))),
+        Err(why) => Err(Error::Auth(format!(
+            "no credentials from the {source}: {why}"
+        ))),
+    }
+}
+
+/// A provider whose failures are authentication failures of the request that wanted the
+/// credentials (the client would report them as generic errors).
+#[derive(Debug)]
+struct AuthFailures {
+    inner: AwsCredentialProvider,
+    source: String,
+}
+
+#[async_trait]
+impl CredentialProvider for AuthFailures {
+    type Credential = AwsCredential;
+
+    async fn get_credential(&self) -> object_store::Result<Arc<AwsCredential>> {
+        self.inner
+            .get_credential()
+            .await
+            .map_err(|e| object_store::Error::Unauthenticated {
+                path: self.source.clone(),
+                source: Box::new(e),
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_ec2_instance_is_known_by_its_firmware_or_hypervisor() {
+        let sys = tempfile::TempDir::new().unwrap();
+        let write = |rel: &str, text: &str| {
+            let path = sys.path().join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        assert!(!is_ec2_instance(sys.path()), "nothing to read");
+        write("devices/virtual/dmi/id/sys_vendor", "QEMU\n");
+        write("devices/virtual/dmi/id/board_asset_tag", "\n");
+        write("hypervisor/uuid", "5a0b6b0e-0000-0000-0000-000000000000\n");
+        assert!(!is_ec2_instance(sys.path()), "another hypervisor");
+        write("hypervisor/uuid", "EC2E1916-9099-7CAF-FD21-012345ABCDEF\n");
+        assert!(is_ec2_instance(sys.path()), "Xen instance");
+        write("hypervisor/uuid", "\n");
+        write(
+            "devices/virtual/dmi/id/board_asset_tag",
+            "i-0123456789abcdef0\n",
+        );
+        assert!(is_ec2_instance(sys.path()), "Nitro asset tag");
+        write("devices/virtual/dmi/id/board_asset_tag", "\n");
+        write("devices/virtual/dmi/id/sys_vendor", "Amazon EC2\n");
+        assert!(is_ec2_instance(sys.path()), "Nitro vendor");
+    }
+}
