@@ -540,6 +540,53 @@ fn keys_from_a_container_agent_are_used() {
     );
 }
 
+/// Keys printed by a profile's `credential_process` sign the requests of stock `ncdump`: the
+/// command runs once while its keys are fresh and again once they have expired; a command that
+/// fails is an authorization failure carrying what it said.
+#[test]
+fn keys_printed_by_a_credential_process_are_used() {
+    let sample = SampleForCredentials::start("credential-process");
+    let dir = sample.dir.path();
+    let runs = dir.join("runs");
+    let script = dir.join("print-keys.sh");
+    fs::write(
+        &script,
+        format!(
+            "echo run >> '{}'\n\
+             [ \"$1\" = refuse ] && {{ echo 'session expired: log in again' >&2; exit 2; }}\n\
+             printf '{{\"Version\": 1, \"AccessKeyId\": \"{ACCESS_KEY}\", \
+             \"SecretAccessKey\": \"{SECRET_KEY}\", \"SessionToken\": \"t\", \
+             \"Expiration\": \"%s-01-01T00:00:00Z\"}}' \"$1\"\n",
+            runs.display()
+        ),
+    )
+    .unwrap();
+    let config = dir.join("aws-config");
+    fs::write(
+        &config,
+        format!(
+            "[profile fresh]\ncredential_process = sh {0} 2099\n\
+             [profile expired]\ncredential_process = sh {0} 2020\n\
+             [profile refused]\ncredential_process = sh {0} refuse\n",
+            script.display()
+        ),
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+    let runs_so_far = || {
+        let n = fs::read_to_string(&runs).map_or(0, |t| t.lines().count());
+        let _ = fs::remove_file(&runs);
+        n
+    };
+    let profile = |name| [("AWS_CONFIG_FILE", config), ("AWS_PROFILE", name)];
+
+    sample.reads(&profile("fresh"), "credential_process");
+    assert_eq!(runs_so_far(), 1, "fresh keys: one run for the whole dump");
+    sample.reads(&profile("expired"), "expired credential_process keys");
+    assert!(runs_so_far() > 1, "expired keys are asked for again");
+    sample.refused(&profile("refused"), "session expired: log in again");
+}
+
 /// A web identity token (as EKS mounts a service account's) is exchanged with STS, over HTTPS,
 /// for the role's keys, which reach s3s-fs through stock `ncdump`; a token STS refuses is an
 /// authorization failure that names the source.

@@ -13,6 +13,7 @@
 mod batch;
 mod body;
 mod credentials;
+mod process;
 pub mod profiles;
 pub mod runtime;
 pub mod settings;

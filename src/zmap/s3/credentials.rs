@@ -1,5 +1,6 @@
-//! Credentials fetched over HTTP: from STS with a web identity token, from the container's
-//! credential agent, or from the EC2 instance metadata service.
+//! Credentials fetched when the store is opened: from STS with a web identity token, from the
+//! container's credential agent, from the EC2 instance metadata service (all three over HTTP),
+//! or from a profile's `credential_process` command ([`super::process`]).
 //!
 //! Owns three rules. Such credentials are fetched once when the store is opened, so a source
 //! that gives none fails the open with an authorization error rather than the first read. A
@@ -9,6 +10,7 @@
 //! anonymous requests, as when no credentials are found at all. The client library does the
 //! fetching and refreshing itself. It knows nothing of stores or keys.
 
+use super::process::ProcessCredentials;
 use super::settings::{ContainerAgent, Credentials};
 use super::{full_chain, runtime};
 use crate::error::{Error, Result};
@@ -36,7 +38,7 @@ pub fn is_ec2_instance(sys: &Path) -> bool {
 fn configure(builder: AmazonS3Builder, credentials: &Credentials) -> AmazonS3Builder {
     use AmazonS3ConfigKey as K;
     match credentials {
-        Credentials::Anonymous | Credentials::Keys { .. } => builder,
+        Credentials::Anonymous | Credentials::Keys { .. } | Credentials::Process { .. } => builder,
         Credentials::WebIdentity {
             token_file,
             role_arn,
@@ -107,17 +109,24 @@ pub fn sign(
             }
             true
         }
-        Credentials::WebIdentity { .. } | Credentials::Container(_) => false,
+        Credentials::WebIdentity { .. }
+        | Credentials::Process { .. }
+        | Credentials::Container(_) => false,
     };
     let timeout = if instance {
         timeout.min(METADATA_WAIT)
     } else {
         timeout
     };
-    let client = configure(builder.clone(), credentials)
-        .build()
-        .map_err(|e| Error::Auth(format!("{source}: {e}")))?;
-    let inner = Arc::clone(client.credentials());
+    let inner: AwsCredentialProvider = match credentials {
+        Credentials::Process { command } => Arc::new(ProcessCredentials::new(command, timeout)),
+        _ => {
+            let client = configure(builder.clone(), credentials)
+                .build()
+                .map_err(|e| Error::Auth(format!("{source}: {e}")))?;
+            Arc::clone(client.credentials())
+        }
+    };
     let first = Arc::clone(&inner);
     let got = runtime::run(async move {
         tokio::time::timeout(timeout, first.get_credential())

@@ -17,7 +17,7 @@
 //! - credentials: profile `none`/`no` means anonymous; a profile named in the fragment is used
 //!   as is (an error if it holds no credentials); a profile named by `AWS_PROFILE` must exist;
 //!   then `AWS_ACCESS_KEY_ID` + `AWS_SECRET_ACCESS_KEY` (+ `AWS_SESSION_TOKEN`); then
-//!   the profile's keys or web identity in the files; then a web identity token named by
+//!   the profile's keys, `credential_process` or web identity in the files; then a web identity token named by
 //!   `AWS_WEB_IDENTITY_TOKEN_FILE` + `AWS_ROLE_ARN`; then the container's credential agent
 //!   (`AWS_CONTAINER_CREDENTIALS_RELATIVE_URI`, `AWS_CONTAINER_CREDENTIALS_FULL_URI`); then
 //!   the EC2 instance's role, unless `AWS_EC2_METADATA_DISABLED=true`; else anonymous,
@@ -66,6 +66,8 @@ pub enum Credentials {
         /// `https://host[:port]` of STS; `None`: the regional AWS endpoint.
         sts_endpoint: Option<String>,
     },
+    /// Keys printed by a profile's `credential_process` command.
+    Process { command: String },
     /// Temporary keys served by the container's credential agent (ECS task roles, EKS Pod
     /// Identity).
     Container(ContainerAgent),
@@ -110,6 +112,7 @@ impl fmt::Debug for Credentials {
                 role_arn,
                 ..
             } => write!(f, "WebIdentity({role_arn}, token in {token_file})"),
+            Credentials::Process { command } => write!(f, "Process({command})"),
             Credentials::Container(agent) => write!(f, "Container({agent:?})"),
             Credentials::InstanceRole {
                 metadata_endpoint, ..
@@ -284,8 +287,8 @@ fn profile_files(env: &dyn Fn(&str) -> Option<String>) -> (Option<PathBuf>, Opti
 const METADATA_ENDPOINT: &str = "http://169.254.169.254";
 const METADATA_ENDPOINT_IPV6: &str = "http://[fd00:ec2::254]";
 
-/// The credentials a profile holds: both halves of a key, or a role with a web identity
-/// token file.
+/// The credentials a profile holds: both halves of a key, a `credential_process` command, or
+/// a role with a web identity token file.
 fn profile_credentials(
     profiles: &Profiles,
     profile: &str,
@@ -300,6 +303,9 @@ fn profile_credentials(
             secret_access_key,
             session_token: get("aws_session_token"),
         });
+    }
+    if let Some(command) = get("credential_process") {
+        return Some(Credentials::Process { command });
     }
     Some(Credentials::WebIdentity {
         token_file: get("web_identity_token_file")?,
@@ -412,7 +418,7 @@ fn resolve_credentials(
             missing(if profiles.has(profile) {
                 format!(
                     "AWS profile {profile:?} has neither aws_access_key_id/aws_secret_access_key \
-                     nor web_identity_token_file/role_arn"
+                     nor credential_process nor web_identity_token_file/role_arn"
                 )
             } else {
                 format!("AWS profile {profile:?} not found")
@@ -772,7 +778,9 @@ mod tests {
     fn credentials_fetched_from_services_come_after_keys_and_profiles() {
         let home = aws_dir(
             "[profile pod]\nweb_identity_token_file = /run/token\nrole_arn = arn:aws:iam::1:role/p\n\
-             [profile ipv6]\nec2_metadata_service_endpoint_mode = IPv6\n",
+             [profile ipv6]\nec2_metadata_service_endpoint_mode = IPv6\n\
+             [profile helper]\ncredential_process = vault exec --json\n\
+             [profile keyed]\ncredential_process = never run\n",
             "[keyed]\naws_access_key_id = K\naws_secret_access_key = k\n",
         );
         let h = home.path().to_str().unwrap();
@@ -815,6 +823,13 @@ mod tests {
         assert_eq!(ok(url, &with_keys).credentials, keys("E", "e", None));
         let keyed = [everything.as_slice(), &[("AWS_PROFILE", "keyed")]].concat();
         assert_eq!(ok(url, &keyed).credentials, keys("K", "k", None));
+        let helper = [everything.as_slice(), &[("AWS_PROFILE", "helper")]].concat();
+        assert_eq!(
+            ok(url, &helper).credentials,
+            Credentials::Process {
+                command: "vault exec --json".into()
+            }
+        );
         let s = ok(&format!("{url}&aws.profile=pod"), &everything);
         assert_eq!(
             s.credentials,
