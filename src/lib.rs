@@ -16,6 +16,7 @@ pub mod error;
 pub mod ffi;
 pub mod format;
 pub mod model;
+pub mod rcfile;
 pub mod url;
 pub mod zmap;
 

@@ -520,3 +520,75 @@ fn netcdf_4101_reads_our_stores() {
     }
     report.finish(15);
 }
+
+/// `ZARR.DIMENSION_SEPARATOR=/` in a `.ncrc` makes new variables' chunk keys use `/`, with the
+/// same objects, keys and `.zarray` separator as the built-in NCZarr of netcdf-c 4.9.0 writes
+/// under the same file; each reads the other's store; without the key both write `.`.
+#[test]
+fn ncrc_dimension_separator_matches_the_reference() {
+    let dir = scratch("ncrc-separator");
+    let rc_home = dir.path().join("rc-home");
+    fs::create_dir(&rc_home).unwrap();
+    fs::write(rc_home.join(".ncrc"), "ZARR.DIMENSION_SEPARATOR=/\n").unwrap();
+    let cdl = dir.path().join("sep.cdl");
+    fs::write(
+        &cdl,
+        "netcdf sep {\ndimensions:\n  y = 4 ;\n  x = 6 ;\nvariables:\n  int v(y, x) ;\n    \
+         v:_ChunkSizes = 2, 3 ;\ndata:\n  v = 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, \
+         15, 16, 17, 18, 19, 20, 21, 22, 23 ;\n}\n",
+    )
+    .unwrap();
+    let cdl = cdl.to_str().unwrap();
+    let rc_home = rc_home.to_str().unwrap();
+    let with_rc = [("NCRCENV_HOME", Some(rc_home)), ("NCRCENV_RC", None)];
+    let without_rc = [("NCRCENV_IGNORE", Some("1"))];
+    let chunk_keys = |store: &Path| -> Vec<String> {
+        common::directory_objects(store)
+            .into_keys()
+            .filter(|k| k.starts_with("v/") && !k.ends_with(".zarray") && !k.ends_with(".zattrs"))
+            .collect()
+    };
+    for (label, env, separator) in [("rc", &with_rc[..], "/"), ("no-rc", &without_rc[..], ".")] {
+        let mut stores = Vec::new();
+        for host in [Host::Stock, Host::Ours] {
+            let store = dir.path().join(format!("{label}-{host:?}.zarr"));
+            let target = url(&store, NCZARR);
+            let r = common::run_env(host, "ncgen", &["-4", "-o", &target, cdl], env);
+            assert!(r.success(), "{label} {host:?}: {}", r.describe());
+            let zarray = fs::read_to_string(store.join("v/.zarray")).unwrap();
+            let json: serde_json::Value = serde_json::from_str(&zarray).unwrap();
+            let written = json["dimension_separator"].as_str().unwrap_or(".");
+            assert_eq!(written, separator, "{label} {host:?}: {zarray}");
+            stores.push((host, store, target));
+        }
+        let keys: Vec<Vec<String>> = stores.iter().map(|(_, s, _)| chunk_keys(s)).collect();
+        assert_eq!(keys[0], keys[1], "{label}: chunk keys, reference then ours");
+        assert_eq!(keys[1].len(), 4, "{label}: {:?}", keys[1]);
+        let dumps: Vec<String> = [
+            (Host::Stock, &stores[1].2),
+            (Host::Ours, &stores[0].2),
+            (Host::Ours, &stores[1].2),
+        ]
+        .into_iter()
+        .map(|(host, target)| {
+            let r = common::run_env(host, "ncdump", &[target], env);
+            assert!(
+                r.success(),
+                "{label} {host:?} reading {target}: {}",
+                r.describe()
+            );
+            // The data only: netcdf-c 4.9.0 shows the newer NCZarr attributes as its own.
+            let dumped = dump::normalise_name(&r.stdout);
+            dumped
+                .split_once("data:")
+                .map_or(dumped.clone(), |(_, data)| data.to_string())
+        })
+        .collect();
+        assert!(
+            dumps
+                .iter()
+                .all(|d| d == &dumps[0] && d.contains("18, 19, 20, 21, 22, 23")),
+            "{label}: {dumps:?}"
+        );
+    }
+}

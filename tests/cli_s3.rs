@@ -16,8 +16,12 @@ use common::{Host, Report, Run, case_name, cdl_files, dump, run_env, scratch, ur
 use std::fs;
 use std::path::Path;
 
-/// Every AWS variable a developer's shell might carry; each run starts without them.
-const AWS_VARS: [&str; 20] = [
+/// Every AWS (and netCDF rc file) variable a developer's shell might carry; each run starts
+/// without them.
+const AWS_VARS: [&str; 23] = [
+    "NCRCENV_HOME",
+    "NCRCENV_RC",
+    "NCRCENV_IGNORE",
     "AWS_PROFILE",
     "AWS_WEB_IDENTITY_TOKEN_FILE",
     "AWS_ROLE_ARN",
@@ -249,6 +253,19 @@ fn every_credential_source_reaches_a_signing_server() {
     let other_cfg = dir.path().join("elsewhere-config");
     fs::write(&other_cfg, format!("[profile fromconfig]\n{good}")).unwrap();
     let (other, other_cfg) = (other.to_str().unwrap(), other_cfg.to_str().unwrap());
+    let ncrc = dir.path().join("ncrc");
+    fs::write(
+        &ncrc,
+        "AWS.PROFILE=cfg\n[s3://nczarr/elsewhere]AWS.PROFILE=bad\n",
+    )
+    .unwrap();
+    let scoped_ncrc = dir.path().join("scoped-ncrc");
+    fs::write(
+        &scoped_ncrc,
+        "AWS.PROFILE=cfg\n[s3://nczarr/creds]AWS.PROFILE=bad\n",
+    )
+    .unwrap();
+    let (ncrc, scoped_ncrc) = (ncrc.to_str().unwrap(), scoped_ncrc.to_str().unwrap());
 
     let cases: Vec<(&str, String, &Path, Vars)> = vec![
         (
@@ -277,6 +294,12 @@ fn every_credential_source_reaches_a_signing_server() {
             format!("{s3}&aws.profile=cfg"),
             &home,
             vec![("AWS_ACCESS_KEY_ID", "x"), ("AWS_SECRET_ACCESS_KEY", "y")],
+        ),
+        (
+            "AWS.PROFILE in netCDF's rc file beats AWS_PROFILE",
+            s3.clone(),
+            &home,
+            vec![("AWS_PROFILE", "bad"), ("NCRCENV_RC", ncrc)],
         ),
         (
             "environment keys beat AWS_PROFILE",
@@ -308,6 +331,11 @@ fn every_credential_source_reaches_a_signing_server() {
             "wrong secret in a profile",
             s3.clone(),
             vec![("AWS_PROFILE", "bad")],
+        ),
+        (
+            "an rc file entry scoped to the dataset beats the unscoped one",
+            s3.clone(),
+            vec![("NCRCENV_RC", scoped_ncrc)],
         ),
         (
             "anonymous (profile none)",

@@ -5,6 +5,16 @@ use super::dataset::Dataset;
 use super::names;
 use crate::error::{Error, Result};
 use crate::model::{DimId, Endian, GroupId, NcType, Storage, Values, Var};
+use crate::rcfile::RcFiles;
+
+/// The separator of the chunk keys of new variables: `ZARR.DIMENSION_SEPARATOR` in netCDF's rc
+/// files when it is `/`, as netcdf-c honours it, else `.`.
+fn separator_of_new_variables() -> char {
+    match RcFiles::of_process().get("ZARR.DIMENSION_SEPARATOR") {
+        Some("/") => '/',
+        _ => '.',
+    }
+}
 
 impl Dataset {
     fn name_free(&self, g: GroupId, name: &str) -> Result<()> {
@@ -85,6 +95,7 @@ impl Dataset {
         }
         let mut var = Var::new(name, ty, dimids);
         var.no_fill = self.nofill_default;
+        var.dimension_separator = separator_of_new_variables();
         let esize = if ty == NcType::String {
             var.maxstrlen
         } else {

@@ -11,11 +11,13 @@
 //! - endpoint: fragment `aws.endpoint`, `AWS_ENDPOINT_URL_S3`, `AWS_ENDPOINT_URL`, profile
 //!   `endpoint_url`, the URL's own host when it is not an AWS host, else AWS for the region;
 //! - region: fragment `aws.region`, the region in an AWS host name of the URL (unless an
-//!   endpoint override is in force), `AWS_REGION`, `AWS_DEFAULT_REGION`, profile `region`,
-//!   `us-east-1`;
-//! - profile: fragment `aws.profile`, `AWS_PROFILE`, `default`;
-//! - credentials: profile `none`/`no` means anonymous; a profile named in the fragment is used
-//!   as is (an error if it holds no credentials); a profile named by `AWS_PROFILE` must exist;
+//!   endpoint override is in force), `AWS.REGION` in netCDF's rc files ([`crate::rcfile`]),
+//!   `AWS_REGION`, `AWS_DEFAULT_REGION`, profile `region`, `us-east-1`;
+//! - profile: fragment `aws.profile`, `AWS.PROFILE` in the rc files, `AWS_PROFILE`, `default`;
+//!   an rc file entry scoped to a URL applies when that URL names the dataset's bucket (or
+//!   endpoint) and a prefix of its key, and then beats an unscoped one;
+//! - credentials: profile `none`/`no` means anonymous; a profile named in the fragment or the
+//!   rc files is used as is (an error if it holds no credentials); a profile named by `AWS_PROFILE` must exist;
 //!   then `AWS_ACCESS_KEY_ID` + `AWS_SECRET_ACCESS_KEY` (+ `AWS_SESSION_TOKEN`); then
 //!   the profile's keys, `credential_process` or web identity in the files; then a web identity token named by
 //!   `AWS_WEB_IDENTITY_TOKEN_FILE` + `AWS_ROLE_ARN`; then the container's credential agent
@@ -26,6 +28,7 @@
 
 use super::profiles::Profiles;
 use crate::error::{Error, Result};
+use crate::rcfile::RcFiles;
 use crate::url::DatasetUrl;
 use crate::zmap::StorePrefix;
 use std::fmt;
@@ -394,9 +397,68 @@ fn is_anonymous_profile(profile: &str) -> bool {
     profile.eq_ignore_ascii_case("none") || profile.eq_ignore_ascii_case("no")
 }
 
+/// Who named the profile in use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ProfileNamedBy {
+    /// The fragment's `aws.profile` or the rc files' `AWS.PROFILE`: its credentials are used,
+    /// and a profile without any is an error.
+    Choice,
+    /// `AWS_PROFILE`: the profile must exist.
+    Environment,
+    /// Nobody: `default`, if it holds credentials.
+    Default,
+}
+
+/// `host[:port]` of a parsed URL.
+fn host_port(u: &DatasetUrl) -> Option<String> {
+    let host = u.host.as_deref()?;
+    Some(match u.port {
+        Some(p) => format!("{host}:{p}"),
+        None => host.to_string(),
+    })
+}
+
+/// True when an rc file entry scoped to `scope` applies to the dataset at `url`, located at
+/// `loc` and reached through `endpoint`: the scope names the same host (and port) as one of the
+/// dataset's forms (the URL as given, `s3://bucket/root`, or the endpoint with the path
+/// `/bucket/root`), and its path is empty or a whole-segment prefix of that form's path.
+fn scope_applies(
+    scope: &DatasetUrl,
+    url: &DatasetUrl,
+    loc: &Location,
+    endpoint: Option<&str>,
+) -> bool {
+    let Some(scope_host) = host_port(scope) else {
+        return false;
+    };
+    let wanted = scope.path.trim_end_matches('/');
+    let in_bucket = if loc.root.is_empty() {
+        format!("/{}", loc.bucket)
+    } else {
+        format!("/{}/{}", loc.bucket, loc.root)
+    };
+    let endpoint_host = endpoint
+        .and_then(|e| DatasetUrl::parse(e).ok())
+        .and_then(|e| host_port(&e));
+    let forms = [
+        host_port(url).map(|h| (h, url.path.clone())),
+        Some((loc.bucket.to_ascii_lowercase(), format!("/{}", loc.root))),
+        endpoint_host.map(|h| (h, in_bucket)),
+    ];
+    forms.into_iter().flatten().any(|(host, path)| {
+        let path = path.trim_end_matches('/');
+        host == scope_host
+            && (wanted.is_empty()
+                || path == wanted
+                || path
+                    .strip_prefix(wanted)
+                    .is_some_and(|r| r.starts_with('/')))
+    })
+}
+
 /// Chooses the credentials (see the module documentation for the order).
 fn resolve_credentials(
-    url: &DatasetUrl,
+    named: ProfileNamedBy,
     env: &dyn Fn(&str) -> Option<String>,
     profiles: &Profiles,
     profile: &str,
@@ -425,7 +487,7 @@ fn resolve_credentials(
             })
         })
     };
-    if url.param("aws.profile").is_some() {
+    if named == ProfileNamedBy::Choice {
         return Ok((from_profile()?, format!("profile {profile}")));
     }
     match (
@@ -450,7 +512,7 @@ fn resolve_credentials(
         }
         _ => {}
     }
-    if env_value(env, "AWS_PROFILE").is_some() && !profiles.has(profile) {
+    if named == ProfileNamedBy::Environment && !profiles.has(profile) {
         return Err(missing(format!("AWS profile {profile:?} not found")));
     }
     if let Some(found) = profile_credentials(profiles, profile, env) {
@@ -464,21 +526,35 @@ impl S3Settings {
     /// AWS files it names.
     pub fn resolve(url: &DatasetUrl, env: &dyn Fn(&str) -> Option<String>) -> Result<S3Settings> {
         let loc = locate(url)?;
-        let profile = url
-            .param("aws.profile")
-            .map(|p| p.trim().to_string())
-            .filter(|p| !p.is_empty())
-            .or_else(|| env_value(env, "AWS_PROFILE"))
-            .unwrap_or_else(|| "default".to_string());
-        let (config, credentials_file) = profile_files(env);
-        let profiles = Profiles::load(config.as_deref(), credentials_file.as_deref());
-        let from_profile = |key: &str| profiles.get(&profile, key).map(str::to_string);
-
         let fragment = |key: &str| {
             url.param(key)
                 .map(|v| v.trim().to_string())
                 .filter(|v| !v.is_empty())
         };
+        let rc = RcFiles::load(env, std::env::current_dir().ok().as_deref());
+        let early_endpoint = fragment("aws.endpoint")
+            .or_else(|| env_value(env, "AWS_ENDPOINT_URL_S3"))
+            .or_else(|| env_value(env, "AWS_ENDPOINT_URL"))
+            .or_else(|| loc.endpoint.clone());
+        let applies =
+            |scope: &DatasetUrl| scope_applies(scope, url, &loc, early_endpoint.as_deref());
+        let from_rc = |key: &str| {
+            rc.get_for(key, &applies)
+                .filter(|v| !v.is_empty())
+                .map(str::to_string)
+        };
+        let (profile, named) =
+            if let Some(p) = fragment("aws.profile").or_else(|| from_rc("AWS.PROFILE")) {
+                (p, ProfileNamedBy::Choice)
+            } else if let Some(p) = env_value(env, "AWS_PROFILE") {
+                (p, ProfileNamedBy::Environment)
+            } else {
+                ("default".to_string(), ProfileNamedBy::Default)
+            };
+        let (config, credentials_file) = profile_files(env);
+        let profiles = Profiles::load(config.as_deref(), credentials_file.as_deref());
+        let from_profile = |key: &str| profiles.get(&profile, key).map(str::to_string);
+
         let overridden = fragment("aws.endpoint")
             .or_else(|| env_value(env, "AWS_ENDPOINT_URL_S3"))
             .or_else(|| env_value(env, "AWS_ENDPOINT_URL"))
@@ -489,11 +565,13 @@ impl S3Settings {
         };
         let region = fragment("aws.region")
             .or_else(|| overridden.is_none().then(|| loc.region.clone()).flatten())
+            .or_else(|| from_rc("AWS.REGION"))
             .or_else(|| env_value(env, "AWS_REGION"))
             .or_else(|| env_value(env, "AWS_DEFAULT_REGION"))
             .or_else(|| from_profile("region"))
             .unwrap_or_else(|| DEFAULT_REGION.to_string());
-        let (credentials, credentials_source) = resolve_credentials(url, env, &profiles, &profile)?;
+        let (credentials, credentials_source) =
+            resolve_credentials(named, env, &profiles, &profile)?;
         let timeout_secs = parse_limit(env, TIMEOUT_ENV, DEFAULT_TIMEOUT.as_secs_f64(), |t| {
             t.is_finite() && *t > 0.0 && *t <= 86_400.0
         })?;
@@ -770,6 +848,93 @@ mod tests {
             assert!(matches!(missing, Err(Error::Auth(_))), "{missing:?}");
         }
         assert!(!format!("{:?}", ok(url, &env_keys)).contains("envsecret"));
+    }
+
+    /// netCDF's rc files name a profile and a region after the fragment, before the
+    /// environment; an entry scoped to the dataset's bucket and key prefix, or endpoint, wins.
+    #[test]
+    fn rc_files_name_the_profile_and_region() {
+        let home = aws_dir(
+            "[profile dev]\nregion = us-west-1\n[profile empty]\nregion = x\n",
+            "[dev]\naws_access_key_id = DEV\naws_secret_access_key = d\n\
+             [other]\naws_access_key_id = OTHER\naws_secret_access_key = o\n\
+             [default]\naws_access_key_id = DEF\naws_secret_access_key = f\n",
+        );
+        std::fs::write(
+            home.path().join(".ncrc"),
+            "AWS.PROFILE=dev\nAWS.REGION=ap-south-1\n[s3://b/special]AWS.PROFILE=other\n\
+             [http://minio:9000]AWS.REGION=minio-region\n\
+             [https://s3.eu-west-3.amazonaws.com/b/rewritten]AWS.PROFILE=other\n",
+        )
+        .unwrap();
+        let h = home.path().to_str().unwrap();
+        let at = |url: &str, extra: &[(&str, &str)]| {
+            let vars = [[("HOME", h)].as_slice(), extra].concat();
+            let s = ok(url, &vars);
+            let id = match s.credentials {
+                Credentials::Keys { access_key_id, .. } => access_key_id,
+                other => format!("{other:?}"),
+            };
+            (id, s.region)
+        };
+        let got = |id: &str, region: &str| (id.to_string(), region.to_string());
+        assert_eq!(at("s3://b/k#mode=s3", &[]), got("DEV", "ap-south-1"));
+        assert_eq!(
+            at(
+                "s3://b/k#mode=s3",
+                &[("AWS_PROFILE", "other"), ("AWS_REGION", "r")]
+            ),
+            got("DEV", "ap-south-1"),
+            "the rc files come before the environment"
+        );
+        assert_eq!(
+            at("s3://b/k#mode=s3&aws.profile=other&aws.region=frag", &[]),
+            got("OTHER", "frag"),
+            "the fragment comes before the rc files"
+        );
+        assert_eq!(at("s3://b/special/x#mode=s3", &[]).0, "OTHER");
+        assert_eq!(at("s3://b/special#mode=s3", &[]).0, "OTHER");
+        assert_eq!(
+            at("s3://b/specialty#mode=s3", &[]).0,
+            "DEV",
+            "whole segments"
+        );
+        assert_eq!(
+            at("s3://c/special/x#mode=s3", &[]).0,
+            "DEV",
+            "another bucket"
+        );
+        assert_eq!(
+            at(
+                "https://s3.eu-west-3.amazonaws.com/b/rewritten/x#mode=s3",
+                &[]
+            ),
+            got("OTHER", "eu-west-3"),
+            "libnetcdf's rewritten URL; the host's region comes first"
+        );
+        assert_eq!(
+            at(
+                "s3://b/k#mode=s3",
+                &[("AWS_ENDPOINT_URL", "http://minio:9000")]
+            )
+            .1,
+            "minio-region",
+            "an entry scoped to the endpoint"
+        );
+        assert_eq!(
+            at("s3://b/k#mode=s3", &[("NCRCENV_IGNORE", "1")]),
+            got("DEF", "us-east-1")
+        );
+        let keyless = home.path().join("keyless-rc");
+        std::fs::write(&keyless, "AWS.PROFILE=empty\n").unwrap();
+        let named_keyless = resolve(
+            "s3://b/k#mode=s3",
+            &[("HOME", h), ("NCRCENV_RC", keyless.to_str().unwrap())],
+        );
+        assert!(
+            matches!(&named_keyless, Err(Error::Auth(why)) if why.contains("\"empty\"")),
+            "a profile the rc files name must hold credentials: {named_keyless:?}"
+        );
     }
 
     /// After keys and profiles: a web identity token, then the container's agent, then the
