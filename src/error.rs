@@ -150,6 +150,9 @@ pub enum Error {
         got: usize,
         expected: usize,
     },
+    /// An object larger than any object of the dataset can be, refused rather than read.
+    #[error("{what} is larger than {limit} bytes, more than any object of this dataset can be")]
+    ObjectTooLarge { what: String, limit: u64 },
     /// A store key that would be unsafe or illegal.
     #[error("invalid store key {key:?}: {why}")]
     BadKey { key: String, why: String },

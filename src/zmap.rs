@@ -17,9 +17,10 @@ pub mod zip;
 pub use key::{StoreKey, StorePrefix};
 pub use open::{OpenHow, open_diskless, open_store};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use rayon::prelude::*;
 use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Top-level objects that mark a directory, archive root or key prefix as a Zarr or NCZarr
 /// dataset (the only Zarr knowledge of this layer: it decides what `create` may clobber and
@@ -32,6 +33,47 @@ pub const ZARR_MARKERS: [&str; 6] = [
     ".nczarr",
     "zarr.json",
 ];
+
+/// The largest object a store reads whole before the chunk engine allows more: any metadata
+/// object, and the chunks of ordinary variables, are far smaller.
+pub const LARGEST_OBJECT_AT_FIRST: u64 = 1 << 30;
+
+/// The size beyond which a store refuses to read an object whole, so that a damaged or
+/// hostile store (a huge file, an endless or lying response) is an error, not an allocation
+/// of its size. It starts at [`LARGEST_OBJECT_AT_FIRST`] and only grows, as the chunk engine
+/// allows the largest stored chunk of each variable it reads.
+#[derive(Debug)]
+pub struct ObjectLimit(AtomicU64);
+
+impl Default for ObjectLimit {
+    fn default() -> Self {
+        ObjectLimit(AtomicU64::new(LARGEST_OBJECT_AT_FIRST))
+    }
+}
+
+impl ObjectLimit {
+    /// Allows objects of up to `bytes` from now on (a smaller value changes nothing).
+    pub fn allow(&self, bytes: u64) {
+        self.0.fetch_max(bytes, Ordering::Relaxed);
+    }
+
+    /// The largest object read whole now.
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// An error when an object of `size` bytes, called `what` in messages, is over the limit.
+    pub fn check(&self, what: impl FnOnce() -> String, size: u64) -> Result<()> {
+        let limit = self.get();
+        if size > limit {
+            return Err(Error::ObjectTooLarge {
+                what: what(),
+                limit,
+            });
+        }
+        Ok(())
+    }
+}
 
 /// Runs of one object: each receives the object's bytes from its offset on (see
 /// [`Store::get_runs_into`]).
@@ -201,6 +243,13 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         false
     }
 
+    /// Allows whole reads of objects of up to `bytes` from now on ([`ObjectLimit`]); the
+    /// chunk engine calls it with the largest a variable's stored chunk can be before reading
+    /// it. Stores that hold everything in memory already have nothing to refuse.
+    fn allow_objects_up_to(&self, bytes: u64) {
+        let _ = bytes;
+    }
+
     /// True when a read costs about what its bytes cost (local files, memory): the chunk
     /// engine then reads only the runs a request needs and keeps few requests in flight. False
     /// where every read is a round trip: whole chunks are fetched once, cached, and many
@@ -289,6 +338,26 @@ pub(crate) use forward_writes_and_listings;
 #[allow(clippy::single_range_in_vec_init)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_object_limit_only_grows() {
+        let limit = ObjectLimit::default();
+        assert_eq!(limit.get(), LARGEST_OBJECT_AT_FIRST);
+        limit.allow(10);
+        assert_eq!(
+            limit.get(),
+            LARGEST_OBJECT_AT_FIRST,
+            "a smaller value changes nothing"
+        );
+        assert!(limit.check(|| "x".into(), LARGEST_OBJECT_AT_FIRST).is_ok());
+        let over = limit.check(|| "x".into(), LARGEST_OBJECT_AT_FIRST + 1);
+        assert!(
+            matches!(&over, Err(Error::ObjectTooLarge { what, limit }) if what == "x" && *limit == LARGEST_OBJECT_AT_FIRST),
+            "{over:?}"
+        );
+        limit.allow(5 << 30);
+        assert!(limit.check(|| "x".into(), 5 << 30).is_ok());
+    }
 
     #[test]
     fn near_ranges_share_a_span_and_far_ones_do_not() {

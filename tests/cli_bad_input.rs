@@ -171,3 +171,42 @@ fn bad_locations_give_netcdf_errors() {
     }
     report.finish(4);
 }
+
+/// A chunk file far larger than any chunk of its variable can be stored in (a 3 GiB file, sparse,
+/// for a compressed variable of 4 KiB chunks): refused before it is read, with a netCDF error
+/// saying so, within a 1 GiB address space, where reading it would run out of memory.
+#[test]
+fn a_chunk_file_larger_than_any_chunk_is_refused_unread() {
+    let dir = scratch("huge-chunk");
+    let cdl = dir.path().join("huge.cdl");
+    let values: Vec<String> = (0..4096).map(|i| i.to_string()).collect();
+    fs::write(
+        &cdl,
+        format!(
+            "netcdf huge {{\ndimensions:\n  x = 4096 ;\nvariables:\n  int v(x) ;\n    \
+             v:_ChunkSizes = 1024 ;\n    v:_DeflateLevel = 1 ;\ndata:\n  v = {} ;\n}}\n",
+            values.join(", ")
+        ),
+    )
+    .unwrap();
+    let store = dir.path().join("huge.zarr");
+    let target = url(&store, MODE);
+    ncgen(Host::Ours, &cdl, &target).unwrap();
+    let chunk = one_chunk(&store, "v").unwrap();
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&chunk)
+        .and_then(|f| f.set_len(3 << 30))
+        .unwrap();
+    let r = run(
+        Host::Ours,
+        "prlimit",
+        &["--as=1073741824", "ncdump", "-v", "v", &target],
+    );
+    expect_nc_error(&r).unwrap();
+    assert!(
+        r.stderr.contains("NetCDF: NCZarr error") && r.stderr.contains("is larger than"),
+        "{}",
+        r.describe()
+    );
+}

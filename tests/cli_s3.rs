@@ -926,13 +926,15 @@ fn a_chunk_the_server_stalls_on_is_asked_for_once() {
     );
 }
 
-/// A server that answers the GET of a compressed chunk with an endless body: the read fails
-/// with a netCDF error once the body no longer fits in memory (a 4 GiB address space here),
-/// and the host program does not abort.
+/// A server that answers the GET of a compressed chunk with an endless body (announced as
+/// 64 GiB): the read fails at once with a netCDF error saying the object is larger than any
+/// chunk of the dataset can be, without reading it, and the host program does not abort. (It
+/// used to read until memory ran out; a 4 GiB address space made that an error.)
 #[test]
 fn an_endless_chunk_body_is_an_error_not_an_abort() {
     let sample = SampleBehindProxy::start("endless", Some(("w/0.0.0", Trap::EndlessBody)));
     let env = sample.env(&[]);
+    let started = std::time::Instant::now();
     let r = tool(
         "prlimit",
         &["--as=4294967296", "ncdump", "-v", "w", &sample.s3],
@@ -940,9 +942,14 @@ fn an_endless_chunk_body_is_an_error_not_an_abort() {
     );
     assert!(!r.success() && !r.crashed(), "{}", r.describe());
     assert!(
-        r.stderr.contains("does not fit in memory"),
+        r.stderr.contains("NetCDF: NCZarr error") && r.stderr.contains("is larger than"),
         "{}",
         r.describe()
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "refused before reading: {:?}",
+        started.elapsed()
     );
     let reqs = sample.proxy.take();
     let endless = sample.target("w/0.0.0");

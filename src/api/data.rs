@@ -188,6 +188,19 @@ pub fn stored_esize(var: &Var) -> usize {
     var.stored_esize()
 }
 
+/// The most bytes a stored chunk of `chunk_bytes` decoded bytes can take: no codec's worst
+/// case comes near twice its input (zlib, zstd, lz4 and bzip2 add about 1% at most, blosc 16
+/// bytes), so a larger object is damaged or hostile. Strings, whose stored length has no such
+/// bound, are left to the store's first limit ([`crate::zmap::LARGEST_OBJECT_AT_FIRST`]).
+fn largest_stored_chunk(chunk_bytes: usize, ty: NcType) -> u64 {
+    if ty == NcType::String {
+        return 0;
+    }
+    (chunk_bytes as u64)
+        .saturating_mul(2)
+        .saturating_add(1 << 20)
+}
+
 /// The codec chain of a variable; an unknown codec is `Error::NoFilter` naming it.
 pub fn codec_chain(var: &Var) -> Result<codec::Chain> {
     let cfgs: Vec<codec::Config> = var.filters.iter().map(|f| f.codec.clone()).collect();
@@ -222,6 +235,8 @@ impl Dataset {
         let chunk_bytes = product(&chunks)?
             .checked_mul(esize)
             .ok_or_else(|| Error::TooLarge("chunk".into()))?;
+        self.store
+            .allow_objects_up_to(largest_stored_chunk(chunk_bytes, var.ty));
         Ok(Geometry {
             ty: var.ty,
             scalar: var.is_scalar(),

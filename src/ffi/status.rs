@@ -48,6 +48,7 @@ pub fn code(e: &Error) -> c_int {
         Error::Metadata { .. } => NC_ENCZARR,
         Error::Unsupported { .. } => NC_ENCZARR,
         Error::ChunkSize { .. } => NC_ENCZARR,
+        Error::ObjectTooLarge { .. } => NC_ENCZARR,
         Error::BadKey { .. } => NC_EINVAL,
         Error::Url { .. } => NC_EURL,
         Error::NotBuilt(_) => NC_ENOTBUILT,
@@ -68,6 +69,7 @@ fn worth_reporting(e: &Error) -> bool {
         Error::Metadata { .. }
             | Error::Unsupported { .. }
             | Error::ChunkSize { .. }
+            | Error::ObjectTooLarge { .. }
             | Error::NoFilter { .. }
             | Error::Filter { .. }
             | Error::CodecConfig { .. }

@@ -153,6 +153,10 @@ impl Store for CreatedStore {
         self.inner.is_local()
     }
 
+    fn allow_objects_up_to(&self, bytes: u64) {
+        self.inner.allow_objects_up_to(bytes);
+    }
+
     fn put(&self, key: &StoreKey, value: &[u8]) -> Result<()> {
         self.record(key);
         self.inner.put(key, value)

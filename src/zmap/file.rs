@@ -14,7 +14,7 @@
 
 mod atomic_write;
 
-use super::{Store, StoreKey, StorePrefix, ZARR_MARKERS, positional};
+use super::{ObjectLimit, Store, StoreKey, StorePrefix, ZARR_MARKERS, positional};
 use crate::error::{Error, Result};
 use atomic_write::{TMP_MARK, write_atomically};
 use rayon::prelude::*;
@@ -30,6 +30,8 @@ const PUT_RETRIES: usize = 8;
 #[derive(Debug)]
 pub struct FileStore {
     root: PathBuf,
+    /// Files larger than this are refused, not read whole.
+    limit: ObjectLimit,
     /// Set once writing an object through an unnamed file failed for want of support.
     unnamed_fails: AtomicBool,
 }
@@ -251,6 +253,7 @@ impl FileStore {
         let root = fs::canonicalize(root).map_err(|e| io_error(root, e))?;
         Ok(FileStore {
             root,
+            limit: ObjectLimit::default(),
             unnamed_fails: AtomicBool::new(false),
         })
     }
@@ -314,6 +317,7 @@ impl Store for FileStore {
         let Some((mut file, len)) = open_object(&path)? else {
             return Ok(None);
         };
+        self.limit.check(|| show(&path), len)?;
         let mut buf = Vec::new();
         read_len(&mut file, len, &mut buf).map_err(|e| io_error(&path, e))?;
         Ok(Some(buf))
@@ -326,6 +330,7 @@ impl Store for FileStore {
         let Some((mut file, len)) = open_object(&path)? else {
             return Ok(false);
         };
+        self.limit.check(|| show(&path), len)?;
         read_len(&mut file, len, buf).map_err(|e| io_error(&path, e))?;
         Ok(true)
     }
@@ -382,6 +387,10 @@ impl Store for FileStore {
 
     fn is_local(&self) -> bool {
         true
+    }
+
+    fn allow_objects_up_to(&self, bytes: u64) {
+        self.limit.allow(bytes);
     }
 
     fn reads_runs_in_place(&self, _key: &StoreKey) -> bool {

@@ -112,6 +112,10 @@ impl Store for OverlayStore {
         self.top.delete_prefix(&StorePrefix::root())
     }
 
+    fn allow_objects_up_to(&self, bytes: u64) {
+        self.base.allow_objects_up_to(bytes);
+    }
+
     fn describe(&self) -> String {
         format!("{} (diskless)", self.base.describe())
     }

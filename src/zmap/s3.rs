@@ -18,7 +18,7 @@ pub mod profiles;
 pub mod runtime;
 pub mod settings;
 
-use super::{EachObject, Produce, Store, StoreKey, StorePrefix, ZARR_MARKERS};
+use super::{EachObject, ObjectLimit, Produce, Store, StoreKey, StorePrefix, ZARR_MARKERS};
 use crate::error::{Error, Result};
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
@@ -43,6 +43,8 @@ const MAX_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug)]
 pub struct S3Store {
     client: Arc<dyn ObjectStore>,
+    /// Objects larger than this are refused, not read whole.
+    limit: ObjectLimit,
     settings: S3Settings,
     described: Arc<str>,
 }
@@ -51,6 +53,8 @@ pub struct S3Store {
 enum Failure {
     Client(object_store::Error),
     TimedOut(Duration),
+    /// The object is, or is announced to be, larger than this many bytes.
+    Larger(u64),
 }
 
 impl From<object_store::Error> for Failure {
@@ -66,6 +70,10 @@ fn failure_error(store: &str, credentials: &str, what: &str, f: Failure) -> Erro
         Failure::TimedOut(t) => Error::Remote {
             store: store.to_string(),
             why: format!("{what}: no answer within {:.1} s", t.as_secs_f64()),
+        },
+        Failure::Larger(limit) => Error::ObjectTooLarge {
+            what: format!("{store}: {what}"),
+            limit,
         },
         Failure::Client(e @ E::NotFound { .. }) => Error::NotFound(format!("{store}: {what}: {e}")),
         Failure::Client(e @ (E::Unauthenticated { .. } | E::PermissionDenied { .. })) => {
@@ -193,6 +201,7 @@ impl S3Store {
         let described = describe(&settings).into();
         Ok(S3Store {
             client,
+            limit: ObjectLimit::default(),
             settings,
             described,
         })
@@ -327,9 +336,10 @@ async fn get_found(
 async fn get_object(
     client: Arc<dyn ObjectStore>,
     path: Path,
+    limit: u64,
 ) -> std::result::Result<Option<Vec<u8>>, Failure> {
     match get_found(&*client, &path).await? {
-        Some(result) => Ok(Some(body::gather(result).await?)),
+        Some(result) => Ok(Some(body::gather(result, limit).await?)),
         None => Ok(None),
     }
 }
@@ -341,9 +351,10 @@ async fn send_object(
     path: Path,
     object: usize,
     to: tokio::sync::mpsc::Sender<body::Frame>,
+    limit: u64,
 ) -> std::result::Result<Option<u64>, Failure> {
     match get_found(&*client, &path).await? {
-        Some(result) => Ok(Some(body::send(result, object, &to).await?)),
+        Some(result) => Ok(Some(body::send(result, object, &to, limit).await?)),
         None => Ok(None),
     }
 }
@@ -384,6 +395,7 @@ async fn get_span(
     client: Arc<dyn ObjectStore>,
     path: Path,
     span: std::ops::Range<u64>,
+    limit: u64,
 ) -> std::result::Result<Option<Spanned>, Failure> {
     let options = object_store::GetOptions {
         range: Some(object_store::GetRange::Bounded(span.clone())),
@@ -394,7 +406,7 @@ async fn get_span(
             let len = result.meta.size;
             let version = result.meta.e_tag.clone();
             let got = result.range.clone();
-            let bytes = Bytes::from(body::gather(result).await?);
+            let bytes = Bytes::from(body::gather(result, limit).await?);
             if got.start == span.start && got.end - got.start == bytes.len() as u64 {
                 return Ok(Some(Spanned {
                     len,
@@ -406,7 +418,7 @@ async fn get_span(
         Err(object_store::Error::NotFound { .. }) => return Ok(None),
         Err(_) => {}
     }
-    Ok(get_object(client, path).await?.map(|whole| {
+    Ok(get_object(client, path, limit).await?.map(|whole| {
         let len = whole.len() as u64;
         let start = span.start.min(len) as usize;
         let end = span.end.min(len) as usize;
@@ -433,7 +445,8 @@ impl Store for S3Store {
     fn get(&self, key: &StoreKey) -> Result<Option<Vec<u8>>> {
         let path = self.object_path(key.as_str())?;
         let client = Arc::clone(&self.client);
-        self.run(format!("GET {path}"), get_object(client, path))
+        let limit = self.limit.get();
+        self.run(format!("GET {path}"), get_object(client, path, limit))
     }
 
     fn get_many(&self, keys: &[StoreKey]) -> Result<Vec<Option<Vec<u8>>>> {
@@ -441,8 +454,9 @@ impl Store for S3Store {
             .iter()
             .map(|k| self.object_path(k.as_str()))
             .collect::<Result<Vec<_>>>()?;
-        self.run_many(paths, |client, path| {
-            (format!("GET {path}"), get_object(client, path))
+        let limit = self.limit.get();
+        self.run_many(paths, move |client, path| {
+            (format!("GET {path}"), get_object(client, path, limit))
         })
     }
 
@@ -460,6 +474,7 @@ impl Store for S3Store {
         let client = Arc::clone(&self.client);
         let timeout = self.settings.timeout;
         let concurrency = self.settings.concurrency;
+        let limit = self.limit.get();
         let held = Arc::new(Semaphore::new(held.clamp(1, Semaphore::MAX_PERMITS)));
         batch::hand_out(
             |to| {
@@ -469,7 +484,7 @@ impl Store for S3Store {
                     held,
                     move |path| {
                         let what = format!("GET {path}");
-                        bounded(timeout, what, get_object(Arc::clone(&client), path))
+                        bounded(timeout, what, get_object(Arc::clone(&client), path, limit))
                     },
                     to,
                 ))?;
@@ -493,6 +508,7 @@ impl Store for S3Store {
             .map(|(i, k)| Ok((i, self.object_path(k.as_str())?)))
             .collect::<Result<Vec<_>>>()?;
         let (to, mut from) = tokio::sync::mpsc::channel::<body::Frame>(body::FRAMES_QUEUED);
+        let limit = self.limit.get();
         std::thread::scope(|scope| {
             // The channel closes once the batch is over (its operations hold the senders).
             let fetching = std::thread::Builder::new()
@@ -500,7 +516,7 @@ impl Store for S3Store {
                 .spawn_scoped(scope, move || {
                     self.run_many(work, move |client, (i, path)| {
                         let what = format!("GET {path}");
-                        (what, send_object(client, path, i, to.clone()))
+                        (what, send_object(client, path, i, to.clone(), limit))
                     })
                 })
                 .map_err(|e| Error::Internal(format!("cannot start a fetching thread: {e}")))?;
@@ -539,10 +555,11 @@ impl Store for S3Store {
             }
         }
         let starts: Vec<u64> = work.iter().map(|(_, span)| span.start).collect();
-        let got = self.run_many(work, |client, (path, span)| {
+        let limit = self.limit.get();
+        let got = self.run_many(work, move |client, (path, span)| {
             (
                 format!("GET {path} bytes {}-{}", span.start, span.end),
-                get_span(client, path, span),
+                get_span(client, path, span, limit),
             )
         })?;
         let mut per_key: Vec<(Vec<u64>, Vec<Option<Spanned>>)> =
@@ -571,13 +588,8 @@ impl Store for S3Store {
             lens.push(len);
         }
         if !again.is_empty() {
-            let paths = again
-                .iter()
-                .map(|&i| self.object_path(keys[i].as_str()))
-                .collect::<Result<Vec<_>>>()?;
-            let whole = self.run_many(paths, |client, path| {
-                (format!("GET {path}"), get_object(client, path))
-            })?;
+            let wanted: Vec<StoreKey> = again.iter().map(|&i| keys[i].clone()).collect();
+            let whole = self.get_many(&wanted)?;
             for (i, value) in again.into_iter().zip(whole) {
                 lens[i] = super::runs_of_whole(value, &mut runs[i]);
             }
@@ -700,6 +712,10 @@ impl Store for S3Store {
         let mut keys: Vec<StoreKey> = listed.iter().filter_map(|p| self.key_of(p)).collect();
         keys.sort_unstable();
         Ok(keys)
+    }
+
+    fn allow_objects_up_to(&self, bytes: u64) {
+        self.limit.allow(bytes);
     }
 
     fn describe(&self) -> String {

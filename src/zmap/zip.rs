@@ -22,7 +22,7 @@
 
 mod spool;
 
-use super::{Store, StoreKey, StorePrefix, ZARR_MARKERS, positional};
+use super::{ObjectLimit, Store, StoreKey, StorePrefix, ZARR_MARKERS, positional};
 use crate::error::{Error, Result};
 use rayon::prelude::*;
 use spool::{Spool, Spooled};
@@ -98,6 +98,8 @@ struct State {
 #[derive(Debug)]
 pub struct ZipStore {
     path: PathBuf,
+    /// Entries larger than this are refused, not read whole.
+    limit: ObjectLimit,
     /// Entry-name prefix of the dataset inside the archive (`"x/"` or `""`).
     prefix: String,
     writable: bool,
@@ -256,6 +258,7 @@ impl ZipStore {
         let index = archive_index(&archive, &prefix);
         Ok(ZipStore {
             path: path.to_path_buf(),
+            limit: ObjectLimit::default(),
             prefix,
             writable,
             created: false,
@@ -287,6 +290,7 @@ impl ZipStore {
         }
         Ok(ZipStore {
             path: path.to_path_buf(),
+            limit: ObjectLimit::default(),
             prefix: default_prefix(path),
             writable: true,
             created: true,
@@ -362,6 +366,8 @@ impl ZipStore {
                     .ok_or_else(|| Error::Internal("zip entry without archive".into()))?;
                 let mut entry = archive.by_index(*i).map_err(|e| zip_error(&self.path, e))?;
                 let declared = entry.size();
+                self.limit
+                    .check(|| format!("{}:{key}", show(&self.path)), declared)?;
                 // No deflate stream expands more than 1032 times: a larger declared size is a
                 // damaged or hostile header, refused before anything is allocated.
                 let bound = entry
@@ -661,6 +667,10 @@ impl Store for ZipStore {
                 .map_err(|e| Error::io(what(), e))?;
         }
         Ok(Some(size))
+    }
+
+    fn allow_objects_up_to(&self, bytes: u64) {
+        self.limit.allow(bytes);
     }
 
     fn is_local(&self) -> bool {

@@ -4,8 +4,10 @@
 //! Owns one rule: a frame is let go as soon as it is copied. A frame is a slice of its
 //! connection's read buffer and keeps the whole of that buffer alive while it is held, so a
 //! body whose frames are all held until its end costs about twice its size (123 MiB for the
-//! 64 MiB of 64 concurrent 1 MiB GETs, measured). It knows nothing of stores or keys.
+//! 64 MiB of 64 concurrent 1 MiB GETs, measured). A body is also refused once it is, or is
+//! announced to be, larger than the store allows. It knows nothing of stores or keys.
 
+use super::Failure;
 use bytes::Bytes;
 use futures::TryStreamExt;
 use object_store::GetResult;
@@ -25,15 +27,23 @@ pub struct Frame {
     pub bytes: Bytes,
 }
 
-/// The whole body, in one buffer reserved for the announced size. A body larger than memory
-/// allows is an error, not an abort of the host program (a server may send any amount).
-pub async fn gather(result: GetResult) -> object_store::Result<Vec<u8>> {
+/// The whole body, in one buffer reserved for the announced size. A body announced or sent
+/// beyond `limit` bytes is [`Failure::Larger`], and one larger than memory allows an error,
+/// not an abort of the host program (a server may send any amount).
+pub async fn gather(result: GetResult, limit: u64) -> Result<Vec<u8>, Failure> {
     let mut whole = Vec::new();
-    let announced = (result.range.end.saturating_sub(result.range.start)).min(RESERVED_AT_MOST);
+    let announced = result.range.end.saturating_sub(result.range.start);
+    if announced > limit {
+        return Err(Failure::Larger(limit));
+    }
     // Only a hint: a refused reservation leaves the buffer to grow as the frames come.
-    let _ = whole.try_reserve_exact(usize::try_from(announced).unwrap_or(0));
+    let reserved = announced.min(RESERVED_AT_MOST);
+    let _ = whole.try_reserve_exact(usize::try_from(reserved).unwrap_or(0));
     let mut frames = result.into_stream();
     while let Some(frame) = frames.try_next().await? {
+        if (whole.len() + frame.len()) as u64 > limit {
+            return Err(Failure::Larger(limit));
+        }
         whole
             .try_reserve(frame.len())
             .map_err(|_| object_store::Error::Generic {
@@ -51,16 +61,24 @@ pub async fn gather(result: GetResult) -> object_store::Result<Vec<u8>> {
 
 /// Sends the body to `to` frame by frame as it arrives, as part of the `object`-th GET;
 /// returns the body's length. Stops early, without an error, once nobody receives (the copying
-/// side has given up, so nothing is waiting for these bytes).
+/// side has given up, so nothing is waiting for these bytes); a body announced or sent beyond
+/// `limit` bytes is [`Failure::Larger`].
 pub async fn send(
     result: GetResult,
     object: usize,
     to: &Sender<Frame>,
-) -> object_store::Result<u64> {
+    limit: u64,
+) -> Result<u64, Failure> {
+    if result.range.end.saturating_sub(result.range.start) > limit {
+        return Err(Failure::Larger(limit));
+    }
     let mut at = 0u64;
     let mut frames = result.into_stream();
     while let Some(bytes) = frames.try_next().await? {
         let len = bytes.len() as u64;
+        if at + len > limit {
+            return Err(Failure::Larger(limit));
+        }
         if to.send(Frame { object, at, bytes }).await.is_err() {
             break;
         }
