@@ -15,6 +15,7 @@ mod body;
 mod credentials;
 mod process;
 pub mod profiles;
+mod renewing;
 pub mod runtime;
 pub mod settings;
 

@@ -10,7 +10,8 @@
 //! anonymous requests, as when no credentials are found at all. The client library does the
 //! fetching and refreshing itself. It knows nothing of stores or keys.
 
-use super::process::ProcessCredentials;
+use super::process::ProcessCommand;
+use super::renewing::Renewing;
 use super::settings::{ContainerAgent, Credentials};
 use super::{full_chain, runtime};
 use crate::error::{Error, Result};
@@ -119,7 +120,10 @@ pub fn sign(
         timeout
     };
     let inner: AwsCredentialProvider = match credentials {
-        Credentials::Process { command } => Arc::new(ProcessCredentials::new(command, timeout)),
+        Credentials::Process { command } => Arc::new(Renewing::new(ProcessCommand {
+            command: command.clone(),
+            timeout,
+        })),
         _ => {
             let client = configure(builder.clone(), credentials)
                 .build()

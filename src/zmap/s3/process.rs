@@ -2,24 +2,19 @@
 //! (single sign-on helpers, vaults and password managers use it).
 //!
 //! Owns running the command (`sh -c`, with the caller's environment, its standard output read
-//! as the credentials, its standard error kept for messages), reading what it prints (version
-//! 1: `AccessKeyId`, `SecretAccessKey`, optional `SessionToken` and `Expiration`), and keeping
-//! the keys until five minutes before they expire; keys without an expiration are kept for
-//! good. A command that runs past its time is killed, with whatever it started. It knows nothing of stores or profiles.
+//! as the credentials, its standard error kept for messages) and reading what it prints
+//! (version 1: `AccessKeyId`, `SecretAccessKey`, optional `SessionToken` and `Expiration`). A
+//! command that runs past its time is killed, with whatever it started. Keeping the keys until
+//! they expire is [`super::renewing`]'s. It knows nothing of stores or profiles.
 
+use super::renewing::{Fetch, Fetched};
 use async_trait::async_trait;
-use object_store::CredentialProvider;
 use object_store::aws::AwsCredential;
 use serde::Deserialize;
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
-use tokio::sync::Mutex;
-
-/// Keys are fetched again once they are this close to expiring.
-const RENEW_BEFORE: Duration = Duration::from_secs(300);
 
 /// How often a running command is looked at while waiting for it.
 const POLL: Duration = Duration::from_millis(10);
@@ -38,67 +33,33 @@ struct Printed {
     expiration: Option<String>,
 }
 
-/// Keys and the time to fetch them again (`None`: never).
-struct Held {
-    credential: Arc<AwsCredential>,
-    renew_at: Option<Instant>,
+/// A `credential_process` command, each run allowed `timeout`.
+pub struct ProcessCommand {
+    pub command: String,
+    pub timeout: Duration,
 }
 
-/// Runs `command` for credentials, at most once per `RENEW_BEFORE` of their life.
-#[derive(Debug)]
-pub struct ProcessCredentials {
-    command: String,
-    timeout: Duration,
-    held: Mutex<Option<HeldKeys>>,
-}
-
-/// [`Held`], with a `Debug` that shows no secret.
-struct HeldKeys(Held);
-
-impl std::fmt::Debug for HeldKeys {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("HeldKeys")
-    }
-}
-
-impl ProcessCredentials {
-    /// Runs `command` when keys are wanted, each run allowed `timeout`.
-    pub fn new(command: &str, timeout: Duration) -> ProcessCredentials {
-        ProcessCredentials {
-            command: command.to_string(),
-            timeout,
-            held: Mutex::new(None),
-        }
-    }
-}
-
-/// Reads what the command printed; `now` is the present, for the expiration.
-fn read_printed(text: &[u8], now: SystemTime) -> Result<Held, String> {
+/// Reads what the command printed.
+fn read_printed(text: &[u8]) -> Result<Fetched, String> {
     let printed: Printed = serde_json::from_slice(text)
         .map_err(|e| format!("its output is not the credentials JSON: {e}"))?;
     if printed.version != 1 {
         return Err(format!("its output is version {}, not 1", printed.version));
     }
-    let renew_at = match printed.expiration {
+    let expires = match printed.expiration {
         None => None,
-        Some(text) => {
-            let expires = chrono::DateTime::parse_from_rfc3339(&text)
-                .map_err(|e| format!("its Expiration {text:?} is not an RFC 3339 time: {e}"))?;
-            let expires = SystemTime::from(expires);
-            let left = expires
-                .duration_since(now)
-                .unwrap_or_default()
-                .saturating_sub(RENEW_BEFORE);
-            Some(Instant::now() + left)
-        }
+        Some(text) => Some(SystemTime::from(
+            chrono::DateTime::parse_from_rfc3339(&text)
+                .map_err(|e| format!("its Expiration {text:?} is not an RFC 3339 time: {e}"))?,
+        )),
     };
-    Ok(Held {
-        credential: Arc::new(AwsCredential {
+    Ok(Fetched {
+        credential: AwsCredential {
             key_id: printed.access_key_id,
             secret_key: printed.secret_access_key,
             token: printed.session_token,
-        }),
-        renew_at,
+        },
+        expires,
     })
 }
 
@@ -160,30 +121,16 @@ fn run(command: &str, timeout: Duration) -> Result<Vec<u8>, String> {
 }
 
 #[async_trait]
-impl CredentialProvider for ProcessCredentials {
-    type Credential = AwsCredential;
-
-    async fn get_credential(&self) -> object_store::Result<Arc<AwsCredential>> {
-        let mut held = self.held.lock().await;
-        if let Some(HeldKeys(h)) = held.as_ref()
-            && h.renew_at.is_none_or(|at| Instant::now() < at)
-        {
-            return Ok(Arc::clone(&h.credential));
-        }
+impl Fetch for ProcessCommand {
+    async fn fetch(&self) -> Result<Fetched, String> {
         let (command, timeout) = (self.command.clone(), self.timeout);
-        let fetched = tokio::task::spawn_blocking(move || {
-            read_printed(&run(&command, timeout)?, SystemTime::now())
-        })
-        .await
-        .map_err(|e| e.to_string())
-        .and_then(|r| r)
-        .map_err(|why| object_store::Error::Generic {
-            store: "S3",
-            source: format!("credential_process `{}`: {why}", self.command).into(),
-        })?;
-        let credential = Arc::clone(&fetched.credential);
-        *held = Some(HeldKeys(fetched));
-        Ok(credential)
+        tokio::task::spawn_blocking(move || read_printed(&run(&command, timeout)?))
+            .await
+            .map_err(|e| e.to_string())?
+    }
+
+    fn describe(&self) -> String {
+        format!("credential_process `{}`", self.command)
     }
 }
 
@@ -192,48 +139,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn printed_keys_are_kept_until_five_minutes_before_they_expire() {
-        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
-        let at = |secs: u64| {
-            chrono::DateTime::<chrono::Utc>::from(now + Duration::from_secs(secs)).to_rfc3339()
-        };
-        let text = format!(
-            r#"{{"Version":1,"AccessKeyId":"A","SecretAccessKey":"S","SessionToken":"T","Expiration":"{}"}}"#,
-            at(3600)
-        );
-        let held = read_printed(text.as_bytes(), now).unwrap();
+    fn printed_keys_are_read_with_their_expiration() {
+        let text = r#"{"Version":1,"AccessKeyId":"A","SecretAccessKey":"S","SessionToken":"T","Expiration":"2030-01-01T00:00:00Z"}"#;
+        let got = read_printed(text.as_bytes()).unwrap();
         assert_eq!(
             (
-                held.credential.key_id.as_str(),
-                held.credential.token.as_deref()
+                got.credential.key_id.as_str(),
+                got.credential.token.as_deref()
             ),
             ("A", Some("T"))
         );
-        let left = held.renew_at.unwrap() - Instant::now();
-        assert!(
-            left <= Duration::from_secs(3300) && left > Duration::from_secs(3290),
-            "{left:?}"
-        );
-        let soon = format!(
-            r#"{{"Version":1,"AccessKeyId":"A","SecretAccessKey":"S","Expiration":"{}"}}"#,
-            at(60)
-        );
-        let held = read_printed(soon.as_bytes(), now).unwrap();
-        assert!(held.renew_at.unwrap() <= Instant::now(), "renewed at once");
+        let want = SystemTime::UNIX_EPOCH + Duration::from_secs(1_893_456_000);
+        assert_eq!(got.expires, Some(want));
         let forever = r#"{"Version":1,"AccessKeyId":"A","SecretAccessKey":"S"}"#;
-        assert!(
-            read_printed(forever.as_bytes(), now)
-                .unwrap()
-                .renew_at
-                .is_none()
-        );
+        assert!(read_printed(forever.as_bytes()).unwrap().expires.is_none());
         for bad in [
             r#"{"Version":2,"AccessKeyId":"A","SecretAccessKey":"S"}"#,
             r#"{"Version":1,"AccessKeyId":"A"}"#,
             r#"{"Version":1,"AccessKeyId":"A","SecretAccessKey":"S","Expiration":"soon"}"#,
             "not json",
         ] {
-            assert!(read_printed(bad.as_bytes(), now).is_err(), "{bad}");
+            assert!(read_printed(bad.as_bytes()).is_err(), "{bad}");
         }
     }
 

@@ -2,7 +2,8 @@
 //!
 //! Owns their INI dialect as the AWS tools read it: `[default]`, `[profile NAME]` in the config
 //! file and `[NAME]` in the credentials file; `key = value` lines; `#` and `;` comments;
-//! indented lines continue a nested block (such as `s3 =`) and are skipped. Values of one profile
+//! indented lines continue a nested block (such as `s3 =`) and are skipped; `[sso-session NAME]`
+//! sections are kept apart from profiles. Values of one profile
 //! from both files are merged, the credentials file winning. It knows nothing of URLs,
 //! environment variables or stores.
 
@@ -13,6 +14,7 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Default)]
 pub struct Profiles {
     profiles: HashMap<String, HashMap<String, String>>,
+    sso_sessions: HashMap<String, HashMap<String, String>>,
     /// The files that were read, for messages.
     pub sources: Vec<PathBuf>,
 }
@@ -26,17 +28,30 @@ pub enum FileKind {
     Credentials,
 }
 
-/// The profile a section header names, or `None` for sections that are not profiles
-/// (`[sso-session x]`, `[services x]`).
-fn section_profile(header: &str, kind: FileKind) -> Option<String> {
+/// What a section holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Section {
+    Profile(String),
+    /// `[sso-session NAME]` of the config file: where a single sign-on session logs in.
+    SsoSession(String),
+}
+
+/// The section a header names, or `None` for sections that are neither profiles nor sign-on
+/// sessions (`[services x]`).
+fn section(header: &str, kind: FileKind) -> Option<Section> {
     let header = header.trim();
-    match kind {
-        FileKind::Credentials => Some(header.to_string()),
-        FileKind::Config if header == "default" => Some(header.to_string()),
-        FileKind::Config => header
-            .strip_prefix("profile")
+    let named = |prefix: &str| {
+        header
+            .strip_prefix(prefix)
             .filter(|rest| rest.starts_with(char::is_whitespace))
-            .map(|rest| rest.trim().to_string()),
+            .map(|rest| rest.trim().to_string())
+    };
+    match kind {
+        FileKind::Credentials => Some(Section::Profile(header.to_string())),
+        FileKind::Config if header == "default" => Some(Section::Profile(header.to_string())),
+        FileKind::Config => named("profile")
+            .map(Section::Profile)
+            .or_else(|| named("sso-session").map(Section::SsoSession)),
     }
 }
 
@@ -58,7 +73,7 @@ impl Profiles {
 
     /// Adds the profiles of one file's text; later values replace earlier ones.
     pub fn add_text(&mut self, text: &str, kind: FileKind) {
-        let mut current: Option<String> = None;
+        let mut current: Option<Section> = None;
         for line in text.lines() {
             if line.starts_with(char::is_whitespace) && !line.trim().is_empty() {
                 continue;
@@ -68,21 +83,24 @@ impl Profiles {
                 continue;
             }
             if let Some(header) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
-                current = section_profile(header, kind);
-                if let Some(name) = &current {
+                current = section(header, kind);
+                if let Some(Section::Profile(name)) = &current {
                     self.profiles.entry(name.clone()).or_default();
                 }
                 continue;
             }
-            let (Some(name), Some((key, value))) = (&current, line.split_once('=')) else {
+            let (Some(current), Some((key, value))) = (&current, line.split_once('=')) else {
                 continue;
             };
             let value = value.trim();
             if value.is_empty() {
                 continue;
             }
-            self.profiles
-                .entry(name.clone())
+            let (map, name) = match current {
+                Section::Profile(name) => (&mut self.profiles, name),
+                Section::SsoSession(name) => (&mut self.sso_sessions, name),
+            };
+            map.entry(name.clone())
                 .or_default()
                 .insert(key.trim().to_ascii_lowercase(), value.to_string());
         }
@@ -91,6 +109,14 @@ impl Profiles {
     /// True when some file has a section for `profile`.
     pub fn has(&self, profile: &str) -> bool {
         self.profiles.contains_key(profile)
+    }
+
+    /// The value of `key` (lowercase) in the `[sso-session NAME]` section `session`.
+    pub fn sso_session(&self, session: &str, key: &str) -> Option<&str> {
+        self.sso_sessions
+            .get(session)
+            .and_then(|p| p.get(key))
+            .map(String::as_str)
     }
 
     /// The value of `key` (lowercase) in `profile`.
@@ -127,6 +153,8 @@ mod tests {
         assert_eq!(p.get("dev", "aws_secret_access_key"), Some("se=cret"));
         assert_eq!(p.get("dev", "addressing_style"), None);
         assert!(!p.has("x") && !p.has("sso-session x") && !p.has("profilex"));
+        assert_eq!(p.sso_session("x", "region"), Some("nowhere"));
+        assert_eq!(p.sso_session("dev", "region"), None);
     }
 
     #[test]
