@@ -434,6 +434,7 @@ fn metadata_service(role: Option<(&str, &str)>) -> credential_service::Credentia
     credential_service::CredentialService::start(credential_service::Answers {
         role: role.map(|(name, secret)| (name.to_string(), served_keys(secret))),
         container: None,
+        sso: None,
         expired_once: false,
     })
 }
@@ -536,6 +537,7 @@ fn keys_from_a_container_agent_are_used() {
         CredentialService::start(Answers {
             role: None,
             container: Some((agent_token.into(), served_keys(SECRET_KEY))),
+            sso: None,
             expired_once,
         })
     };
@@ -613,6 +615,74 @@ fn keys_printed_by_a_credential_process_are_used() {
     sample.reads(&profile("expired"), "expired credential_process keys");
     assert!(runs_so_far() > 1, "expired keys are asked for again");
     sample.refused(&profile("refused"), "session expired: log in again");
+}
+
+/// The keys of a single sign-on role, asked of the portal with the token `aws sso login`
+/// cached, sign the requests of stock `ncdump`; an expired token asks for a new login, and a
+/// token the portal refuses is an authorization failure carrying its answer.
+#[test]
+fn keys_of_a_single_sign_on_role_are_used() {
+    use credential_service::{Answers, CredentialService, SsoRole};
+    let sample = SampleForCredentials::start("single-sign-on");
+    let portal = CredentialService::start(Answers {
+        role: None,
+        container: None,
+        sso: Some(SsoRole {
+            bearer: "signed-on".into(),
+            account_id: "111122223333".into(),
+            role_name: "Reader".into(),
+            keys: served_keys(SECRET_KEY),
+        }),
+        expired_once: false,
+    });
+    let home = sample.dir.path().join("sso-home");
+    let cache = home.join(".aws/sso/cache");
+    fs::create_dir_all(&cache).unwrap();
+    let config = home.join(".aws/config");
+    fs::write(
+        &config,
+        "[profile reader]\nsso_session = corp\nsso_account_id = 111122223333\n\
+         sso_role_name = Reader\n[sso-session corp]\nsso_region = eu-central-1\n\
+         sso_start_url = https://corp.awsapps.com/start\n",
+    )
+    .unwrap();
+    // The AWS tools name the cache file by the SHA-1 of the session's name, here "corp".
+    let token = cache.join("ee0bfd2552fbd840c02cc48b6e823320543c450f.json");
+    let cached = |bearer: &str, expires: &str| {
+        fs::write(
+            &token,
+            format!(r#"{{"startUrl":"https://corp.awsapps.com/start","region":"eu-central-1","accessToken":"{bearer}","expiresAt":"{expires}"}}"#),
+        )
+        .unwrap();
+    };
+    let endpoint = portal.endpoint();
+    let env = [
+        ("HOME", home.to_str().unwrap()),
+        ("AWS_PROFILE", "reader"),
+        ("AWS_ENDPOINT_URL_SSO", endpoint.as_str()),
+    ];
+
+    cached("signed-on", "2099-01-01T00:00:00Z");
+    sample.reads(&env, "single sign-on");
+    let asked: Vec<(String, Option<String>)> = portal
+        .take()
+        .into_iter()
+        .map(|s| (s.path, s.sso_bearer))
+        .collect();
+    assert_eq!(
+        asked,
+        vec![(
+            "/federation/credentials?role_name=Reader&account_id=111122223333".to_string(),
+            Some("signed-on".to_string())
+        )],
+        "one request for the whole dump"
+    );
+
+    cached("signed-on", "2020-01-01T00:00:00Z");
+    sample.refused(&env, "aws sso login");
+    assert!(portal.take().is_empty(), "an expired token is not sent");
+    cached("stale", "2099-01-01T00:00:00Z");
+    sample.refused(&env, "Session token not found or invalid");
 }
 
 /// A web identity token (as EKS mounts a service account's) is exchanged with STS, over HTTPS,

@@ -18,6 +18,7 @@ pub mod profiles;
 mod renewing;
 pub mod runtime;
 pub mod settings;
+mod sso;
 
 use super::{EachObject, ObjectLimit, Produce, Store, StoreKey, StorePrefix, ZARR_MARKERS};
 use crate::error::{Error, Result};

@@ -1,6 +1,7 @@
 //! Fake credential services on loopback. One answers as the EC2 instance metadata service
-//! (IMDSv2: a session token first, then the role's name, then its keys) and as a container's
-//! credential agent (keys for the authorization token it was given); it records every request
+//! (IMDSv2: a session token first, then the role's name, then its keys), as a container's
+//! credential agent (keys for the authorization token it was given) and as a single sign-on
+//! portal (a role's keys for the bearer token `aws sso login` caches); it records every request
 //! so tests can check what was asked and with which token. The other is STS over HTTPS
 //! (`tests/py/fake_sts.py`), giving keys for one role and web identity token.
 
@@ -35,6 +36,17 @@ pub struct Seen {
     pub metadata_token: Option<String>,
     /// `Authorization`, if sent.
     pub authorization: Option<String>,
+    /// `x-amz-sso_bearer_token`, if sent.
+    pub sso_bearer: Option<String>,
+}
+
+/// A role a sign-on portal hands keys out for.
+#[derive(Clone)]
+pub struct SsoRole {
+    pub bearer: String,
+    pub account_id: String,
+    pub role_name: String,
+    pub keys: Keys,
 }
 
 /// What the service knows.
@@ -44,6 +56,8 @@ pub struct Answers {
     pub role: Option<(String, Keys)>,
     /// The container agent's authorization token and the keys it gives for it.
     pub container: Option<(String, Keys)>,
+    /// The sign-on portal's bearer token, and the account, role and keys it gives for it.
+    pub sso: Option<SsoRole>,
     /// Keys handed out have already expired (a client asks again before each use), and only
     /// the first request for them is answered: every later one fails as the service would
     /// when it is down (503).
@@ -110,6 +124,7 @@ fn serve(stream: TcpStream, answers: &Answers, log: &Mutex<Vec<Seen>>) {
             path: words.next().unwrap_or_default().to_string(),
             metadata_token: header(&head, "x-aws-ec2-metadata-token"),
             authorization: header(&head, "authorization"),
+            sso_bearer: header(&head, "x-amz-sso_bearer_token"),
         };
         let earlier = {
             let mut log = log.lock().unwrap();
@@ -154,6 +169,28 @@ fn answer(seen: &Seen, head: &[String], answers: &Answers) -> (&'static str, Str
                 asked if asked == role => ("200 OK", keys_json(keys, answers.expired_once)),
                 _ => not_found,
             }
+        }
+        ("GET", path) if path.starts_with("/federation/credentials?") => {
+            let Some(sso) = &answers.sso else {
+                return not_found;
+            };
+            let query = &path["/federation/credentials?".len()..];
+            let wanted = format!("role_name={}&account_id={}", sso.role_name, sso.account_id);
+            if seen.sso_bearer.as_deref() != Some(sso.bearer.as_str()) {
+                return (
+                    "401 Unauthorized",
+                    r#"{"message":"Session token not found or invalid"}"#.into(),
+                );
+            }
+            if query != wanted {
+                return ("403 Forbidden", r#"{"message":"No access"}"#.into());
+            }
+            let k = &sso.keys;
+            let body = format!(
+                r#"{{"roleCredentials":{{"accessKeyId":"{}","secretAccessKey":"{}","sessionToken":"{}","expiration":4070908800000}}}}"#,
+                k.access_key_id, k.secret_access_key, k.session_token
+            );
+            ("200 OK", body)
         }
         ("GET", CONTAINER_PATH) => match &answers.container {
             Some((token, keys)) if seen.authorization.as_deref() == Some(token.as_str()) => {

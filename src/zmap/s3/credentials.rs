@@ -1,6 +1,7 @@
 //! Credentials fetched when the store is opened: from STS with a web identity token, from the
 //! container's credential agent, from the EC2 instance metadata service (all three over HTTP),
-//! or from a profile's `credential_process` command ([`super::process`]).
+//! from a profile's `credential_process` command ([`super::process`]) or from a single sign-on
+//! portal ([`super::sso`]).
 //!
 //! Owns three rules. Such credentials are fetched once when the store is opened, so a source
 //! that gives none fails the open with an authorization error rather than the first read. A
@@ -13,6 +14,7 @@
 use super::process::ProcessCommand;
 use super::renewing::Renewing;
 use super::settings::{ContainerAgent, Credentials};
+use super::sso::SsoRole;
 use super::{full_chain, runtime};
 use crate::error::{Error, Result};
 use async_trait::async_trait;
@@ -39,7 +41,10 @@ pub fn is_ec2_instance(sys: &Path) -> bool {
 fn configure(builder: AmazonS3Builder, credentials: &Credentials) -> AmazonS3Builder {
     use AmazonS3ConfigKey as K;
     match credentials {
-        Credentials::Anonymous | Credentials::Keys { .. } | Credentials::Process { .. } => builder,
+        Credentials::Anonymous
+        | Credentials::Keys { .. }
+        | Credentials::Process { .. }
+        | Credentials::Sso { .. } => builder,
         Credentials::WebIdentity {
             token_file,
             role_arn,
@@ -112,6 +117,7 @@ pub fn sign(
         }
         Credentials::WebIdentity { .. }
         | Credentials::Process { .. }
+        | Credentials::Sso { .. }
         | Credentials::Container(_) => false,
     };
     let timeout = if instance {
@@ -124,6 +130,24 @@ pub fn sign(
             command: command.clone(),
             timeout,
         })),
+        Credentials::Sso {
+            token_file,
+            account_id,
+            role_name,
+            portal,
+        } => {
+            let client = reqwest::Client::builder()
+                .timeout(timeout)
+                .build()
+                .map_err(|e| Error::Auth(format!("{source}: {e}")))?;
+            Arc::new(Renewing::new(SsoRole {
+                token_file: token_file.clone(),
+                account_id: account_id.clone(),
+                role_name: role_name.clone(),
+                portal: portal.clone(),
+                client,
+            }))
+        }
         _ => {
             let client = configure(builder.clone(), credentials)
                 .build()

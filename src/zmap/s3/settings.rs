@@ -19,7 +19,7 @@
 //! - credentials: profile `none`/`no` means anonymous; a profile named in the fragment or the
 //!   rc files is used as is (an error if it holds no credentials); a profile named by `AWS_PROFILE` must exist;
 //!   then `AWS_ACCESS_KEY_ID` + `AWS_SECRET_ACCESS_KEY` (+ `AWS_SESSION_TOKEN`); then
-//!   the profile's keys, `credential_process` or web identity in the files; then a web identity token named by
+//!   the profile's keys, `credential_process`, single sign-on role or web identity in the files; then a web identity token named by
 //!   `AWS_WEB_IDENTITY_TOKEN_FILE` + `AWS_ROLE_ARN`; then the container's credential agent
 //!   (`AWS_CONTAINER_CREDENTIALS_RELATIVE_URI`, `AWS_CONTAINER_CREDENTIALS_FULL_URI`); then
 //!   the EC2 instance's role, unless `AWS_EC2_METADATA_DISABLED=true`; else anonymous,
@@ -71,6 +71,14 @@ pub enum Credentials {
     },
     /// Keys printed by a profile's `credential_process` command.
     Process { command: String },
+    /// Temporary keys of an account's role, asked of the single sign-on portal at `portal`
+    /// with the token `aws sso login` cached in `token_file`.
+    Sso {
+        token_file: PathBuf,
+        account_id: String,
+        role_name: String,
+        portal: String,
+    },
     /// Temporary keys served by the container's credential agent (ECS task roles, EKS Pod
     /// Identity).
     Container(ContainerAgent),
@@ -116,6 +124,11 @@ impl fmt::Debug for Credentials {
                 ..
             } => write!(f, "WebIdentity({role_arn}, token in {token_file})"),
             Credentials::Process { command } => write!(f, "Process({command})"),
+            Credentials::Sso {
+                account_id,
+                role_name,
+                ..
+            } => write!(f, "Sso({role_name} of {account_id})"),
             Credentials::Container(agent) => write!(f, "Container({agent:?})"),
             Credentials::InstanceRole {
                 metadata_endpoint, ..
@@ -290,32 +303,83 @@ fn profile_files(env: &dyn Fn(&str) -> Option<String>) -> (Option<PathBuf>, Opti
 const METADATA_ENDPOINT: &str = "http://169.254.169.254";
 const METADATA_ENDPOINT_IPV6: &str = "http://[fd00:ec2::254]";
 
-/// The credentials a profile holds: both halves of a key, a `credential_process` command, or
-/// a role with a web identity token file.
+/// The credentials a profile holds: both halves of a key, a `credential_process` command, a
+/// single sign-on role, or a role with a web identity token file. A sign-on setting with a
+/// part missing is an error, not "no credentials".
 fn profile_credentials(
     profiles: &Profiles,
     profile: &str,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Option<Credentials> {
+) -> Result<Option<Credentials>> {
     let get = |key: &str| profiles.get(profile, key).map(str::to_string);
     if let (Some(access_key_id), Some(secret_access_key)) =
         (get("aws_access_key_id"), get("aws_secret_access_key"))
     {
-        return Some(Credentials::Keys {
+        return Ok(Some(Credentials::Keys {
             access_key_id,
             secret_access_key,
             session_token: get("aws_session_token"),
-        });
+        }));
     }
     if let Some(command) = get("credential_process") {
-        return Some(Credentials::Process { command });
+        return Ok(Some(Credentials::Process { command }));
     }
-    Some(Credentials::WebIdentity {
-        token_file: get("web_identity_token_file")?,
-        role_arn: get("role_arn")?,
+    if let Some(sso) = sso_credentials(profiles, profile, env)? {
+        return Ok(Some(sso));
+    }
+    let (Some(token_file), Some(role_arn)) = (get("web_identity_token_file"), get("role_arn"))
+    else {
+        return Ok(None);
+    };
+    Ok(Some(Credentials::WebIdentity {
+        token_file,
+        role_arn,
         session_name: get("role_session_name"),
         sts_endpoint: env_value(env, "AWS_ENDPOINT_URL_STS"),
-    })
+    }))
+}
+
+/// The single sign-on role a profile names, in either form: `sso_session` naming an
+/// `[sso-session]` section with `sso_region` (and `sso_start_url`), or `sso_start_url` and
+/// `sso_region` in the profile itself; with `sso_account_id` and `sso_role_name`. `None` for a
+/// profile without sign-on; an error naming what is missing for one with a part missing.
+fn sso_credentials(
+    profiles: &Profiles,
+    profile: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<Credentials>> {
+    let get = |key: &str| profiles.get(profile, key).map(str::to_string);
+    let session = get("sso_session");
+    let start_url = get("sso_start_url");
+    if session.is_none() && start_url.is_none() {
+        return Ok(None);
+    }
+    let needed = |what: &str| {
+        Error::Auth(format!(
+            "AWS profile {profile:?} signs on with single sign-on but has no {what}"
+        ))
+    };
+    let (cache_key, region) = match session {
+        Some(session) => {
+            let region = profiles
+                .sso_session(&session, "sso_region")
+                .ok_or_else(|| needed(&format!("sso_region in [sso-session {session}]")))?
+                .to_string();
+            (session, region)
+        }
+        None => (
+            start_url.unwrap_or_default(),
+            get("sso_region").ok_or_else(|| needed("sso_region"))?,
+        ),
+    };
+    let home = env_value(env, "HOME").ok_or_else(|| needed("HOME for the token cache"))?;
+    Ok(Some(Credentials::Sso {
+        token_file: super::sso::token_file(std::path::Path::new(&home), &cache_key),
+        account_id: get("sso_account_id").ok_or_else(|| needed("sso_account_id"))?,
+        role_name: get("sso_role_name").ok_or_else(|| needed("sso_role_name"))?,
+        portal: env_value(env, "AWS_ENDPOINT_URL_SSO")
+            .unwrap_or_else(|| format!("https://portal.sso.{region}.amazonaws.com")),
+    }))
 }
 
 /// The sources tried once neither keys nor a profile gave credentials: a web identity token,
@@ -476,11 +540,12 @@ fn resolve_credentials(
         Error::Auth(format!("{why} (files read: [{}])", files.join(", ")))
     };
     let from_profile = || {
-        profile_credentials(profiles, profile, env).ok_or_else(|| {
+        profile_credentials(profiles, profile, env)?.ok_or_else(|| {
             missing(if profiles.has(profile) {
                 format!(
                     "AWS profile {profile:?} has neither aws_access_key_id/aws_secret_access_key \
-                     nor credential_process nor web_identity_token_file/role_arn"
+                     nor credential_process nor single sign-on (sso_session, sso_start_url) \
+                     nor web_identity_token_file/role_arn"
                 )
             } else {
                 format!("AWS profile {profile:?} not found")
@@ -515,7 +580,7 @@ fn resolve_credentials(
     if named == ProfileNamedBy::Environment && !profiles.has(profile) {
         return Err(missing(format!("AWS profile {profile:?} not found")));
     }
-    if let Some(found) = profile_credentials(profiles, profile, env) {
+    if let Some(found) = profile_credentials(profiles, profile, env)? {
         return Ok((found, format!("profile {profile}")));
     }
     Ok(machine_credentials(env, profiles, profile)?.unwrap_or_else(anonymous))
@@ -934,6 +999,57 @@ mod tests {
         assert!(
             matches!(&named_keyless, Err(Error::Auth(why)) if why.contains("\"empty\"")),
             "a profile the rc files name must hold credentials: {named_keyless:?}"
+        );
+    }
+
+    /// A profile's single sign-on role, in the session form and the older one: the token
+    /// cache is named by the session (or start URL), the portal by its region.
+    #[test]
+    fn single_sign_on_profiles_name_the_role_and_the_token_cache() {
+        let home = aws_dir(
+            "[profile modern]\nsso_session = corp\nsso_account_id = 111122223333\n\
+             sso_role_name = Reader\n[sso-session corp]\nsso_region = eu-central-1\n\
+             sso_start_url = https://corp.awsapps.com/start\n\
+             [profile legacy]\nsso_start_url = https://old.awsapps.com/start\n\
+             sso_region = us-east-2\nsso_account_id = 444455556666\nsso_role_name = Writer\n\
+             [profile partial]\nsso_session = corp\n",
+            "",
+        );
+        let h = home.path().to_str().unwrap();
+        let url = "s3://b/k#mode=s3";
+        let cache = home.path().join(".aws/sso/cache");
+        let s = ok(url, &[("HOME", h), ("AWS_PROFILE", "modern")]);
+        assert_eq!(
+            s.credentials,
+            Credentials::Sso {
+                token_file: cache.join(format!(
+                    "{}.json",
+                    "ee0bfd2552fbd840c02cc48b6e823320543c450f"
+                )),
+                account_id: "111122223333".into(),
+                role_name: "Reader".into(),
+                portal: "https://portal.sso.eu-central-1.amazonaws.com".into(),
+            }
+        );
+        let s = ok(
+            url,
+            &[
+                ("HOME", h),
+                ("AWS_PROFILE", "legacy"),
+                ("AWS_ENDPOINT_URL_SSO", "http://127.0.0.1:9"),
+            ],
+        );
+        assert!(
+            matches!(&s.credentials, Credentials::Sso { token_file, role_name, portal, .. }
+                if token_file == &cache.join("33d5ca4bf3b1a62edb96b47f7c203034a43ac435.json")
+                    && role_name == "Writer"
+                    && portal == "http://127.0.0.1:9"),
+            "{s:?}"
+        );
+        let partial = resolve(url, &[("HOME", h), ("AWS_PROFILE", "partial")]);
+        assert!(
+            matches!(&partial, Err(Error::Auth(why)) if why.contains("sso_account_id")),
+            "{partial:?}"
         );
     }
 
