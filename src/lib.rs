@@ -11,6 +11,7 @@
 pub mod api;
 pub mod chunk;
 pub mod codec;
+pub mod env;
 pub mod error;
 #[allow(unsafe_code)]
 pub mod ffi;

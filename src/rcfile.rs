@@ -9,10 +9,11 @@
 //! after the first `=`; no `=` means an empty value), key and value trimmed, `#` starting a
 //! comment line; `[URL]KEY=VALUE` scopes an entry to datasets at that URL. Keys are
 //! case-sensitive. A later entry for the same key and scope replaces an earlier one; an entry
-//! whose scope matches the dataset beats an unscoped one. Environment lookups go through a
-//! function so tests can supply their own. It knows nothing of S3, Zarr or how a scope is
-//! matched against a dataset: the caller decides that.
+//! whose scope matches the dataset beats an unscoped one, the first such if several do.
+//! Environment lookups go through a function so tests can supply their own. It knows nothing
+//! of S3, Zarr or how a scope is matched against a dataset: the caller decides that.
 
+use crate::env::{self, value as env_value};
 use crate::url::DatasetUrl;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -42,11 +43,6 @@ pub struct RcFiles {
     entries: Vec<Entry>,
     /// The files that were read, in order, for messages.
     pub sources: Vec<PathBuf>,
-}
-
-/// A non-empty environment value.
-fn env_value(env: &dyn Fn(&str) -> Option<String>, key: &str) -> Option<String> {
-    env(key).filter(|v| !v.is_empty())
 }
 
 impl RcFiles {
@@ -84,7 +80,7 @@ impl RcFiles {
         static LOADED: OnceLock<RcFiles> = OnceLock::new();
         LOADED.get_or_init(|| {
             let cwd = std::env::current_dir().ok();
-            RcFiles::load(&|k| std::env::var(k).ok(), cwd.as_deref())
+            RcFiles::load(&env::of_process, cwd.as_deref())
         })
     }
 
@@ -129,10 +125,10 @@ impl RcFiles {
         self.get_for(key, &|_| false)
     }
 
-    /// The value of `key` for a dataset: an entry whose scope `applies` (the last such, if
-    /// several do), else the unscoped entry.
+    /// The value of `key` for a dataset: an entry whose scope `applies` (the first such, as in
+    /// netcdf-c, if several do), else the unscoped entry.
     pub fn get_for(&self, key: &str, applies: &dyn Fn(&DatasetUrl) -> bool) -> Option<&str> {
-        let scoped = self.entries.iter().rev().find(|e| {
+        let scoped = self.entries.iter().find(|e| {
             e.key == key
                 && e.scope
                     .as_ref()

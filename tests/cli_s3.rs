@@ -18,7 +18,8 @@ use std::path::Path;
 
 /// Every AWS (and netCDF rc file) variable a developer's shell might carry; each run starts
 /// without them.
-const AWS_VARS: [&str; 23] = [
+const AWS_VARS: [&str; 24] = [
+    "AWS_ENDPOINT_URL_SSO",
     "NCRCENV_HOME",
     "NCRCENV_RC",
     "NCRCENV_IGNORE",
@@ -48,11 +49,12 @@ const AWS_VARS: [&str; 23] = [
 type Vars<'a> = Vec<(&'a str, &'a str)>;
 
 /// A clean AWS environment with `HOME` pointing at an empty directory, plus `extra`. The EC2
-/// metadata service is not asked unless `extra` says so (the machine running the tests may be
-/// an EC2 instance).
+/// metadata service is not asked, and no netCDF rc file is read, unless `extra` says so (the
+/// machine running the tests may be an EC2 instance, its directories may hold a `.ncrc`).
 fn env_with<'a>(home: &'a Path, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, Option<&'a str>)> {
     let mut env: Vec<(&str, Option<&str>)> = AWS_VARS.iter().map(|v| (*v, None)).collect();
     env.push(("AWS_EC2_METADATA_DISABLED", Some("true")));
+    env.push(("NCRCENV_RC", Some("/dev/null")));
     env.push(("HOME", Some(home.to_str().unwrap())));
     env.extend(extra.iter().map(|(k, v)| (*k, Some(*v))));
     env

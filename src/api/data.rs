@@ -67,6 +67,8 @@ mod chunk_io;
 mod coded_parts;
 mod decoded;
 mod encoded;
+#[cfg(test)]
+mod object_limit_tests;
 pub(crate) mod read_ahead;
 mod rows;
 mod split;
@@ -214,6 +216,24 @@ pub fn codec_chain(var: &Var) -> Result<codec::Chain> {
 }
 
 impl Dataset {
+    /// Lets the store read whole the largest chunk any variable of the dataset can have (what
+    /// [`Dataset::geometry`] allows one variable at a time), for work that moves objects of
+    /// several variables at once (renames).
+    pub(crate) fn allow_every_variables_chunks(&self) {
+        let largest = self
+            .tree
+            .groups
+            .iter()
+            .flat_map(|g| &g.vars)
+            .filter_map(|var| {
+                let bytes = product(&var.chunks).ok()?.checked_mul(stored_esize(var))?;
+                Some(largest_stored_chunk(bytes, var.ty))
+            })
+            .max()
+            .unwrap_or(0);
+        self.store.allow_objects_up_to(largest);
+    }
+
     /// The facts of variable `v` its data path needs; a variable whose data cannot be served
     /// (unknown codec, unsupported feature) fails here, for every read and write alike.
     fn geometry(&self, g: GroupId, v: usize) -> Result<Geometry> {

@@ -72,6 +72,20 @@ impl Dataset {
         }
     }
 
+    /// In tests: a new, writable NCZarr dataset over `store`, in define mode.
+    #[cfg(test)]
+    pub(crate) fn creating_over(store: Box<dyn Store>) -> Dataset {
+        let layout = Layout {
+            nczarr: true,
+            xarray: false,
+            consolidated: false,
+        };
+        let mut ds = Dataset::new(store, Tree::new(), layout, true);
+        ds.define_mode = true;
+        ds.creating = true;
+        ds
+    }
+
     fn layout_for(url: &DatasetUrl) -> Layout {
         Layout {
             nczarr: url.flavor() == Flavor::NcZarr,
@@ -282,6 +296,7 @@ impl Dataset {
             return Ok(());
         }
         let src = StorePrefix::new(from)?;
+        self.allow_every_variables_chunks();
         let keys = self.store.list_keys(&src)?;
         // In bounded batches: each one concurrent read and one concurrent write.
         for batch in keys.chunks(MOVE_BATCH) {

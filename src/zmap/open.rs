@@ -54,7 +54,7 @@ pub fn open_store(url: &DatasetUrl, how: OpenHow) -> Result<Box<dyn Store>> {
             Ok(Box::new(store))
         }
         StorageKind::S3 => {
-            let settings = S3Settings::resolve(url, &|k| std::env::var(k).ok())?;
+            let settings = S3Settings::resolve(url, &crate::env::of_process)?;
             Ok(match how {
                 OpenHow::Open { writable: _ } => Box::new(S3Store::open(settings)?),
                 // Empty once created: what this session did not write is not asked for.

@@ -3,13 +3,15 @@
 //! from a profile's `credential_process` command ([`super::process`]) or from a single sign-on
 //! portal ([`super::sso`]).
 //!
-//! Owns three rules. Such credentials are fetched once when the store is opened, so a source
-//! that gives none fails the open with an authorization error rather than the first read. A
+//! Owns three rules. Such credentials are fetched when the first store that needs them is
+//! opened, and shared by later ones in the process, so a source that gives none fails the
+//! open with an authorization error rather than the first read. A
 //! later failure to refresh them is an authorization failure too, not a server error. The
 //! instance metadata service is asked only on a machine that is an EC2 instance, or when its
 //! endpoint was named; a machine that is not one, or an instance without a role, makes
-//! anonymous requests, as when no credentials are found at all. The client library does the
-//! fetching and refreshing itself. It knows nothing of stores or keys.
+//! anonymous requests, as when no credentials are found at all. The client library fetches and
+//! renews the keys of STS, the container's agent and the metadata service; [`super::renewing`]
+//! those of the command and the portal. It knows nothing of stores or keys.
 
 use super::process::ProcessCommand;
 use super::renewing::Renewing;
@@ -20,8 +22,9 @@ use crate::error::{Error, Result};
 use async_trait::async_trait;
 use object_store::CredentialProvider;
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey, AwsCredential, AwsCredentialProvider};
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::Duration;
 
 /// True when the machine describes itself as an EC2 instance: the firmware's vendor or asset
@@ -120,6 +123,49 @@ pub fn sign(
         | Credentials::Sso { .. }
         | Credentials::Container(_) => false,
     };
+    let fetched = {
+        let mut kept = FETCHED.lock().unwrap_or_else(PoisonError::into_inner);
+        match kept.get(credentials) {
+            Some(known) => known.clone(),
+            None => {
+                let outcome = fetch(&builder, credentials, source, timeout, instance)?;
+                kept.insert(credentials.clone(), outcome.clone());
+                outcome
+            }
+        }
+    };
+    Ok(match fetched {
+        Outcome::Signed(provider) => (builder.with_credentials(provider), None),
+        Outcome::AnonymousInstead(why) => anonymous(why),
+    })
+}
+
+/// What asking a command or service for credentials came to.
+#[derive(Clone)]
+enum Outcome {
+    /// Keys were given; the provider renews them.
+    Signed(AwsCredentialProvider),
+    /// The instance has no role (or its metadata service did not answer): anonymous, for
+    /// this reason.
+    AnonymousInstead(String),
+}
+
+/// Credentials fetched from a command or service, kept for the life of the process as the AWS
+/// tools keep one provider per session: datasets opened with the same credentials share them,
+/// so a command runs, or a service is asked, once rather than at every open (an instance whose
+/// metadata service never answers costs its wait once). A failure is not kept: the next open
+/// asks again (after `aws sso login`, say).
+static FETCHED: LazyLock<Mutex<HashMap<Credentials, Outcome>>> = LazyLock::new(Default::default);
+
+/// Asks the command or service `credentials` name for a first set of keys, within `timeout`
+/// (shorter for the metadata service, an `instance` role).
+fn fetch(
+    builder: &AmazonS3Builder,
+    credentials: &Credentials,
+    source: &str,
+    timeout: Duration,
+    instance: bool,
+) -> Result<Outcome> {
     let timeout = if instance {
         timeout.min(METADATA_WAIT)
     } else {
@@ -164,14 +210,11 @@ pub fn sign(
             .map_err(|e| full_chain(&e))
     })?;
     match got {
-        Ok(()) => {
-            let provider = AuthFailures {
-                inner,
-                source: source.to_string(),
-            };
-            Ok((builder.with_credentials(Arc::new(provider)), None))
-        }
-        Err(why) if instance => Ok(anonymous(format!("no {source}: {why}"))),
+        Ok(()) => Ok(Outcome::Signed(Arc::new(AuthFailures {
+            inner,
+            source: source.to_string(),
+        }))),
+        Err(why) if instance => Ok(Outcome::AnonymousInstead(format!("no {source}: {why}"))),
         Err(why) => Err(Error::Auth(format!(
             "no credentials from the {source}: {why}"
         ))),
@@ -204,6 +247,33 @@ impl CredentialProvider for AuthFailures {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two datasets with the same credentials share them: the command runs once; a command
+    /// that failed is run again at the next open.
+    #[test]
+    fn credentials_fetched_once_serve_every_later_open() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let runs = dir.path().join("runs");
+        let fail = dir.path().join("fail");
+        let command = format!(
+            "echo run >> '{}'; [ -e '{}' ] && exit 1; \
+             echo '{{\"Version\": 1, \"AccessKeyId\": \"A\", \"SecretAccessKey\": \"S\"}}'",
+            runs.display(),
+            fail.display()
+        );
+        let credentials = Credentials::Process { command };
+        let open = || {
+            let builder = AmazonS3Builder::new().with_bucket_name("b");
+            sign(builder, &credentials, "test", Duration::from_secs(10)).map(|(_, why)| why)
+        };
+        let count = || std::fs::read_to_string(&runs).map_or(0, |t| t.lines().count());
+        std::fs::write(&fail, "").unwrap();
+        assert!(matches!(open(), Err(Error::Auth(_))));
+        std::fs::remove_file(&fail).unwrap();
+        assert!(matches!(open(), Ok(None)));
+        assert!(matches!(open(), Ok(None)));
+        assert_eq!(count(), 2, "one failed run, then one for both opens");
+    }
 
     #[test]
     fn an_ec2_instance_is_known_by_its_firmware_or_hypervisor() {

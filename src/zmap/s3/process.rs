@@ -1,10 +1,11 @@
 //! Credentials printed by a command: a profile's `credential_process`, as the AWS tools run it
 //! (single sign-on helpers, vaults and password managers use it).
 //!
-//! Owns running the command (`sh -c`, with the caller's environment, its standard output read
-//! as the credentials, its standard error kept for messages) and reading what it prints
-//! (version 1: `AccessKeyId`, `SecretAccessKey`, optional `SessionToken` and `Expiration`). A
-//! command that runs past its time is killed, with whatever it started. Keeping the keys until
+//! Owns running the command (`sh -c`, with the caller's environment, standard input and
+//! process group, its standard output read as the credentials, its standard error kept for
+//! messages) and reading what it prints (version 1: `AccessKeyId`, `SecretAccessKey`, optional
+//! `SessionToken` and `Expiration`). A command that runs past its time is killed. Messages name
+//! only the program, never its arguments. Keeping the keys until
 //! they expire is [`super::renewing`]'s. It knows nothing of stores or profiles.
 
 use super::renewing::{Fetch, Fetched};
@@ -12,15 +13,16 @@ use async_trait::async_trait;
 use object_store::aws::AwsCredential;
 use serde::Deserialize;
 use std::io::Read;
-use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 /// How often a running command is looked at while waiting for it.
 const POLL: Duration = Duration::from_millis(10);
 
-/// Most bytes read of what the command prints.
-const OUTPUT_AT_MOST: u64 = 1 << 20;
+/// Most bytes kept of what the command prints on each of its outputs.
+const OUTPUT_AT_MOST: usize = 1 << 20;
 
 /// What the command prints.
 #[derive(Deserialize)]
@@ -63,6 +65,16 @@ fn read_printed(text: &[u8]) -> Result<Fetched, String> {
     })
 }
 
+/// The program a command line runs, for messages: its arguments may carry secrets.
+pub fn program(command: &str) -> String {
+    let first = command.split_whitespace().next().unwrap_or("");
+    if first.len() < command.trim().len() {
+        format!("{first} ...")
+    } else {
+        first.to_string()
+    }
+}
+
 /// The last line of what the command wrote on its standard error, for messages.
 fn last_line(stderr: &[u8]) -> String {
     String::from_utf8_lossy(stderr)
@@ -74,50 +86,68 @@ fn last_line(stderr: &[u8]) -> String {
         .to_string()
 }
 
-/// Runs `command` and waits for it at most `timeout`; its standard output.
+/// Reads `pipe` to its end on a thread of its own, keeping its first [`OUTPUT_AT_MOST`] bytes
+/// in `kept` (the rest is read and dropped: a command that writes a lot is never stopped by a
+/// closed pipe); says so on `done` at the end.
+fn drain(mut pipe: impl Read + Send + 'static, kept: Arc<Mutex<Vec<u8>>>, done: Sender<()>) {
+    std::thread::spawn(move || {
+        let mut chunk = [0u8; 8192];
+        while let Ok(n @ 1..) = pipe.read(&mut chunk) {
+            let mut kept = kept.lock().unwrap_or_else(PoisonError::into_inner);
+            let room = OUTPUT_AT_MOST.saturating_sub(kept.len());
+            kept.extend_from_slice(&chunk[..n.min(room)]);
+        }
+        let _ = done.send(());
+    });
+}
+
+/// Runs `command` as the AWS tools do (`sh -c`, with the caller's standard input and process
+/// group, so a helper can ask for a code and an interrupt reaches it) and waits for it at
+/// most `timeout`; its standard output. A command still running then is killed. Once it has
+/// exited, its output is taken as it is at the deadline even if something it left running
+/// still holds the pipes open.
 fn run(command: &str, timeout: Duration) -> Result<Vec<u8>, String> {
     let mut child = Command::new("sh")
         .args(["-c", command])
-        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
         .spawn()
         .map_err(|e| format!("cannot start it: {e}"))?;
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
         return Err("cannot read its output".into());
     };
-    let read_all = |pipe: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            let _ = pipe.take(OUTPUT_AT_MOST).read_to_end(&mut bytes);
-            bytes
-        })
-    };
-    let (out, err) = (read_all(Box::new(stdout)), read_all(Box::new(stderr)));
+    let (out, err) = (Arc::default(), Arc::default());
+    let (done, ended) = mpsc::channel();
+    drain(stdout, Arc::clone(&out), done.clone());
+    drain(stderr, Arc::clone(&err), done);
     let deadline = Instant::now() + timeout;
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break status,
             Ok(None) if Instant::now() < deadline => std::thread::sleep(POLL),
             Ok(None) => {
-                // The whole group: what the shell started would keep the pipes open.
-                if let Some(group) = rustix::process::Pid::from_raw(child.id() as i32) {
-                    let _ =
-                        rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
-                }
+                let _ = child.kill();
                 let _ = child.wait();
                 return Err(format!("it ran for over {:.1} s", timeout.as_secs_f64()));
             }
             Err(e) => return Err(format!("cannot wait for it: {e}")),
         }
     };
-    let out = out.join().unwrap_or_default();
-    let err = err.join().unwrap_or_default();
-    if !status.success() {
-        return Err(format!("it failed ({status}): {}", last_line(&err)));
+    for _ in 0..2 {
+        if ended
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .is_err()
+        {
+            break;
+        }
     }
-    Ok(out)
+    let taken = |kept: &Mutex<Vec<u8>>| {
+        std::mem::take(&mut *kept.lock().unwrap_or_else(PoisonError::into_inner))
+    };
+    if !status.success() {
+        return Err(format!("it failed ({status}): {}", last_line(&taken(&err))));
+    }
+    Ok(taken(&out))
 }
 
 #[async_trait]
@@ -130,7 +160,7 @@ impl Fetch for ProcessCommand {
     }
 
     fn describe(&self) -> String {
-        format!("credential_process `{}`", self.command)
+        format!("credential_process `{}`", program(&self.command))
     }
 }
 
@@ -181,5 +211,36 @@ mod tests {
         );
         assert!(started.elapsed() < Duration::from_secs(5));
         assert_eq!(run("printf ok", Duration::from_secs(5)).unwrap(), b"ok");
+    }
+
+    /// What a command left running keeps the pipes open: its output is taken at the deadline.
+    /// A command writing more than is kept is read to its end, not stopped by a closed pipe.
+    #[test]
+    fn a_command_is_neither_held_by_what_it_leaves_running_nor_stopped_by_its_output() {
+        let started = Instant::now();
+        let left = run("printf ok; sleep 30 &", Duration::from_millis(500));
+        assert_eq!(left.as_deref(), Ok(&b"ok"[..]));
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+        let chatty = run(
+            "head -c 3000000 /dev/zero >&2; printf ok",
+            Duration::from_secs(10),
+        );
+        assert_eq!(chatty.as_deref(), Ok(&b"ok"[..]));
+    }
+
+    #[test]
+    fn messages_name_the_program_not_its_arguments() {
+        assert_eq!(program("vault exec --token=SECRET aws"), "vault ...");
+        assert_eq!(program("helper"), "helper");
+        let described = ProcessCommand {
+            command: "vault --token=SECRET".into(),
+            timeout: Duration::from_secs(1),
+        }
+        .describe();
+        assert!(!described.contains("SECRET"), "{described}");
     }
 }

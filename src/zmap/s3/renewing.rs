@@ -1,8 +1,9 @@
 //! Keys from a source that hands out temporary ones (a command, a sign-on portal), kept until
 //! shortly before they expire and then fetched again.
 //!
-//! Owns the keeping: keys are used until five minutes before their expiration, keys without
-//! one for good, and one fetch at a time. The source owns the fetching. It knows nothing of
+//! Owns the keeping: keys are used until five minutes before their expiration (ten seconds,
+//! for keys that come with less than five minutes left), keys without one for good, and one
+//! fetch at a time. The source owns the fetching. It knows nothing of
 //! stores, profiles or where keys come from.
 
 use async_trait::async_trait;
@@ -14,6 +15,10 @@ use tokio::sync::Mutex;
 
 /// Keys are fetched again once they are this close to expiring.
 pub const RENEW_BEFORE: Duration = Duration::from_secs(300);
+
+/// Keys that come with less than [`RENEW_BEFORE`] left (a helper handing out cached keys near
+/// their end) are kept until this close to expiring, not fetched again for every request.
+pub const RENEW_LATE_BEFORE: Duration = Duration::from_secs(10);
 
 /// Keys as a source gives them.
 pub struct Fetched {
@@ -63,7 +68,12 @@ impl<F: Fetch> std::fmt::Debug for Renewing<F> {
 fn renew_at(expires: Option<SystemTime>, now: SystemTime) -> Option<Instant> {
     expires.map(|at| {
         let left = at.duration_since(now).unwrap_or_default();
-        Instant::now() + left.saturating_sub(RENEW_BEFORE)
+        let before = if left > RENEW_BEFORE {
+            RENEW_BEFORE
+        } else {
+            RENEW_LATE_BEFORE
+        };
+        Instant::now() + left.saturating_sub(before)
     })
 }
 
@@ -148,7 +158,9 @@ mod tests {
         let hour = Some(Duration::from_secs(3600));
         assert_eq!(key_ids(hour, 3), (vec!["K0".into(); 3], 1), "an hour left");
         let soon = Some(Duration::from_secs(60));
-        let (ids, fetches) = key_ids(soon, 3);
+        assert_eq!(key_ids(soon, 3), (vec!["K0".into(); 3], 1), "a minute left");
+        let ending = Some(Duration::from_secs(5));
+        let (ids, fetches) = key_ids(ending, 3);
         assert_eq!(
             (ids, fetches),
             (vec!["K0".into(), "K1".into(), "K2".into()], 3)
@@ -164,5 +176,8 @@ mod tests {
         assert!(left <= Duration::from_secs(3300) && left > Duration::from_secs(3290));
         let past = renew_at(Some(now - Duration::from_secs(10)), now).unwrap();
         assert!(past <= Instant::now());
+        let late = renew_at(Some(now + Duration::from_secs(60)), now).unwrap();
+        let left = late - Instant::now();
+        assert!(left <= Duration::from_secs(50) && left > Duration::from_secs(40));
     }
 }

@@ -19,7 +19,8 @@
 //! - credentials: profile `none`/`no` means anonymous; a profile named in the fragment or the
 //!   rc files is used as is (an error if it holds no credentials); a profile named by `AWS_PROFILE` must exist;
 //!   then `AWS_ACCESS_KEY_ID` + `AWS_SECRET_ACCESS_KEY` (+ `AWS_SESSION_TOKEN`); then
-//!   the profile's keys, `credential_process`, single sign-on role or web identity in the files; then a web identity token named by
+//!   the profile's web identity, single sign-on role, keys or `credential_process` in the files
+//!   (as the AWS CLI orders them); then a web identity token named by
 //!   `AWS_WEB_IDENTITY_TOKEN_FILE` + `AWS_ROLE_ARN`; then the container's credential agent
 //!   (`AWS_CONTAINER_CREDENTIALS_RELATIVE_URI`, `AWS_CONTAINER_CREDENTIALS_FULL_URI`); then
 //!   the EC2 instance's role, unless `AWS_EC2_METADATA_DISABLED=true`; else anonymous,
@@ -27,6 +28,7 @@
 //!   (`super::credentials`), not here.
 
 use super::profiles::Profiles;
+use crate::env::value as env_value;
 use crate::error::{Error, Result};
 use crate::rcfile::RcFiles;
 use crate::url::DatasetUrl;
@@ -50,7 +52,7 @@ const DEFAULT_REGION: &str = "us-east-1";
 const GOOGLE_ENDPOINT: &str = "https://storage.googleapis.com";
 
 /// How requests are signed.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub enum Credentials {
     /// Unsigned requests (public buckets).
     Anonymous,
@@ -92,7 +94,7 @@ pub enum Credentials {
 }
 
 /// Where a container's credential agent answers.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum ContainerAgent {
     /// A path below the ECS agent's fixed address (`AWS_CONTAINER_CREDENTIALS_RELATIVE_URI`).
     Relative(String),
@@ -123,7 +125,9 @@ impl fmt::Debug for Credentials {
                 role_arn,
                 ..
             } => write!(f, "WebIdentity({role_arn}, token in {token_file})"),
-            Credentials::Process { command } => write!(f, "Process({command})"),
+            Credentials::Process { command } => {
+                write!(f, "Process({})", super::process::program(command))
+            }
             Credentials::Sso {
                 account_id,
                 role_name,
@@ -262,13 +266,6 @@ fn locate(url: &DatasetUrl) -> Result<Location> {
     Ok(loc)
 }
 
-/// A non-empty, trimmed environment value.
-fn env_value(env: &dyn Fn(&str) -> Option<String>, key: &str) -> Option<String> {
-    env(key)
-        .map(|v| v.trim().to_string())
-        .filter(|v| !v.is_empty())
-}
-
 fn parse_limit<T: std::str::FromStr>(
     env: &dyn Fn(&str) -> Option<String>,
     key: &str,
@@ -303,15 +300,35 @@ fn profile_files(env: &dyn Fn(&str) -> Option<String>) -> (Option<PathBuf>, Opti
 const METADATA_ENDPOINT: &str = "http://169.254.169.254";
 const METADATA_ENDPOINT_IPV6: &str = "http://[fd00:ec2::254]";
 
-/// The credentials a profile holds: both halves of a key, a `credential_process` command, a
-/// single sign-on role, or a role with a web identity token file. A sign-on setting with a
-/// part missing is an error, not "no credentials".
+/// The credentials a profile holds, in the order the AWS CLI tries them: a role with a web
+/// identity token file, a single sign-on role, both halves of a key, a `credential_process`
+/// command. A sign-on setting with a part missing, or a role to assume with other credentials
+/// (`role_arn` with `source_profile` or `credential_source`, not supported), is an error
+/// rather than "no credentials", so that no other identity is used instead.
 fn profile_credentials(
     profiles: &Profiles,
     profile: &str,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Option<Credentials>> {
     let get = |key: &str| profiles.get(profile, key).map(str::to_string);
+    if let Some(role_arn) = get("role_arn") {
+        let Some(token_file) = get("web_identity_token_file") else {
+            return Err(Error::Auth(format!(
+                "AWS profile {profile:?} assumes role {role_arn} with the credentials of \
+                 another profile or source, which is not supported: name a profile with \
+                 keys, credential_process or single sign-on"
+            )));
+        };
+        return Ok(Some(Credentials::WebIdentity {
+            token_file,
+            role_arn,
+            session_name: get("role_session_name"),
+            sts_endpoint: env_value(env, "AWS_ENDPOINT_URL_STS"),
+        }));
+    }
+    if let Some(sso) = sso_credentials(profiles, profile, env)? {
+        return Ok(Some(sso));
+    }
     if let (Some(access_key_id), Some(secret_access_key)) =
         (get("aws_access_key_id"), get("aws_secret_access_key"))
     {
@@ -321,22 +338,7 @@ fn profile_credentials(
             session_token: get("aws_session_token"),
         }));
     }
-    if let Some(command) = get("credential_process") {
-        return Ok(Some(Credentials::Process { command }));
-    }
-    if let Some(sso) = sso_credentials(profiles, profile, env)? {
-        return Ok(Some(sso));
-    }
-    let (Some(token_file), Some(role_arn)) = (get("web_identity_token_file"), get("role_arn"))
-    else {
-        return Ok(None);
-    };
-    Ok(Some(Credentials::WebIdentity {
-        token_file,
-        role_arn,
-        session_name: get("role_session_name"),
-        sts_endpoint: env_value(env, "AWS_ENDPOINT_URL_STS"),
-    }))
+    Ok(get("credential_process").map(|command| Credentials::Process { command }))
 }
 
 /// The single sign-on role a profile names, in either form: `sso_session` naming an
@@ -484,8 +486,9 @@ fn host_port(u: &DatasetUrl) -> Option<String> {
 
 /// True when an rc file entry scoped to `scope` applies to the dataset at `url`, located at
 /// `loc` and reached through `endpoint`: the scope names the same host (and port) as one of the
-/// dataset's forms (the URL as given, `s3://bucket/root`, or the endpoint with the path
-/// `/bucket/root`), and its path is empty or a whole-segment prefix of that form's path.
+/// dataset's forms (the URL as given, `s3://bucket/root`, the endpoint with the path
+/// `/bucket/root`, or on AWS `https://s3.REGION.amazonaws.com/bucket/root` as libnetcdf
+/// rewrites it), and its path is empty or a whole-segment prefix of that form's path.
 fn scope_applies(
     scope: &DatasetUrl,
     url: &DatasetUrl,
@@ -504,10 +507,17 @@ fn scope_applies(
     let endpoint_host = endpoint
         .and_then(|e| DatasetUrl::parse(e).ok())
         .and_then(|e| host_port(&e));
+    // On AWS, libnetcdf's rewritten form: path style on the regional host, whatever region
+    // the scope names.
+    let aws_host = (endpoint.is_none()
+        && (scope_host == "s3.amazonaws.com"
+            || scope_host.starts_with("s3.") && scope_host.ends_with(".amazonaws.com")))
+    .then(|| (scope_host.clone(), in_bucket.clone()));
     let forms = [
         host_port(url).map(|h| (h, url.path.clone())),
         Some((loc.bucket.to_ascii_lowercase(), format!("/{}", loc.root))),
         endpoint_host.map(|h| (h, in_bucket)),
+        aws_host,
     ];
     forms.into_iter().flatten().any(|(host, path)| {
         let path = path.trim_end_matches('/');
@@ -676,11 +686,16 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
+    /// Settings for `text` in the environment `vars` alone: no rc file of the current
+    /// directory, unless `vars` name one.
     fn resolve(text: &str, vars: &[(&str, &str)]) -> Result<S3Settings> {
-        let map: HashMap<String, String> = vars
+        let mut map: HashMap<String, String> = vars
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
+        if !map.keys().any(|k| k.starts_with("NCRCENV_")) {
+            map.insert("NCRCENV_IGNORE".into(), String::new());
+        }
         let url = DatasetUrl::parse(text).unwrap();
         S3Settings::resolve(&url, &|k| map.get(k).cloned())
     }
@@ -929,12 +944,13 @@ mod tests {
             home.path().join(".ncrc"),
             "AWS.PROFILE=dev\nAWS.REGION=ap-south-1\n[s3://b/special]AWS.PROFILE=other\n\
              [http://minio:9000]AWS.REGION=minio-region\n\
-             [https://s3.eu-west-3.amazonaws.com/b/rewritten]AWS.PROFILE=other\n",
+             [https://s3.eu-west-3.amazonaws.com/b/rewritten]AWS.PROFILE=other\n\
+             [https://s3.us-east-1.amazonaws.com/b/pathstyle]AWS.PROFILE=other\n",
         )
         .unwrap();
         let h = home.path().to_str().unwrap();
         let at = |url: &str, extra: &[(&str, &str)]| {
-            let vars = [[("HOME", h)].as_slice(), extra].concat();
+            let vars = [[("HOME", h), ("NCRCENV_HOME", h)].as_slice(), extra].concat();
             let s = ok(url, &vars);
             let id = match s.credentials {
                 Credentials::Keys { access_key_id, .. } => access_key_id,
@@ -968,6 +984,17 @@ mod tests {
             at("s3://c/special/x#mode=s3", &[]).0,
             "DEV",
             "another bucket"
+        );
+        assert_eq!(
+            at("s3://b/pathstyle/x#mode=s3", &[]).0,
+            "OTHER",
+            "a scope in libnetcdf's rewritten form applies to s3://"
+        );
+        let elsewhere = [("AWS_ENDPOINT_URL", "http://minio:9000")];
+        assert_eq!(
+            at("s3://b/pathstyle/x#mode=s3", &elsewhere).0,
+            "DEV",
+            "not on another endpoint"
         );
         assert_eq!(
             at(
@@ -1012,8 +1039,10 @@ mod tests {
              sso_start_url = https://corp.awsapps.com/start\n\
              [profile legacy]\nsso_start_url = https://old.awsapps.com/start\n\
              sso_region = us-east-2\nsso_account_id = 444455556666\nsso_role_name = Writer\n\
-             [profile partial]\nsso_session = corp\n",
-            "",
+             [profile partial]\nsso_session = corp\n\
+             [profile both]\nsso_session = corp\nsso_account_id = 1\nsso_role_name = R\n\
+             [profile assumed]\nrole_arn = arn:aws:iam::1:role/a\nsource_profile = legacy\n",
+            "[both]\naws_access_key_id = OLD\naws_secret_access_key = old\n",
         );
         let h = home.path().to_str().unwrap();
         let url = "s3://b/k#mode=s3";
@@ -1045,6 +1074,16 @@ mod tests {
                     && role_name == "Writer"
                     && portal == "http://127.0.0.1:9"),
             "{s:?}"
+        );
+        let both = ok(url, &[("HOME", h), ("AWS_PROFILE", "both")]);
+        assert!(
+            matches!(both.credentials, Credentials::Sso { .. }),
+            "single sign-on comes before keys, as in the AWS CLI: {both:?}"
+        );
+        let assumed = resolve(url, &[("HOME", h), ("AWS_PROFILE", "assumed")]);
+        assert!(
+            matches!(&assumed, Err(Error::Auth(why)) if why.contains("not supported")),
+            "{assumed:?}"
         );
         let partial = resolve(url, &[("HOME", h), ("AWS_PROFILE", "partial")]);
         assert!(

@@ -104,7 +104,13 @@ fn read_answer(body: &[u8]) -> Result<Fetched, String> {
 #[async_trait]
 impl Fetch for SsoRole {
     async fn fetch(&self) -> Result<Fetched, String> {
-        let text = std::fs::read_to_string(&self.token_file).map_err(|e| {
+        // Off the runtime's thread: a home directory on a stalled network file system must
+        // not stop every other request.
+        let file = self.token_file.clone();
+        let read = tokio::task::spawn_blocking(move || std::fs::read_to_string(file))
+            .await
+            .map_err(|e| e.to_string())?;
+        let text = read.map_err(|e| {
             format!(
                 "no cached sign-on token in {} ({e}): run `aws sso login`",
                 self.token_file.display()
