@@ -12,6 +12,7 @@
 
 mod batch;
 mod body;
+mod chain;
 mod credentials;
 mod process;
 pub mod profiles;
