@@ -687,17 +687,83 @@ fn keys_of_a_single_sign_on_role_are_used() {
     sample.refused(&env, "Session token not found or invalid");
 }
 
+/// The role the fake STS grants.
+const STS_ROLE: &str = "arn:aws:iam::123456789012:role/nczarr-reader";
+
+/// A fake STS, its files in the sample's directory, granting [`STS_ROLE`] (with the keys
+/// s3s-fs accepts) to the web identity `token`, or to requests signed with `source_key_id`.
+fn fake_sts(
+    sample: &SampleForCredentials,
+    token: &str,
+    source_key_id: Option<&str>,
+) -> credential_service::FakeSts {
+    let dir = sample.dir.path().join("sts");
+    fs::create_dir(&dir).unwrap();
+    credential_service::FakeSts::start(
+        &dir,
+        STS_ROLE,
+        token,
+        &served_keys(SECRET_KEY),
+        source_key_id,
+    )
+}
+
+/// A profile's role assumed with another profile's keys (`role_arn` + `source_profile`): STS
+/// is asked once, with a request signed by the source profile's key, and the role's keys sign
+/// the requests of stock `ncdump` (the source's own keys would be refused by s3s-fs); a role
+/// STS refuses is an authorization failure carrying its answer.
+#[test]
+fn a_role_assumed_with_another_profiles_keys_is_used() {
+    let sample = SampleForCredentials::start("assumed-role");
+    let role = STS_ROLE;
+    let sts = fake_sts(&sample, "unused-token", Some("SOURCEKEY"));
+    let (sts_endpoint, certificate) = (sts.endpoint(), sts.certificate());
+    let config = sample.dir.path().join("aws-config");
+    fs::write(
+        &config,
+        format!(
+            "[profile base]\naws_access_key_id = SOURCEKEY\naws_secret_access_key = source-secret\n\
+             [profile reader]\nrole_arn = {role}\nsource_profile = base\n\
+             role_session_name = nczarr-test\n\
+             [profile other-role]\nrole_arn = arn:aws:iam::123456789012:role/other\n\
+             source_profile = base\n"
+        ),
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+    let env = |profile| {
+        [
+            ("AWS_CONFIG_FILE", config),
+            ("AWS_PROFILE", profile),
+            ("AWS_ENDPOINT_URL_STS", sts_endpoint.as_str()),
+            ("SSL_CERT_FILE", certificate.to_str().unwrap()),
+        ]
+    };
+    sample.reads(&env("reader"), "assumed role");
+    let asked = sts.requests();
+    assert_eq!(
+        asked.len(),
+        1,
+        "one AssumeRole for the whole dump: {asked:?}"
+    );
+    for part in [
+        r#""Action": "AssumeRole""#,
+        r#""RoleSessionName": "nczarr-test""#,
+        r#""SignedWith": "SOURCEKEY""#,
+    ] {
+        assert!(asked[0].contains(part), "{part} in {}", asked[0]);
+    }
+    sample.refused(&env("other-role"), "AccessDenied");
+}
+
 /// A web identity token (as EKS mounts a service account's) is exchanged with STS, over HTTPS,
 /// for the role's keys, which reach s3s-fs through stock `ncdump`; a token STS refuses is an
 /// authorization failure that names the source.
 #[test]
 fn a_web_identity_token_is_exchanged_with_sts_for_keys() {
     let sample = SampleForCredentials::start("web-identity");
-    let role = "arn:aws:iam::123456789012:role/nczarr-reader";
-    let sts_dir = sample.dir.path().join("sts");
-    fs::create_dir(&sts_dir).unwrap();
-    let sts =
-        credential_service::FakeSts::start(&sts_dir, role, "pod-token", &served_keys(SECRET_KEY));
+    let role = STS_ROLE;
+    let sts = fake_sts(&sample, "pod-token", None);
     let (sts_endpoint, certificate) = (sts.endpoint(), sts.certificate());
     let token_file = sample.dir.path().join("token");
     let env = [

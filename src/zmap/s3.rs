@@ -10,6 +10,7 @@
 //! endpoint, region and credentials are found is [`settings`]. It knows nothing of Zarr beyond
 //! the names of the top-level metadata objects that make a prefix safe to clobber.
 
+mod assume;
 mod batch;
 mod body;
 mod chain;

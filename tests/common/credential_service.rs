@@ -3,7 +3,8 @@
 //! credential agent (keys for the authorization token it was given) and as a single sign-on
 //! portal (a role's keys for the bearer token `aws sso login` caches); it records every request
 //! so tests can check what was asked and with which token. The other is STS over HTTPS
-//! (`tests/py/fake_sts.py`), giving keys for one role and web identity token.
+//! (`tests/py/fake_sts.py`), giving keys for one role to a web identity token or to an
+//! `AssumeRole` request signed with one access key.
 
 use super::python::interpreter;
 use super::repo_root;
@@ -212,8 +213,16 @@ pub struct FakeSts {
 }
 
 impl FakeSts {
-    /// Grants `keys` for `role_arn` to a caller holding `token`; refuses anything else.
-    pub fn start(dir: &Path, role_arn: &str, token: &str, keys: &Keys) -> FakeSts {
+    /// Grants `keys` for `role_arn` to a caller holding the web identity `token`, or (when
+    /// `source_key_id` is given) to an `AssumeRole` request signed with that access key;
+    /// refuses anything else.
+    pub fn start(
+        dir: &Path,
+        role_arn: &str,
+        token: &str,
+        keys: &Keys,
+        source_key_id: Option<&str>,
+    ) -> FakeSts {
         let python = interpreter("s3").expect("the s3 Python environment");
         let script = repo_root().join("tests/py/fake_sts.py");
         let mut child = Command::new(python)
@@ -225,6 +234,7 @@ impl FakeSts {
                 &keys.secret_access_key,
                 &keys.session_token,
             ])
+            .args(source_key_id)
             .env_remove("LD_PRELOAD")
             .stdout(Stdio::piped())
             .spawn()

@@ -1,11 +1,13 @@
-"""A fake AWS STS on loopback over HTTPS, answering AssumeRoleWithWebIdentity.
+"""A fake AWS STS on loopback over HTTPS, answering AssumeRoleWithWebIdentity and AssumeRole.
 
-It hands out keys only for the one role and web identity token it was started with, and
-refuses anything else with STS's AccessDenied. It makes its own self-signed certificate for
-127.0.0.1 and writes it to DIR/cert.pem (clients trust it through SSL_CERT_FILE), writes every
-request it reads to DIR/requests.jsonl, and prints "port N" once it listens.
+It hands out keys only for the one role it was started with: with AssumeRoleWithWebIdentity,
+to a caller holding TOKEN; with AssumeRole, to a request signed (SigV4) with the access key
+SOURCE_KEY_ID. Anything else gets STS's AccessDenied. It makes its own self-signed certificate
+for 127.0.0.1 and writes it to DIR/cert.pem (clients trust it through SSL_CERT_FILE), writes
+every request it reads to DIR/requests.jsonl (its parameters, and the access key it was signed
+with as "SignedWith"), and prints "port N" once it listens.
 
-    python fake_sts.py DIR ROLE_ARN TOKEN ACCESS_KEY SECRET_KEY SESSION_TOKEN
+    python fake_sts.py DIR ROLE_ARN TOKEN ACCESS_KEY SECRET_KEY SESSION_TOKEN [SOURCE_KEY_ID]
 """
 
 import datetime
@@ -57,31 +59,38 @@ def self_signed(directory: Path) -> tuple[Path, Path]:
 def main() -> None:
     directory = Path(sys.argv[1])
     role_arn, token, access_key, secret_key, session_token = sys.argv[2:7]
+    source_key = sys.argv[7] if len(sys.argv) > 7 else None
     log = directory / "requests.jsonl"
 
     class Sts(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.do_POST()
+
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length).decode() if length else ""
             query = urllib.parse.urlsplit(self.path).query
             params = dict(urllib.parse.parse_qsl(query + "&" + body))
+            authorization = self.headers.get("Authorization") or ""
+            signed_with = authorization.partition("Credential=")[2].partition("/")[0]
+            params["SignedWith"] = signed_with
             with log.open("a") as f:
                 f.write(json.dumps(params) + "\n")
-            granted = (
-                params.get("Action") == "AssumeRoleWithWebIdentity"
-                and params.get("RoleArn") == role_arn
-                and params.get("WebIdentityToken") == token
+            action = params.get("Action")
+            granted = params.get("RoleArn") == role_arn and (
+                (action == "AssumeRoleWithWebIdentity" and params.get("WebIdentityToken") == token)
+                or (action == "AssumeRole" and source_key is not None and signed_with == source_key)
             )
             if granted:
                 status, text = 200, (
-                    '<AssumeRoleWithWebIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">'
-                    "<AssumeRoleWithWebIdentityResult><Credentials>"
+                    f'<{action}Response xmlns="https://sts.amazonaws.com/doc/2011-06-15/">'
+                    f"<{action}Result><Credentials>"
                     f"<AccessKeyId>{access_key}</AccessKeyId>"
                     f"<SecretAccessKey>{secret_key}</SecretAccessKey>"
                     f"<SessionToken>{session_token}</SessionToken>"
                     "<Expiration>2099-01-01T00:00:00Z</Expiration>"
-                    "</Credentials></AssumeRoleWithWebIdentityResult>"
-                    "</AssumeRoleWithWebIdentityResponse>"
+                    f"</Credentials></{action}Result>"
+                    f"</{action}Response>"
                 )
             else:
                 status, text = 403, (

@@ -49,6 +49,17 @@ pub enum Credentials {
         role_name: String,
         portal: String,
     },
+    /// Temporary keys of the role `role_arn`, asked of STS (at `sts_endpoint`, else the
+    /// regional endpoint of `region`) with the keys of `source`: a profile's `role_arn` with
+    /// `source_profile` or `credential_source`.
+    AssumeRole {
+        role_arn: String,
+        session_name: Option<String>,
+        external_id: Option<String>,
+        source: Box<Credentials>,
+        sts_endpoint: Option<String>,
+        region: String,
+    },
     /// Temporary keys served by the container's credential agent (ECS task roles, EKS Pod
     /// Identity).
     Container(ContainerAgent),
@@ -101,6 +112,9 @@ impl fmt::Debug for Credentials {
                 role_name,
                 ..
             } => write!(f, "Sso({role_name} of {account_id})"),
+            Credentials::AssumeRole {
+                role_arn, source, ..
+            } => write!(f, "AssumeRole({role_arn} with {source:?})"),
             Credentials::Container(agent) => write!(f, "Container({agent:?})"),
             Credentials::InstanceRole {
                 metadata_endpoint, ..
@@ -113,30 +127,51 @@ impl fmt::Debug for Credentials {
 pub(super) const METADATA_ENDPOINT: &str = "http://169.254.169.254";
 pub(super) const METADATA_ENDPOINT_IPV6: &str = "http://[fd00:ec2::254]";
 
-/// The credentials a profile holds, in the order the AWS CLI tries them: a role with a web
-/// identity token file, a single sign-on role, both halves of a key, a `credential_process`
-/// command. A sign-on setting with a part missing, or a role to assume with other credentials
-/// (`role_arn` with `source_profile` or `credential_source`, not supported), is an error
-/// rather than "no credentials", so that no other identity is used instead.
+/// Profiles one role may be assumed through (`source_profile` naming a profile that assumes
+/// a role in turn), before the chain is taken for a loop.
+const ROLE_CHAIN_AT_MOST: usize = 5;
+
+/// The credentials a profile holds, in the order the AWS CLI tries them: a role, assumed with
+/// a web identity token file or with another source's keys (`source_profile`,
+/// `credential_source`), a single sign-on role, both halves of a key, a `credential_process`
+/// command. A sign-on setting with a part missing, or a role that cannot be assumed, is an
+/// error rather than "no credentials", so that no other identity is used instead.
 fn profile_credentials(
     profiles: &Profiles,
     profile: &str,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Option<Credentials>> {
+    profile_credentials_in_chain(profiles, profile, env, 0)
+}
+
+/// [`profile_credentials`] of a profile `depth` roles down a chain of assumed roles.
+fn profile_credentials_in_chain(
+    profiles: &Profiles,
+    profile: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    depth: usize,
+) -> Result<Option<Credentials>> {
     let get = |key: &str| profiles.get(profile, key).map(str::to_string);
     if let Some(role_arn) = get("role_arn") {
-        let Some(token_file) = get("web_identity_token_file") else {
-            return Err(Error::Auth(format!(
-                "AWS profile {profile:?} assumes role {role_arn} with the credentials of \
-                 another profile or source, which is not supported: name a profile with \
-                 keys, credential_process or single sign-on"
-            )));
-        };
-        return Ok(Some(Credentials::WebIdentity {
-            token_file,
+        if let Some(token_file) = get("web_identity_token_file") {
+            return Ok(Some(Credentials::WebIdentity {
+                token_file,
+                role_arn,
+                session_name: get("role_session_name"),
+                sts_endpoint: env_value(env, "AWS_ENDPOINT_URL_STS"),
+            }));
+        }
+        let source = role_source(profiles, profile, env, depth)?;
+        return Ok(Some(Credentials::AssumeRole {
             role_arn,
             session_name: get("role_session_name"),
+            external_id: get("external_id"),
+            source: Box::new(source),
             sts_endpoint: env_value(env, "AWS_ENDPOINT_URL_STS"),
+            region: get("region")
+                .or_else(|| env_value(env, "AWS_REGION"))
+                .or_else(|| env_value(env, "AWS_DEFAULT_REGION"))
+                .unwrap_or_else(|| "us-east-1".to_string()),
         }));
     }
     if let Some(sso) = sso_credentials(profiles, profile, env)? {
@@ -152,6 +187,87 @@ fn profile_credentials(
         }));
     }
     Ok(get("credential_process").map(|command| Credentials::Process { command }))
+}
+
+/// The credentials a profile's role is assumed with: its `source_profile`'s (that profile's
+/// own keys when it names itself), or its `credential_source` (`Environment`,
+/// `Ec2InstanceMetadata`, `EcsContainer`). A role that needs an MFA code is refused (nobody
+/// can type it here).
+fn role_source(
+    profiles: &Profiles,
+    profile: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    depth: usize,
+) -> Result<Credentials> {
+    let get = |key: &str| profiles.get(profile, key).map(str::to_string);
+    let refused = |why: String| Error::Auth(format!("AWS profile {profile:?}: {why}"));
+    if get("mfa_serial").is_some() {
+        return Err(refused(
+            "assuming its role needs an MFA code, which cannot be asked for here".into(),
+        ));
+    }
+    if let Some(source) = get("source_profile") {
+        if source == profile {
+            let (Some(access_key_id), Some(secret_access_key)) =
+                (get("aws_access_key_id"), get("aws_secret_access_key"))
+            else {
+                return Err(refused("its source_profile is itself, without keys".into()));
+            };
+            return Ok(Credentials::Keys {
+                access_key_id,
+                secret_access_key,
+                session_token: get("aws_session_token"),
+            });
+        }
+        if depth + 1 >= ROLE_CHAIN_AT_MOST {
+            return Err(refused(format!(
+                "its roles are assumed through more than {ROLE_CHAIN_AT_MOST} profiles (a loop?)"
+            )));
+        }
+        if !profiles.has(&source) {
+            return Err(refused(format!(
+                "its source_profile {source:?} is not found"
+            )));
+        }
+        return profile_credentials_in_chain(profiles, &source, env, depth + 1)?.ok_or_else(|| {
+            refused(format!(
+                "its source_profile {source:?} holds no credentials"
+            ))
+        });
+    }
+    let machine = |want: &str| -> Result<Credentials> {
+        match machine_credentials(env, profiles, profile)? {
+            Some((c @ Credentials::Container(_), _)) if want == "EcsContainer" => Ok(c),
+            _ if want == "Ec2InstanceMetadata" => Ok(Credentials::InstanceRole {
+                metadata_endpoint: env_value(env, "AWS_EC2_METADATA_SERVICE_ENDPOINT")
+                    .unwrap_or_else(|| METADATA_ENDPOINT.to_string()),
+                configured: true,
+            }),
+            _ => Err(refused(format!(
+                "credential_source {want} gives no credentials here"
+            ))),
+        }
+    };
+    match get("credential_source").as_deref() {
+        Some("Environment") => match (
+            env_value(env, "AWS_ACCESS_KEY_ID"),
+            env_value(env, "AWS_SECRET_ACCESS_KEY"),
+        ) {
+            (Some(access_key_id), Some(secret_access_key)) => Ok(Credentials::Keys {
+                access_key_id,
+                secret_access_key,
+                session_token: env_value(env, "AWS_SESSION_TOKEN"),
+            }),
+            _ => Err(refused(
+                "credential_source Environment, but AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY are not set".into(),
+            )),
+        },
+        Some(want @ ("Ec2InstanceMetadata" | "EcsContainer")) => machine(want),
+        Some(other) => Err(refused(format!("credential_source {other:?} is not known"))),
+        None => Err(refused(
+            "role_arn needs source_profile, credential_source or web_identity_token_file".into(),
+        )),
+    }
 }
 
 /// The single sign-on role a profile names, in either form: `sso_session` naming an

@@ -13,6 +13,7 @@
 //! renews the keys of STS, the container's agent and the metadata service; [`super::renewing`]
 //! those of the command and the portal. It knows nothing of stores or keys.
 
+use super::assume::AssumedRole;
 use super::process::ProcessCommand;
 use super::renewing::Renewing;
 use super::settings::{ContainerAgent, Credentials};
@@ -20,8 +21,8 @@ use super::sso::SsoRole;
 use super::{full_chain, runtime};
 use crate::error::{Error, Result};
 use async_trait::async_trait;
-use object_store::CredentialProvider;
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey, AwsCredential, AwsCredentialProvider};
+use object_store::{CredentialProvider, StaticCredentialProvider};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
@@ -47,7 +48,8 @@ fn configure(builder: AmazonS3Builder, credentials: &Credentials) -> AmazonS3Bui
         Credentials::Anonymous
         | Credentials::Keys { .. }
         | Credentials::Process { .. }
-        | Credentials::Sso { .. } => builder,
+        | Credentials::Sso { .. }
+        | Credentials::AssumeRole { .. } => builder,
         Credentials::WebIdentity {
             token_file,
             role_arn,
@@ -121,6 +123,7 @@ pub fn sign(
         Credentials::WebIdentity { .. }
         | Credentials::Process { .. }
         | Credentials::Sso { .. }
+        | Credentials::AssumeRole { .. }
         | Credentials::Container(_) => false,
     };
     let fetched = {
@@ -171,36 +174,7 @@ fn fetch(
     } else {
         timeout
     };
-    let inner: AwsCredentialProvider = match credentials {
-        Credentials::Process { command } => Arc::new(Renewing::new(ProcessCommand {
-            command: command.clone(),
-            timeout,
-        })),
-        Credentials::Sso {
-            token_file,
-            account_id,
-            role_name,
-            portal,
-        } => {
-            let client = reqwest::Client::builder()
-                .timeout(timeout)
-                .build()
-                .map_err(|e| Error::Auth(format!("{source}: {e}")))?;
-            Arc::new(Renewing::new(SsoRole {
-                token_file: token_file.clone(),
-                account_id: account_id.clone(),
-                role_name: role_name.clone(),
-                portal: portal.clone(),
-                client,
-            }))
-        }
-        _ => {
-            let client = configure(builder.clone(), credentials)
-                .build()
-                .map_err(|e| Error::Auth(format!("{source}: {e}")))?;
-            Arc::clone(client.credentials())
-        }
-    };
+    let inner = provider(builder, credentials, source, timeout)?;
     let first = Arc::clone(&inner);
     let got = runtime::run(async move {
         tokio::time::timeout(timeout, first.get_credential())
@@ -219,6 +193,80 @@ fn fetch(
             "no credentials from the {source}: {why}"
         ))),
     }
+}
+
+/// The provider of the keys `credentials` stand for (not yet asked for any), each request
+/// of theirs allowed `timeout`; `source` names them in messages.
+fn provider(
+    builder: &AmazonS3Builder,
+    credentials: &Credentials,
+    source: &str,
+    timeout: Duration,
+) -> Result<AwsCredentialProvider> {
+    let client = || {
+        reqwest::Client::builder()
+            .timeout(timeout)
+            .build()
+            .map_err(|e| Error::Auth(format!("{source}: {e}")))
+    };
+    Ok(match credentials {
+        Credentials::Anonymous => {
+            return Err(Error::Auth(format!(
+                "{source}: no credentials to sign with"
+            )));
+        }
+        Credentials::Keys {
+            access_key_id,
+            secret_access_key,
+            session_token,
+        } => Arc::new(StaticCredentialProvider::new(AwsCredential {
+            key_id: access_key_id.clone(),
+            secret_key: secret_access_key.clone(),
+            token: session_token.clone(),
+        })),
+        Credentials::Process { command } => Arc::new(Renewing::new(ProcessCommand {
+            command: command.clone(),
+            timeout,
+        })),
+        Credentials::Sso {
+            token_file,
+            account_id,
+            role_name,
+            portal,
+        } => Arc::new(Renewing::new(SsoRole {
+            token_file: token_file.clone(),
+            account_id: account_id.clone(),
+            role_name: role_name.clone(),
+            portal: portal.clone(),
+            client: client()?,
+        })),
+        Credentials::AssumeRole {
+            role_arn,
+            session_name,
+            external_id,
+            source: with,
+            sts_endpoint,
+            region,
+        } => Arc::new(Renewing::new(AssumedRole {
+            source: provider(builder, with, source, timeout)?,
+            role_arn: role_arn.clone(),
+            session_name: session_name.clone(),
+            external_id: external_id.clone(),
+            sts: sts_endpoint
+                .clone()
+                .unwrap_or_else(|| format!("https://sts.{region}.amazonaws.com")),
+            region: region.clone(),
+            client: client()?,
+        })),
+        Credentials::WebIdentity { .. }
+        | Credentials::Container(_)
+        | Credentials::InstanceRole { .. } => {
+            let client = configure(builder.clone(), credentials)
+                .build()
+                .map_err(|e| Error::Auth(format!("{source}: {e}")))?;
+            Arc::clone(client.credentials())
+        }
+    })
 }
 
 /// A provider whose failures are authentication failures of the request that wanted the

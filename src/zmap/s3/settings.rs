@@ -699,7 +699,14 @@ mod tests {
              sso_region = us-east-2\nsso_account_id = 444455556666\nsso_role_name = Writer\n\
              [profile partial]\nsso_session = corp\n\
              [profile both]\nsso_session = corp\nsso_account_id = 1\nsso_role_name = R\n\
-             [profile assumed]\nrole_arn = arn:aws:iam::1:role/a\nsource_profile = legacy\n",
+             [profile assumed]\nrole_arn = arn:aws:iam::1:role/a\nsource_profile = legacy\n\
+             region = eu-north-1\nexternal_id = ext\n\
+             [profile chained]\nrole_arn = arn:aws:iam::1:role/c\nsource_profile = assumed\n\
+             [profile mfa]\nrole_arn = arn:aws:iam::1:role/m\nsource_profile = legacy\n\
+             mfa_serial = arn:aws:iam::1:mfa/u\n\
+             [profile loop-a]\nrole_arn = arn:aws:iam::1:role/x\nsource_profile = loop-b\n\
+             [profile loop-b]\nrole_arn = arn:aws:iam::1:role/y\nsource_profile = loop-a\n\
+             [profile from-env]\nrole_arn = arn:aws:iam::1:role/e\ncredential_source = Environment\n",
             "[both]\naws_access_key_id = OLD\naws_secret_access_key = old\n",
         );
         let h = home.path().to_str().unwrap();
@@ -738,11 +745,52 @@ mod tests {
             matches!(both.credentials, Credentials::Sso { .. }),
             "single sign-on comes before keys, as in the AWS CLI: {both:?}"
         );
-        let assumed = resolve(url, &[("HOME", h), ("AWS_PROFILE", "assumed")]);
-        assert!(
-            matches!(&assumed, Err(Error::Auth(why)) if why.contains("not supported")),
-            "{assumed:?}"
+        let assumed = ok(url, &[("HOME", h), ("AWS_PROFILE", "assumed")]);
+        let Credentials::AssumeRole {
+            role_arn,
+            external_id,
+            source,
+            region,
+            ..
+        } = &assumed.credentials
+        else {
+            panic!("{assumed:?}");
+        };
+        assert_eq!(
+            (role_arn.as_str(), external_id.as_deref(), region.as_str()),
+            ("arn:aws:iam::1:role/a", Some("ext"), "eu-north-1")
         );
+        assert!(matches!(**source, Credentials::Sso { .. }), "{source:?}");
+        let chained = ok(url, &[("HOME", h), ("AWS_PROFILE", "chained")]);
+        assert!(
+            matches!(&chained.credentials, Credentials::AssumeRole { source, .. }
+                if matches!(**source, Credentials::AssumeRole { .. })),
+            "a role assumed with an assumed role: {chained:?}"
+        );
+        let from_env = ok(
+            &format!("{url}&aws.profile=from-env"),
+            &[
+                ("HOME", h),
+                ("AWS_ACCESS_KEY_ID", "E"),
+                ("AWS_SECRET_ACCESS_KEY", "e"),
+            ],
+        );
+        assert!(
+            matches!(&from_env.credentials, Credentials::AssumeRole { source, .. }
+                if **source == keys("E", "e", None)),
+            "{from_env:?}"
+        );
+        for (profile, why) in [
+            ("mfa", "MFA code"),
+            ("loop-a", "a loop"),
+            ("from-env", "credential_source Environment"),
+        ] {
+            let refused = resolve(url, &[("HOME", h), ("AWS_PROFILE", profile)]);
+            assert!(
+                matches!(&refused, Err(Error::Auth(w)) if w.contains(why)),
+                "{profile}: {refused:?}"
+            );
+        }
         let partial = resolve(url, &[("HOME", h), ("AWS_PROFILE", "partial")]);
         assert!(
             matches!(&partial, Err(Error::Auth(why)) if why.contains("sso_account_id")),
