@@ -235,18 +235,10 @@ fn role_source(
             ))
         });
     }
-    let machine = |want: &str| -> Result<Credentials> {
-        match machine_credentials(env, profiles, profile)? {
-            Some((c @ Credentials::Container(_), _)) if want == "EcsContainer" => Ok(c),
-            _ if want == "Ec2InstanceMetadata" => Ok(Credentials::InstanceRole {
-                metadata_endpoint: env_value(env, "AWS_EC2_METADATA_SERVICE_ENDPOINT")
-                    .unwrap_or_else(|| METADATA_ENDPOINT.to_string()),
-                configured: true,
-            }),
-            _ => Err(refused(format!(
-                "credential_source {want} gives no credentials here"
-            ))),
-        }
+    let unavailable = |want: &str| {
+        refused(format!(
+            "credential_source {want} gives no credentials here"
+        ))
     };
     match get("credential_source").as_deref() {
         Some("Environment") => match (
@@ -262,7 +254,20 @@ fn role_source(
                 "credential_source Environment, but AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY are not set".into(),
             )),
         },
-        Some(want @ ("Ec2InstanceMetadata" | "EcsContainer")) => machine(want),
+        Some(want @ "EcsContainer") => container_credentials(env)?
+            .map(|(c, _)| c)
+            .ok_or_else(|| unavailable(want)),
+        // Asked for by name: the metadata service is asked even where the machine does not
+        // say it is an EC2 instance.
+        Some(want @ "Ec2InstanceMetadata") => match instance_credentials(env, profiles, profile) {
+            Some((Credentials::InstanceRole {
+                metadata_endpoint, ..
+            }, _)) => Ok(Credentials::InstanceRole {
+                metadata_endpoint,
+                configured: true,
+            }),
+            _ => Err(unavailable(want)),
+        },
         Some(other) => Err(refused(format!("credential_source {other:?} is not known"))),
         None => Err(refused(
             "role_arn needs source_profile, credential_source or web_identity_token_file".into(),
@@ -333,6 +338,17 @@ fn machine_credentials(
         };
         return Ok(Some((credentials, source)));
     }
+    if let Some(found) = container_credentials(env)? {
+        return Ok(Some(found));
+    }
+    Ok(instance_credentials(env, profiles, profile))
+}
+
+/// The container's credential agent the environment names (ECS's relative path, else a full
+/// URL with its token file), if any.
+fn container_credentials(
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<(Credentials, String)>> {
     if let Some(path) = env_value(env, "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI") {
         let source = format!("container credentials at {path}");
         return Ok(Some((
@@ -340,25 +356,35 @@ fn machine_credentials(
             source,
         )));
     }
-    if let Some(uri) = env_value(env, "AWS_CONTAINER_CREDENTIALS_FULL_URI") {
-        let token_file =
-            env_value(env, "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE").ok_or_else(|| {
-                Error::Auth(format!(
-                    "AWS_CONTAINER_CREDENTIALS_FULL_URI={uri} needs the authorization token in the \
-                 file named by AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE"
-                ))
-            })?;
-        let source = format!("container credentials at {uri}");
-        let agent = ContainerAgent::Full { uri, token_file };
-        return Ok(Some((Credentials::Container(agent), source)));
-    }
+    let Some(uri) = env_value(env, "AWS_CONTAINER_CREDENTIALS_FULL_URI") else {
+        return Ok(None);
+    };
+    let token_file = env_value(env, "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE").ok_or_else(|| {
+        Error::Auth(format!(
+            "AWS_CONTAINER_CREDENTIALS_FULL_URI={uri} needs the authorization token in the \
+             file named by AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE"
+        ))
+    })?;
+    let source = format!("container credentials at {uri}");
+    let agent = ContainerAgent::Full { uri, token_file };
+    Ok(Some((Credentials::Container(agent), source)))
+}
+
+/// The EC2 instance's role, from the metadata service the environment or the profile names
+/// (its endpoint, or IPv6 mode, else the usual address); `None` when the metadata service is
+/// disabled.
+fn instance_credentials(
+    env: &dyn Fn(&str) -> Option<String>,
+    profiles: &Profiles,
+    profile: &str,
+) -> Option<(Credentials, String)> {
     let setting = |var: &str, key: &str| {
         env_value(env, var).or_else(|| profiles.get(profile, key).map(str::to_string))
     };
     let disabled = setting("AWS_EC2_METADATA_DISABLED", "ec2_metadata_disabled")
         .is_some_and(|v| v.eq_ignore_ascii_case("true"));
     if disabled {
-        return Ok(None);
+        return None;
     }
     let named = setting(
         "AWS_EC2_METADATA_SERVICE_ENDPOINT",
@@ -385,7 +411,7 @@ fn machine_credentials(
         metadata_endpoint,
         configured,
     };
-    Ok(Some((credentials, source)))
+    Some((credentials, source))
 }
 
 fn is_anonymous_profile(profile: &str) -> bool {

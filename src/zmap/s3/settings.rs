@@ -806,7 +806,10 @@ mod tests {
             "[profile pod]\nweb_identity_token_file = /run/token\nrole_arn = arn:aws:iam::1:role/p\n\
              [profile ipv6]\nec2_metadata_service_endpoint_mode = IPv6\n\
              [profile helper]\ncredential_process = vault exec --json\n\
-             [profile keyed]\ncredential_process = never run\n",
+             [profile keyed]\ncredential_process = never run\n\
+             [profile ecs-role]\nrole_arn = arn:aws:iam::1:role/e\ncredential_source = EcsContainer\n\
+             [profile imds-role]\nrole_arn = arn:aws:iam::1:role/i\n\
+             credential_source = Ec2InstanceMetadata\nec2_metadata_service_endpoint_mode = IPv6\n",
             "[keyed]\naws_access_key_id = K\naws_secret_access_key = k\n",
         );
         let h = home.path().to_str().unwrap();
@@ -849,6 +852,26 @@ mod tests {
         assert_eq!(ok(url, &with_keys).credentials, keys("E", "e", None));
         let keyed = [everything.as_slice(), &[("AWS_PROFILE", "keyed")]].concat();
         assert_eq!(ok(url, &keyed).credentials, keys("K", "k", None));
+        let source_of = |profile: &str| {
+            let vars = [everything.as_slice(), &[("AWS_PROFILE", profile)]].concat();
+            match ok(url, &vars).credentials {
+                Credentials::AssumeRole { source, .. } => *source,
+                other => panic!("{profile}: {other:?}"),
+            }
+        };
+        assert_eq!(
+            source_of("ecs-role"),
+            relative,
+            "credential_source EcsContainer is the container's agent, whatever else is set"
+        );
+        assert_eq!(
+            source_of("imds-role"),
+            Credentials::InstanceRole {
+                metadata_endpoint: METADATA_ENDPOINT_IPV6.into(),
+                configured: true,
+            },
+            "credential_source Ec2InstanceMetadata reads the profile's metadata settings"
+        );
         let helper = [everything.as_slice(), &[("AWS_PROFILE", "helper")]].concat();
         assert_eq!(
             ok(url, &helper).credentials,
