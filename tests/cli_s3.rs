@@ -1064,34 +1064,41 @@ fn a_chunk_the_server_stalls_on_is_asked_for_once() {
     );
 }
 
-/// A server that answers the GET of a compressed chunk with an endless body (announced as
-/// 64 GiB): the read fails at once with a netCDF error saying the object is larger than any
-/// chunk of the dataset can be, without reading it, and the host program does not abort. (It
-/// used to read until memory ran out; a 4 GiB address space made that an error.)
+/// A server that answers the GET of a chunk with an endless body (announced as 64 GiB): the
+/// read fails at once with a netCDF error saying the object is larger than any chunk of the
+/// dataset can be, without reading it, and the host program does not abort. Both ways a chunk
+/// body is read: gathered whole (a compressed chunk) and copied frame by frame into the
+/// caller's buffer (an uncompressed one). (It used to read until memory ran out, or, frame by
+/// frame, until the timeout; a 4 GiB address space made the first an error.)
 #[test]
 fn an_endless_chunk_body_is_an_error_not_an_abort() {
-    let sample = SampleBehindProxy::start("endless", Some(("w/0.0.0", Trap::EndlessBody)));
-    let env = sample.env(&[]);
-    let started = std::time::Instant::now();
-    let r = tool(
-        "prlimit",
-        &["--as=4294967296", "ncdump", "-v", "w", &sample.s3],
-        &env,
-    );
-    assert!(!r.success() && !r.crashed(), "{}", r.describe());
-    assert!(
-        r.stderr.contains("NetCDF: NCZarr error") && r.stderr.contains("is larger than"),
-        "{}",
-        r.describe()
-    );
-    assert!(
-        started.elapsed() < std::time::Duration::from_secs(20),
-        "refused before reading: {:?}",
-        started.elapsed()
-    );
-    let reqs = sample.proxy.take();
-    let endless = sample.target("w/0.0.0");
-    assert!(reqs.iter().any(|r| r.target.contains(&endless)), "{reqs:?}");
+    for (var, chunk) in [("w", "w/0.0.0"), ("v", "v/0.0")] {
+        let sample = SampleBehindProxy::start("endless", Some((chunk, Trap::EndlessBody)));
+        let env = sample.env(&[]);
+        let started = std::time::Instant::now();
+        let r = tool(
+            "prlimit",
+            &["--as=4294967296", "ncdump", "-v", var, &sample.s3],
+            &env,
+        );
+        assert!(!r.success() && !r.crashed(), "{var}: {}", r.describe());
+        assert!(
+            r.stderr.contains("NetCDF: NCZarr error") && r.stderr.contains("is larger than"),
+            "{var}: {}",
+            r.describe()
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "{var}: refused before reading: {:?}",
+            started.elapsed()
+        );
+        let reqs = sample.proxy.take();
+        let endless = sample.target(chunk);
+        assert!(
+            reqs.iter().any(|r| r.target.contains(&endless)),
+            "{var}: {reqs:?}"
+        );
+    }
 }
 
 /// A server that went away: a netCDF error from the tool, within the configured timeout.

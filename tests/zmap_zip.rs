@@ -5,7 +5,7 @@ use nczarr_rs::error::Error;
 use nczarr_rs::zmap::zip::ZipStore;
 use nczarr_rs::zmap::{Store, StoreKey, StorePrefix};
 use std::fs;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::Path;
 use tempfile::TempDir;
 use zip::write::SimpleFileOptions;
@@ -955,4 +955,41 @@ proptest::proptest! {
             read_every_way(&reader, k, 3, &model)?;
         }
     }
+}
+
+/// An entry larger than any object of the dataset can be (1.1 GiB, over the store's first
+/// limit of 1 GiB) is refused before any of it is read or allocated; raising the limit for a
+/// variable with larger chunks lets it be read.
+#[test]
+fn an_entry_larger_than_any_object_is_refused_unread() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("huge.zip");
+    let huge = (1u64 << 30) + (100 << 20);
+    let mut w = ZipWriter::new(fs::File::create(&path).unwrap());
+    let options = SimpleFileOptions::default().compression_method(CompressionMethod::Stored);
+    w.start_file(".zgroup", options).unwrap();
+    w.write_all(b"{}").unwrap();
+    w.start_file("v/0", options).unwrap();
+    std::io::copy(&mut std::io::repeat(0).take(huge), &mut w).unwrap();
+    w.start_file("v/1", options).unwrap();
+    w.write_all(&[7u8; 16]).unwrap();
+    w.finish().unwrap();
+
+    let store = ZipStore::open(&path, false).unwrap();
+    for got in [
+        store.get(&key("v/0")).map(|v| v.map(|b| b.len())),
+        store
+            .get_into(&key("v/0"), &mut Vec::new())
+            .map(|found| found.then_some(0)),
+    ] {
+        assert!(
+            matches!(&got, Err(Error::ObjectTooLarge { limit, .. }) if *limit == 1 << 30),
+            "{got:?}"
+        );
+    }
+    assert_eq!(store.get(&key("v/1")).unwrap(), Some(vec![7u8; 16]));
+    store.allow_objects_up_to(huge);
+    let mut whole = Vec::new();
+    assert!(store.get_into(&key("v/0"), &mut whole).unwrap());
+    assert_eq!(whole.len() as u64, huge);
 }
