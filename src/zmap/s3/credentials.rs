@@ -41,46 +41,6 @@ pub fn is_ec2_instance(sys: &Path) -> bool {
         || read("hypervisor/uuid").starts_with("ec2")
 }
 
-/// Sets the builder up to fetch `credentials` (a no-op for keys and anonymous access).
-fn configure(builder: AmazonS3Builder, credentials: &Credentials) -> AmazonS3Builder {
-    use AmazonS3ConfigKey as K;
-    match credentials {
-        Credentials::Anonymous
-        | Credentials::Keys { .. }
-        | Credentials::Process { .. }
-        | Credentials::Sso { .. }
-        | Credentials::AssumeRole { .. } => builder,
-        Credentials::WebIdentity {
-            token_file,
-            role_arn,
-            session_name,
-            sts_endpoint,
-        } => {
-            let mut b = builder
-                .with_config(K::WebIdentityTokenFile, token_file)
-                .with_config(K::RoleArn, role_arn);
-            if let Some(name) = session_name {
-                b = b.with_config(K::RoleSessionName, name);
-            }
-            if let Some(endpoint) = sts_endpoint {
-                b = b.with_config(K::StsEndpoint, endpoint);
-            }
-            b
-        }
-        Credentials::Container(ContainerAgent::Relative(path)) => {
-            builder.with_config(K::ContainerCredentialsRelativeUri, path)
-        }
-        Credentials::Container(ContainerAgent::Full { uri, token_file }) => builder
-            .with_config(K::ContainerCredentialsFullUri, uri)
-            .with_config(K::ContainerAuthorizationTokenFile, token_file),
-        Credentials::InstanceRole {
-            metadata_endpoint, ..
-        } => builder
-            .with_metadata_endpoint(metadata_endpoint)
-            .with_imdsv1_fallback(),
-    }
-}
-
 /// The longest wait for the instance metadata service, whatever the overall timeout: where
 /// it cannot answer (a container whose hop limit drops its answers), requests go anonymous
 /// after this long, as the AWS tools do after their own short wait.
@@ -203,6 +163,7 @@ fn provider(
     source: &str,
     timeout: Duration,
 ) -> Result<AwsCredentialProvider> {
+    use AmazonS3ConfigKey as K;
     let client = || {
         reqwest::Client::builder()
             .timeout(timeout)
@@ -258,15 +219,56 @@ fn provider(
             region: region.clone(),
             client: client()?,
         })),
-        Credentials::WebIdentity { .. }
-        | Credentials::Container(_)
-        | Credentials::InstanceRole { .. } => {
-            let client = configure(builder.clone(), credentials)
-                .build()
-                .map_err(|e| Error::Auth(format!("{source}: {e}")))?;
-            Arc::clone(client.credentials())
+        Credentials::WebIdentity {
+            token_file,
+            role_arn,
+            session_name,
+            sts_endpoint,
+        } => {
+            let mut b = builder
+                .clone()
+                .with_config(K::WebIdentityTokenFile, token_file)
+                .with_config(K::RoleArn, role_arn);
+            if let Some(name) = session_name {
+                b = b.with_config(K::RoleSessionName, name);
+            }
+            if let Some(endpoint) = sts_endpoint {
+                b = b.with_config(K::StsEndpoint, endpoint);
+            }
+            library_provider(b, source)?
         }
+        Credentials::Container(ContainerAgent::Relative(path)) => library_provider(
+            builder
+                .clone()
+                .with_config(K::ContainerCredentialsRelativeUri, path),
+            source,
+        )?,
+        Credentials::Container(ContainerAgent::Full { uri, token_file }) => library_provider(
+            builder
+                .clone()
+                .with_config(K::ContainerCredentialsFullUri, uri)
+                .with_config(K::ContainerAuthorizationTokenFile, token_file),
+            source,
+        )?,
+        Credentials::InstanceRole {
+            metadata_endpoint, ..
+        } => library_provider(
+            builder
+                .clone()
+                .with_metadata_endpoint(metadata_endpoint)
+                .with_imdsv1_fallback(),
+            source,
+        )?,
     })
+}
+
+/// The provider the client library makes of `builder`'s credential settings (STS for a web
+/// identity token, the container's agent, the metadata service).
+fn library_provider(builder: AmazonS3Builder, source: &str) -> Result<AwsCredentialProvider> {
+    let client = builder
+        .build()
+        .map_err(|e| Error::Auth(format!("{source}: {e}")))?;
+    Ok(Arc::clone(client.credentials()))
 }
 
 /// A provider whose failures are authentication failures of the request that wanted the
