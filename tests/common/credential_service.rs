@@ -8,7 +8,7 @@
 
 use super::python::interpreter;
 use super::repo_root;
-use super::s3::read_head;
+use super::s3::{header, read_head};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -95,15 +95,6 @@ impl CredentialService {
     pub fn take(&self) -> Vec<Seen> {
         std::mem::take(&mut *self.seen.lock().unwrap())
     }
-}
-
-fn header(head: &[String], name: &str) -> Option<String> {
-    head.iter().skip(1).find_map(|line| {
-        let (k, v) = line.split_once(':')?;
-        k.trim()
-            .eq_ignore_ascii_case(name)
-            .then(|| v.trim().to_string())
-    })
 }
 
 /// The keys as both services write them (the metadata service adds `Code` and `Type`).

@@ -154,6 +154,16 @@ pub struct CountingProxy {
     log: Arc<Mutex<Vec<Request>>>,
 }
 
+/// The value of header `name` (any case) in a request head read by [`read_head`].
+pub fn header(head: &[String], name: &str) -> Option<String> {
+    head.iter().skip(1).find_map(|line| {
+        let (k, v) = line.split_once(':')?;
+        k.trim()
+            .eq_ignore_ascii_case(name)
+            .then(|| v.trim().to_string())
+    })
+}
+
 /// The request line and headers of the next request, up to the blank line; `None` at the end.
 pub fn read_head(reader: &mut BufReader<TcpStream>) -> Option<Vec<String>> {
     let mut lines = Vec::new();
@@ -206,14 +216,7 @@ fn forward_requests(
         let mut parts = head[0].split_whitespace();
         let method = parts.next().unwrap_or("").to_string();
         let target = parts.next().unwrap_or("").to_string();
-        let header = |name: &str| {
-            head.iter().find_map(|l| {
-                let (k, v) = l.split_once(':')?;
-                k.trim()
-                    .eq_ignore_ascii_case(name)
-                    .then(|| v.trim().to_string())
-            })
-        };
+        let header = |name: &str| header(&head, name);
         let length: usize = header("content-length")
             .and_then(|v| v.parse().ok())
             .unwrap_or(0);
