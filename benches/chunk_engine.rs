@@ -74,12 +74,27 @@ fn copy(c: &mut Criterion) {
     g.finish();
 }
 
+/// The first `rows` x 512 float32 values `scripts/bench` writes (`fill_values` in
+/// `bench/c/ncbench.c`): a smooth field plus low-order noise, so that the codecs see data as
+/// compressible as the end-to-end cases'.
+fn harness_values(rows: usize) -> Vec<u8> {
+    let row = 512;
+    let mut r = 12345u32;
+    (0..rows * row)
+        .flat_map(|i| {
+            r = r.wrapping_mul(1103515245).wrapping_add(12345);
+            let (y, x) = (i / row, i % row);
+            let smooth = ((x * 7 + y * 3) % 1000) as f64;
+            let noise = f64::from((r >> 16) & 0xff);
+            ((smooth * 0.01 + noise * 1e-4) as f32).to_le_bytes()
+        })
+        .collect()
+}
+
 /// One 1 MiB chunk of float32 through each codec chain the benchmark harness uses (and the
 /// empty chain: the fixed cost of the codec layer itself).
 fn codecs(c: &mut Criterion) {
-    let raw: Vec<u8> = (0..(1u32 << 18))
-        .flat_map(|i| ((i % 1000) as f32 * 0.25).to_le_bytes())
-        .collect();
+    let raw = harness_values(512);
     let mut g = c.benchmark_group("codec");
     g.throughput(Throughput::Bytes(raw.len() as u64));
     let chains: [(&str, &str); 6] = [
