@@ -6,10 +6,11 @@
 //! value (which the C boundary turns into a netCDF code).
 
 mod common;
+#[path = "../fuzz/session.rs"]
+mod session;
 
 use common::{Host, ncgen, repo_root, scratch, url};
-use nczarr_rs::api::{Dataset, Slab};
-use nczarr_rs::model::{GroupId, NcType};
+use nczarr_rs::api::Dataset;
 use nczarr_rs::url::DatasetUrl;
 use proptest::prelude::*;
 use serde_json::Value;
@@ -106,37 +107,15 @@ fn damage(bytes: &[u8], how: &Damage) -> Option<Vec<u8>> {
     }
 }
 
-/// Opens the dataset and reads a corner of every variable; panics only on a library panic.
+/// Opens the dataset, inquires it and reads every variable as the fuzz targets do; panics
+/// only on a library panic.
 fn open_and_read(root: &Path, mode: &str) {
     let text = format!("file://{}#mode={mode}", root.display());
     let Ok(url) = DatasetUrl::parse(&text) else {
         return;
     };
-    let Ok(mut ds) = Dataset::open(&url, false) else {
-        return;
-    };
-    for g in 0..ds.tree.groups.len() {
-        for v in 0..ds.tree.groups[g].vars.len() {
-            let var = &ds.tree.groups[g].vars[v];
-            let ty = var.ty;
-            let count: Vec<u64> = var
-                .dims
-                .iter()
-                .map(|d| ds.tree.dim(*d).len.min(3))
-                .collect();
-            let n: u64 = count.iter().product();
-            let slab = Slab {
-                start: vec![0; count.len()],
-                stride: vec![1; count.len()],
-                count,
-            };
-            if ty == NcType::String {
-                let _ = ds.get_strings(GroupId(g), v, &slab);
-            } else {
-                let mut out = vec![0u8; n as usize * ty.size()];
-                let _ = ds.get_fixed(GroupId(g), v, &slab, None, ty, &mut out);
-            }
-        }
+    if let Ok(mut ds) = Dataset::open(&url, false) {
+        session::inquire_and_read(&mut ds);
     }
 }
 

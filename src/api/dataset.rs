@@ -126,7 +126,12 @@ impl Dataset {
         } else {
             zmap::open_store(url, how)?
         };
-        let wanted = Self::layout_for(url);
+        Self::open_over(store, Self::layout_for(url), writable)
+    }
+
+    /// Opens the dataset that an open `store` holds, read as `wanted` asks (pure Zarr unless
+    /// `wanted.nczarr`).
+    pub fn open_over(store: Box<dyn Store>, wanted: Layout, writable: bool) -> Result<Dataset> {
         let opened = format::read::read_dataset(store.as_ref(), !wanted.nczarr, wanted.xarray)?;
         let layout = Layout {
             nczarr: opened.layout.nczarr,
