@@ -12,6 +12,7 @@ pub mod data_entries;
 pub mod dim_entries;
 pub mod file_entries;
 pub mod group_entries;
+pub mod infermodel;
 pub mod install;
 pub mod registry;
 mod signals;

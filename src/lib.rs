@@ -16,6 +16,7 @@ pub mod error;
 #[allow(unsafe_code)]
 pub mod ffi;
 pub mod format;
+pub mod infer;
 pub mod model;
 pub mod rcfile;
 pub mod url;

@@ -6,7 +6,9 @@
 //! - `nczarr_rs_install()` does the same explicitly.
 //! - `nczarr_rs_register_udf()` (and the `.ncrc` init symbols) register a user-defined format.
 //!
-//! libnetcdf is found at run time with `dlsym`; we never link it.
+//! libnetcdf is found at run time with `dlsym`; we never link it. A libnetcdf loaded with
+//! `RTLD_LOCAL` (Python loads the netCDF4 wheel's so) is outside the global search order that
+//! `dlsym` walks, so [`netcdf_symbol`] looks through every loaded object as well.
 
 use super::codes::*;
 use super::table::{NCZARR_TABLE, NcDispatch, UDF0_TABLE, UDF1_TABLE};
@@ -14,8 +16,87 @@ use std::ffi::CStr;
 use std::os::raw::{c_int, c_void};
 
 fn lookup(handle: *mut c_void, name: &CStr) -> *mut c_void {
-    // SAFETY: dlsym with a valid NUL-terminated name; the handle is RTLD_DEFAULT/RTLD_NEXT.
+    // SAFETY: dlsym with a valid NUL-terminated name; the handle is RTLD_DEFAULT/RTLD_NEXT or
+    // one dlopen returned.
     unsafe { libc::dlsym(handle, name.as_ptr()) }
+}
+
+/// The base address of the object that holds `addr` (null when none does).
+fn object_base(addr: *const c_void) -> *mut c_void {
+    let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+    // SAFETY: dladdr only reads `addr` as a number and fills `info`.
+    if unsafe { libc::dladdr(addr, info.as_mut_ptr()) } == 0 {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: dladdr succeeded, so it filled `info`.
+    unsafe { info.assume_init() }.dli_fbase
+}
+
+/// True when `addr` lies in this library.
+fn is_ours(addr: *const c_void) -> bool {
+    let ours = object_base(netcdf_symbol as *const c_void);
+    !ours.is_null() && object_base(addr) == ours
+}
+
+/// libnetcdf's definition of `name`: the next one after this library in the global search
+/// order (libnetcdf preloaded or linked after us), else the global one when it is not ours
+/// (linked before us), else the first loaded object other than this library that defines it.
+/// Null when no loaded object does.
+pub(crate) fn netcdf_symbol(name: &CStr) -> *mut c_void {
+    let next = lookup(libc::RTLD_NEXT, name);
+    if !next.is_null() {
+        return next;
+    }
+    let global = lookup(libc::RTLD_DEFAULT, name);
+    if !global.is_null() && !is_ours(global) {
+        return global;
+    }
+    let mut search = Search {
+        name,
+        found: std::ptr::null_mut(),
+    };
+    // SAFETY: the callback gets `search` back as `data`, which outlives the call.
+    unsafe { libc::dl_iterate_phdr(Some(search_object), (&raw mut search).cast()) };
+    search.found
+}
+
+/// What [`search_object`] looks for and what it found.
+struct Search<'a> {
+    name: &'a CStr,
+    found: *mut c_void,
+}
+
+/// `dl_iterate_phdr` callback: looks `search.name` up in one loaded object (not the main
+/// program, not this library); non-zero stops the walk.
+extern "C" fn search_object(
+    info: *mut libc::dl_phdr_info,
+    _size: libc::size_t,
+    data: *mut c_void,
+) -> c_int {
+    // SAFETY: dl_iterate_phdr passes a valid `info`, and `data` is the `Search` that
+    // `netcdf_symbol` handed it.
+    let (info, search) = unsafe { (&*info, &mut *data.cast::<Search<'_>>()) };
+    if info.dlpi_name.is_null() {
+        return 0;
+    }
+    // SAFETY: a loaded object's name is a NUL-terminated string.
+    let path = unsafe { CStr::from_ptr(info.dlpi_name) };
+    if path.is_empty() {
+        return 0;
+    }
+    // SAFETY: RTLD_NOLOAD only takes another reference to an object loaded already.
+    let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY) };
+    if handle.is_null() {
+        return 0;
+    }
+    let addr = lookup(handle, search.name);
+    // SAFETY: drops the reference taken above; the object stays loaded.
+    unsafe { libc::dlclose(handle) };
+    if addr.is_null() || is_ours(addr) {
+        return 0;
+    }
+    search.found = addr;
+    1
 }
 
 fn warn(msg: &str) {
@@ -27,7 +108,7 @@ fn warn(msg: &str) {
 /// Stores our table in libnetcdf's `NCZ_dispatch_table` after checking the built-in one's
 /// layout version.
 fn take_over() -> c_int {
-    let slot = lookup(libc::RTLD_DEFAULT, c"NCZ_dispatch_table").cast::<*const NcDispatch>();
+    let slot = netcdf_symbol(c"NCZ_dispatch_table").cast::<*const NcDispatch>();
     if slot.is_null() {
         warn(
             "this libnetcdf has no NCZarr dispatch table (built without NCZarr); use nczarr_rs_register_udf",
@@ -55,7 +136,7 @@ fn take_over() -> c_int {
 /// Interposes on libnetcdf's `NCZ_initialize`, which `nc_initialize` calls once.
 #[unsafe(no_mangle)]
 pub extern "C" fn NCZ_initialize() -> c_int {
-    let real = lookup(libc::RTLD_NEXT, c"NCZ_initialize");
+    let real = netcdf_symbol(c"NCZ_initialize");
     if !real.is_null() {
         // SAFETY: the next definition is libnetcdf's `int NCZ_initialize(void)`.
         let f: extern "C" fn() -> c_int = unsafe { std::mem::transmute(real) };
@@ -72,7 +153,7 @@ pub extern "C" fn NCZ_initialize() -> c_int {
 /// Returns `NC_NOERR`, or `NC_ENOTBUILT` when no libnetcdf with NCZarr is loaded.
 #[unsafe(no_mangle)]
 pub extern "C" fn nczarr_rs_install() -> c_int {
-    let init = lookup(libc::RTLD_DEFAULT, c"nc_initialize");
+    let init = netcdf_symbol(c"nc_initialize");
     if init.is_null() {
         warn("libnetcdf is not loaded in this process");
         return NC_ENOTBUILT;
@@ -95,7 +176,7 @@ pub extern "C" fn nczarr_rs_register_udf(mode_flag: c_int) -> c_int {
         NC_UDF1 => &UDF1_TABLE,
         _ => return NC_EINVAL,
     };
-    let def = lookup(libc::RTLD_DEFAULT, c"nc_def_user_format");
+    let def = netcdf_symbol(c"nc_def_user_format");
     if def.is_null() {
         warn("libnetcdf is not loaded in this process");
         return NC_ENOTBUILT;

@@ -1,0 +1,227 @@
+//! How datasets are named to libnetcdf, through stock tools and netCDF4-python with the library
+//! loaded:
+//! - fragments on which libnetcdf 4.9.0's mode inference never ends (`#mode=zarr`, ...) open
+//!   and create the dataset their mode words name, under a memory limit that turns the old
+//!   endless loop into a failure instead of an exhausted machine;
+//! - a Zarr directory or zip archive named by plain path (or a `file://` URL without a
+//!   fragment) opens as its URL does, while other paths, and paths to create, are left to
+//!   libnetcdf;
+//! - netCDF4-python, whose wheel loads its own libnetcdf privately (`RTLD_LOCAL`), is served by
+//!   the library when it is preloaded: it reads what libnetcdf's own NCZarr reads, and what it
+//!   creates is written by the library.
+
+mod common;
+
+use common::{Host, Run, ncdump, ncgen, repo_root, run, scratch, url};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Address-space limit for tools given a fragment that used to loop: the loop allocated until
+/// the machine ran out of memory; under this limit it fails within seconds.
+const LOOP_GUARD: &str = "--as=2147483648";
+
+fn skip_in_reference_mode() -> bool {
+    if common::reference_only() {
+        eprintln!("reference-only mode: these repairs are the library's");
+        return true;
+    }
+    false
+}
+
+/// `storage.cdl` written by the library at `dir/<name>` with `mode`.
+fn written(dir: &Path, name: &str, mode: &str) -> PathBuf {
+    let store = dir.join(name);
+    let cdl = repo_root().join("tests/cdl/storage.cdl");
+    ncgen(Host::Ours, &cdl, &url(&store, mode)).unwrap_or_else(|e| panic!("{e}"));
+    store
+}
+
+/// `ncdump target` (with the library) under [`LOOP_GUARD`].
+fn guarded_dump(host: Host, target: &str) -> Run {
+    run(host, "prlimit", &[LOOP_GUARD, "ncdump", target])
+}
+
+#[test]
+fn mode_words_libnetcdf_490_loops_on_open_and_create() {
+    if skip_in_reference_mode() {
+        return;
+    }
+    let dir = scratch("loop-modes");
+    let store = written(dir.path(), "x.zarr", "nczarr,file");
+    let at = |fragment: &str| format!("file://{}#{fragment}", store.display());
+    // Each fragment that loops, next to the same mode words ending in a storage word (which
+    // never looped): the same dataset must come out.
+    for (looping, same) in [
+        ("mode=zarr", "mode=zarr,file"),
+        ("mode=xarray", "mode=xarray,file"),
+        ("mode=noxarray", "mode=noxarray,file"),
+        ("mode=nczarr,zarr", "mode=nczarr,zarr,file"),
+        ("mode=nczarr,noxarray", "mode=nczarr,noxarray,file"),
+        ("xarray", "mode=zarr,file"),
+    ] {
+        let got = guarded_dump(Host::Ours, &at(looping));
+        let want = ncdump(Host::Ours, &[], &at(same)).unwrap();
+        assert_eq!(got.output(), Ok(want), "#{looping}");
+    }
+    // Created with a looping fragment: a pure Zarr store, as `mode=zarr,file` makes.
+    let created = dir.path().join("y.zarr");
+    let cdl = repo_root().join("tests/cdl/storage.cdl");
+    let target = format!("file://{}#mode=zarr", created.display());
+    let r = run(
+        Host::Ours,
+        "prlimit",
+        &[
+            LOOP_GUARD,
+            "ncgen",
+            "-4",
+            "-o",
+            &target,
+            cdl.to_str().unwrap(),
+        ],
+    );
+    assert!(r.success(), "{}", r.describe());
+    let zattrs = fs::read_to_string(created.join("be_int/.zattrs")).unwrap();
+    assert!(
+        zattrs.contains("_ARRAY_DIMENSIONS") && !zattrs.contains("_nczarr"),
+        "not pure Zarr: {zattrs}"
+    );
+    let pure = written(dir.path(), "z.zarr", "zarr,file");
+    let as_made = ncdump(Host::Ours, &[], &url(&created, "zarr,file")).unwrap();
+    let reference = ncdump(Host::Ours, &[], &url(&pure, "zarr,file")).unwrap();
+    assert_eq!(
+        as_made.replace("netcdf y {", ""),
+        reference.replace("netcdf z {", "")
+    );
+}
+
+#[test]
+fn plain_paths_open_zarr_datasets() {
+    if skip_in_reference_mode() {
+        return;
+    }
+    let dir = scratch("plain-paths");
+    let store = written(dir.path(), "x.zarr", "nczarr,file");
+    let zip = written(dir.path(), "x.zip", "nczarr,zip");
+    let by_url = ncdump(Host::Ours, &[], &url(&store, "nczarr,file")).unwrap();
+    let zip_by_url = ncdump(Host::Ours, &[], &url(&zip, "nczarr,zip")).unwrap();
+    for host in [Host::Ours, Host::OursOn410] {
+        for path in [
+            store.display().to_string(),
+            format!("file://{}", store.display()),
+        ] {
+            assert_eq!(
+                ncdump(host, &[], &path),
+                Ok(by_url.clone()),
+                "{host:?} {path}"
+            );
+        }
+        let zip_path = zip.display().to_string();
+        assert_eq!(
+            ncdump(host, &[], &zip_path),
+            Ok(zip_by_url.clone()),
+            "{host:?}"
+        );
+    }
+    // nccopy from a plain path to netCDF-4: the same data in an HDF5 file.
+    let copy = dir.path().join("copy.nc");
+    let r = run(
+        Host::Ours,
+        "nccopy",
+        &[store.to_str().unwrap(), copy.to_str().unwrap()],
+    );
+    assert!(r.success(), "{}", r.describe());
+    let copied = ncdump(Host::Ours, &[], copy.to_str().unwrap()).unwrap();
+    assert_eq!(
+        copied.replace("netcdf copy {", ""),
+        by_url.replace("netcdf x {", "")
+    );
+    // Left to libnetcdf: a directory that holds no dataset, and a plain path to create (an
+    // HDF5 file, whatever its name).
+    let empty = dir.path().join("empty.zarr");
+    fs::create_dir(&empty).unwrap();
+    let r = run(Host::Ours, "ncdump", &[empty.to_str().unwrap()]);
+    assert!(
+        !r.success() && !r.crashed() && r.stderr.contains("Unknown file format"),
+        "{}",
+        r.describe()
+    );
+    let created = dir.path().join("new.zarr");
+    let cdl = repo_root().join("tests/cdl/storage.cdl");
+    ncgen(Host::Ours, &cdl, created.to_str().unwrap()).unwrap();
+    let magic = fs::read(&created).unwrap();
+    assert!(
+        magic.starts_with(b"\x89HDF"),
+        "a plain path to create is an HDF5 file"
+    );
+}
+
+/// netCDF4-python from the netCDF4 wheel (the venv `with-netcdf-4.10` keeps), run directly so
+/// that the wheel loads its libnetcdf as Python loads extension libraries.
+fn netcdf4_python() -> PathBuf {
+    let tool = common::shared_tools().join("with-netcdf-4.10");
+    let ready = Command::new(&tool).arg("true").status().unwrap();
+    assert!(ready.success(), "{} failed", tool.display());
+    let home = std::env::var_os("NC410_HOME").map_or_else(
+        || PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/netcdf-4.10"),
+        PathBuf::from,
+    );
+    home.join("venv/bin/python")
+}
+
+/// Prints every variable of the dataset at argv[1] as JSON, then, when argv[2] is given,
+/// creates a dataset there with one variable.
+const PYTHON_SCRIPT: &str = r#"
+import json, sys
+import netCDF4
+with netCDF4.Dataset(sys.argv[1]) as d:
+    print(json.dumps({k: v[:].filled(0).tolist() for k, v in d.variables.items()}, sort_keys=True))
+if len(sys.argv) > 2:
+    with netCDF4.Dataset(sys.argv[2], "w") as d:
+        d.createDimension("x", 3)
+        d.createVariable("v", "f4", ("x",))[:] = [1.5, 2.5, 3.5]
+"#;
+
+fn python(preload: Option<&Path>, args: &[&str]) -> Result<String, String> {
+    let mut cmd = Command::new(netcdf4_python());
+    cmd.arg("-c").arg(PYTHON_SCRIPT).args(args);
+    cmd.env_remove("LD_PRELOAD").env("NCZARR_RS_QUIET", "1");
+    if let Some(lib) = preload {
+        cmd.env("LD_PRELOAD", lib);
+    }
+    let out = cmd.output().map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[test]
+fn netcdf4_python_is_served_by_the_preloaded_library() {
+    if skip_in_reference_mode() {
+        return;
+    }
+    let common::Subject::Preload(lib) = common::subject() else {
+        return;
+    };
+    let dir = scratch("netcdf4-python");
+    let store = written(dir.path(), "x.zarr", "nczarr,file");
+    let at = url(&store, "nczarr,file");
+    // The wheel's own NCZarr (netcdf-c 4.10.1) reads what we wrote: the expected values.
+    let theirs = python(None, &[&at]).unwrap();
+    let created = dir.path().join("py.zarr");
+    let target = url(&created, "nczarr,file");
+    let ours = python(Some(lib), &[&at, &target]).unwrap();
+    assert_eq!(ours, theirs);
+    assert_eq!(
+        python(Some(lib), &[store.to_str().unwrap()]).unwrap(),
+        theirs
+    );
+    let zattrs = fs::read_to_string(created.join(".zattrs")).unwrap();
+    assert!(
+        zattrs.contains("nczarr-rs="),
+        "not created by the library: {zattrs}"
+    );
+    let read_back = python(None, &[&target]).unwrap();
+    assert!(read_back.contains("[1.5, 2.5, 3.5]"), "{read_back}");
+}
