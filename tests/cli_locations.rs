@@ -8,7 +8,7 @@
 //!   libnetcdf;
 //! - netCDF4-python, whose wheel loads its own libnetcdf privately (`RTLD_LOCAL`), is served by
 //!   the library when it is preloaded: it reads what libnetcdf's own NCZarr reads, and what it
-//!   creates is written by the library.
+//!   and xarray's netCDF4 engine create is written by the library.
 
 mod common;
 
@@ -156,21 +156,9 @@ fn plain_paths_open_zarr_datasets() {
     );
 }
 
-/// netCDF4-python from the netCDF4 wheel (the venv `with-netcdf-4.10` keeps), run directly so
-/// that the wheel loads its libnetcdf as Python loads extension libraries.
-fn netcdf4_python() -> PathBuf {
-    let tool = common::shared_tools().join("with-netcdf-4.10");
-    let ready = Command::new(&tool).arg("true").status().unwrap();
-    assert!(ready.success(), "{} failed", tool.display());
-    let home = std::env::var_os("NC410_HOME").map_or_else(
-        || PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/netcdf-4.10"),
-        PathBuf::from,
-    );
-    home.join("venv/bin/python")
-}
-
 /// Prints every variable of the dataset at argv[1] as JSON, then, when argv[2] is given,
-/// creates a dataset there with one variable.
+/// creates a dataset there with one variable, and copies the first dataset with xarray's
+/// netCDF4 engine to argv[3] and prints whether it reads back identical.
 const PYTHON_SCRIPT: &str = r#"
 import json, sys
 import netCDF4
@@ -180,10 +168,16 @@ if len(sys.argv) > 2:
     with netCDF4.Dataset(sys.argv[2], "w") as d:
         d.createDimension("x", 3)
         d.createVariable("v", "f4", ("x",))[:] = [1.5, 2.5, 3.5]
+    import xarray
+    source = xarray.open_dataset(sys.argv[1], engine="netcdf4").load()
+    source.to_netcdf(sys.argv[3], engine="netcdf4")
+    print("identical:", xarray.open_dataset(sys.argv[3], engine="netcdf4").identical(source))
 "#;
 
+/// netCDF4-python (the wheel, which loads its own netcdf-c 4.10.1 as Python loads extension
+/// libraries) running [`PYTHON_SCRIPT`], with `preload` preloaded.
 fn python(preload: Option<&Path>, args: &[&str]) -> Result<String, String> {
-    let mut cmd = Command::new(netcdf4_python());
+    let mut cmd = Command::new(common::python::interpreter("netcdf4")?);
     cmd.arg("-c").arg(PYTHON_SCRIPT).args(args);
     cmd.env_remove("LD_PRELOAD").env("NCZARR_RS_QUIET", "1");
     if let Some(lib) = preload {
@@ -211,17 +205,24 @@ fn netcdf4_python_is_served_by_the_preloaded_library() {
     let theirs = python(None, &[&at]).unwrap();
     let created = dir.path().join("py.zarr");
     let target = url(&created, "nczarr,file");
-    let ours = python(Some(lib), &[&at, &target]).unwrap();
-    assert_eq!(ours, theirs);
+    let copied = dir.path().join("xr.zarr");
+    let copy = url(&copied, "nczarr,file");
+    let ours = python(Some(lib), &[&at, &target, &copy]).unwrap();
+    assert_eq!(ours, format!("{theirs}identical: True\n"));
     assert_eq!(
         python(Some(lib), &[store.to_str().unwrap()]).unwrap(),
         theirs
     );
-    let zattrs = fs::read_to_string(created.join(".zattrs")).unwrap();
-    assert!(
-        zattrs.contains("nczarr-rs="),
-        "not created by the library: {zattrs}"
-    );
+    // Written by the library (netcdf-c's `_NCProperties` names netcdf), and readable by the
+    // wheel's own NCZarr.
+    for written in [&created, &copied] {
+        let zattrs = fs::read_to_string(written.join(".zattrs")).unwrap();
+        assert!(
+            zattrs.contains("nczarr-rs="),
+            "not written by the library: {zattrs}"
+        );
+    }
     let read_back = python(None, &[&target]).unwrap();
     assert!(read_back.contains("[1.5, 2.5, 3.5]"), "{read_back}");
+    assert_eq!(python(None, &[&copy]).unwrap(), theirs);
 }
