@@ -1,5 +1,5 @@
-//! One fuzzing session over the read path, shared by the fuzz targets (`fuzz_targets/`) and the
-//! regression test that replays what the fuzzer found (`tests/fuzz_regressions.rs`).
+//! One fuzzing session over the read path, shared by the fuzz targets (`fuzz_targets/`) and
+//! `tests/metadata_fuzz.rs`.
 //!
 //! An input is a set of store objects: a line `@@ <key>` starts each one, and the bytes up to the
 //! next such line are its value (so seeds stay readable and a fuzzer mutates JSON as text). The
@@ -24,7 +24,8 @@ use nczarr_rs::zmap::{Store, StoreKey};
 /// What starts each object in an input.
 const MARK: &[u8] = b"@@ ";
 
-/// A variable read whole only up to this many bytes (larger ones are read at some elements).
+/// The most bytes one read asks for: a variable is read whole only up to this size (larger
+/// ones at some elements), and a strided read of many dimensions is skipped past it.
 const WHOLE_READ_LIMIT: u64 = 1 << 20;
 
 /// The objects an input names, in order: `(key, value)`.
@@ -159,18 +160,25 @@ fn read_var(ds: &mut Dataset, g: GroupId, v: usize) {
 }
 
 fn read(ds: &mut Dataset, g: GroupId, v: usize, slab: &Slab, memtype: NcType) {
+    // A C caller's buffer for the request (one pointer per string).
+    let size = if memtype == NcType::String {
+        8
+    } else {
+        memtype.size()
+    };
+    let bytes = slab
+        .count
+        .iter()
+        .try_fold(size, |n, &c| n.checked_mul(usize::try_from(c).ok()?));
+    if bytes.is_none_or(|b| b as u64 > WHOLE_READ_LIMIT) {
+        return;
+    }
     if memtype == NcType::String {
         let _ = ds.get_strings(g, v, slab);
         return;
     }
-    let Some(n) = slab
-        .count
-        .iter()
-        .try_fold(1usize, |n, &c| n.checked_mul(usize::try_from(c).ok()?))
-    else {
-        return;
-    };
-    let mut out = vec![0u8; n * memtype.size()];
+    let elements: u64 = slab.count.iter().product();
+    let mut out = vec![0u8; elements as usize * memtype.size()];
     let _ = ds.get_fixed(g, v, slab, None, memtype, &mut out);
 }
 

@@ -5,13 +5,18 @@
 //! - **A plain path or bare `file://` URL naming a Zarr dataset** (a directory whose top level
 //!   holds a Zarr or NCZarr object, or a zip archive holding one) is opened as
 //!   `file://<absolute path>#mode=nczarr,file` (`,zip`). libnetcdf itself answers "Unknown file
-//!   format" for a directory, and would read a zip archive as netCDF. Only opens: a path to
-//!   create is the caller's to name.
-//! - **A fragment that sends libnetcdf 4.9.0 into an endless loop.** Its mode inference repeats
-//!   while the *last* mode word implies another (`zarr`, `xarray`, `noxarray`), allocating until
-//!   the process is killed: `#mode=zarr`, `#mode=nczarr,zarr`, `#xarray`. Such a fragment gets
-//!   the mode words it means, ending with `nczarr` (which `zarr`, `xarray` and `noxarray` imply
-//!   anyway), so every libnetcdf reads the same dataset from it.
+//!   format" for a directory, and would read a zip archive as netCDF. Only plain opens: a path to
+//!   create is the caller's to name, and a caller who chose the format (a user-defined format
+//!   flag, an in-memory open) gets what it chose.
+//! - **A fragment that sends libnetcdf 4.9.0 into an endless loop.** Its mode inference
+//!   (`dinfermodel.c`, `processinferences`) repeats while the *last* word of the first `mode`
+//!   value implies another (`zarr`, `xarray`, `noxarray`, in any case), allocating until the
+//!   process is killed: `#mode=zarr`, `#mode=nczarr,zarr`, and `#xarray`, which it expands to
+//!   `mode=zarr`. That `mode` value gets a final `nczarr` (which those words imply anyway), so
+//!   every libnetcdf reads the same dataset from it. Fragments with several `mode` keys or with
+//!   other stand-alone mode keys are left as they are: 4.9.0 reads them through quirks of its
+//!   own (later `mode` keys of other values dropped, two-word expansions shifting the keys after
+//!   them), and 4.10 otherwise.
 //!
 //! Owns only this text and the check of what a local path holds; it must not know how a dataset
 //! is read.
@@ -21,15 +26,13 @@ use crate::zmap::zip::ZipStore;
 use crate::zmap::{Store, StorePrefix};
 use std::path::{Path, PathBuf};
 
-/// Mode words from which libnetcdf 4.9.0 infers another one (`dinfermodel.c`, `modeinferences`).
+/// Mode words from which libnetcdf 4.9.0 infers another one (`dinfermodel.c`, `modeinferences`;
+/// compared without case).
 const INFERRING: [&str; 3] = ["zarr", "xarray", "noxarray"];
 
-/// Fragment keys that stand alone for mode words (`dinfermodel.c`, `macrodefs`).
-const MACROS: [(&str, &[&str]); 3] = [
-    ("zarr", &["nczarr", "zarr"]),
-    ("xarray", &["zarr"]),
-    ("noxarray", &["nczarr", "noxarray"]),
-];
+/// Fragment keys that stand alone for mode words (`dinfermodel.c`, `macrodefs`; compared with
+/// case).
+const MACROS: [&str; 7] = ["zarr", "dap2", "dap4", "s3", "bytes", "xarray", "noxarray"];
 
 /// Characters a path may hold to be written into a `file://` URL as it is (netcdf-c parses
 /// the URL again, so anything it could read as syntax keeps the path as the caller gave it).
@@ -38,17 +41,30 @@ fn url_safe(path: &str) -> bool {
         .all(|c| c.is_ascii_alphanumeric() || "/._-~+=,@:".contains(c))
 }
 
+/// What the caller of `nc_open`/`nc_create` asked for, beyond the path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Request {
+    /// `nc_open` without a format of its choosing.
+    Open,
+    /// `nc_create`, or an open whose format the caller chose (a user-defined format flag, an
+    /// in-memory dataset).
+    Other,
+}
+
 /// The path to give libnetcdf in place of `path`, when it needs repair (see the module doc).
-pub fn repaired(path: &str, creating: bool) -> Option<String> {
+pub fn repaired(path: &str, request: Request) -> Option<String> {
     match path.split_once('#') {
         Some((location, fragment)) if is_url(location) => {
             repaired_fragment(fragment).map(|f| format!("{location}#{f}"))
         }
         Some(_) => None,
-        None if creating => None,
+        None if request != Request::Open => None,
         None => {
             let local = match path.strip_prefix("file://") {
-                Some(rest) => rest.strip_prefix("localhost").unwrap_or(rest),
+                Some(rest) if rest.starts_with('/') => rest,
+                Some(rest) => rest
+                    .strip_prefix("localhost")
+                    .filter(|r| r.starts_with('/'))?,
                 None if is_url(path) => return None,
                 None => path,
             };
@@ -67,47 +83,34 @@ fn is_url(text: &str) -> bool {
     })
 }
 
-/// The fragment with the mode words it means, ending in one that infers nothing; `None` when
-/// its mode list ends that way already and it has no stand-alone mode keys.
+/// The fragment with a final `nczarr` in its mode value when libnetcdf 4.9.0 would loop on it;
+/// `None` when it would not, or when its form is not the plain one (see the module doc).
 fn repaired_fragment(fragment: &str) -> Option<String> {
-    let mut modes: Vec<String> = Vec::new();
-    let mut others: Vec<&str> = Vec::new();
-    let mut macro_found = false;
-    for part in fragment.split('&').filter(|p| !p.is_empty()) {
-        let (key, value) = part.split_once('=').unwrap_or((part, ""));
-        if key.eq_ignore_ascii_case("mode") {
-            modes.extend(
-                value
-                    .split(',')
-                    .filter(|w| !w.is_empty())
-                    .map(str::to_string),
-            );
-        } else if let Some((_, words)) = MACROS
-            .iter()
-            .find(|(name, _)| value.is_empty() && key.eq_ignore_ascii_case(name))
-        {
-            modes.extend(words.iter().map(|w| w.to_string()));
-            macro_found = true;
-        } else {
-            others.push(part);
+    let mut parts: Vec<String> = fragment.split('&').map(str::to_string).collect();
+    let is_mode = |p: &String| {
+        p.split_once('=')
+            .is_some_and(|(k, _)| k.eq_ignore_ascii_case("mode"))
+    };
+    let modes: Vec<usize> = (0..parts.len()).filter(|&i| is_mode(&parts[i])).collect();
+    let macros: Vec<usize> = (0..parts.len())
+        .filter(|&i| MACROS.contains(&parts[i].as_str()))
+        .collect();
+    let loops = |value: &str| {
+        let last = value.rsplit(',').next().unwrap_or("");
+        INFERRING.iter().any(|w| last.eq_ignore_ascii_case(w))
+    };
+    match (modes.as_slice(), macros.as_slice()) {
+        ([m], []) => {
+            let value = parts[*m].split_once('=').map_or("", |(_, v)| v);
+            if !loops(value) {
+                return None;
+            }
+            parts[*m].push_str(",nczarr");
         }
+        ([], [x]) if parts[*x] == "xarray" => parts[*x] = "mode=zarr,nczarr".to_string(),
+        _ => return None,
     }
-    let loops = modes
-        .last()
-        .is_some_and(|last| INFERRING.iter().any(|w| last.eq_ignore_ascii_case(w)));
-    if !loops && !macro_found {
-        return None;
-    }
-    if loops {
-        modes.push("nczarr".to_string());
-    }
-    let mode = format!("mode={}", modes.join(","));
-    Some(
-        std::iter::once(mode.as_str())
-            .chain(others)
-            .collect::<Vec<_>>()
-            .join("&"),
-    )
+    Some(parts.join("&"))
 }
 
 /// `file://...#mode=nczarr,file` (or `,zip`) for a local Zarr dataset at `path`; `None` for
@@ -129,9 +132,12 @@ fn is_zarr_directory(path: &Path) -> bool {
     path.is_dir() && ZARR_MARKERS.iter().any(|m| path.join(m).is_file())
 }
 
-/// A zip archive whose dataset (at its top level or below its one top directory) has a Zarr
-/// object at its root.
+/// A regular file that is a zip archive whose dataset (at its top level or below its one top
+/// directory) has a Zarr object at its root.
 fn is_zarr_zip(path: &Path) -> bool {
+    if !path.is_file() {
+        return false;
+    }
     let mut magic = [0u8; 4];
     let starts_as_zip = std::fs::File::open(path)
         .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
@@ -154,10 +160,9 @@ mod tests {
             ("mode=nczarr,zarr", "mode=nczarr,zarr,nczarr"),
             ("mode=xarray", "mode=xarray,nczarr"),
             ("mode=nczarr,noxarray", "mode=nczarr,noxarray,nczarr"),
-            ("mode=ZARR&log", "mode=ZARR,nczarr&log"),
+            ("log&MODE=ZARR&", "log&MODE=ZARR,nczarr&"),
             ("xarray", "mode=zarr,nczarr"),
-            ("log&noxarray&mode=s3", "mode=nczarr,noxarray,s3&log"),
-            ("mode=zarr&mode=file,zarr", "mode=zarr,file,zarr,nczarr"),
+            ("xarray&log", "mode=zarr,nczarr&log"),
         ] {
             assert_eq!(repaired_fragment(given).as_deref(), Some(wanted), "{given}");
         }
@@ -168,11 +173,19 @@ mod tests {
         for given in [
             "mode=nczarr,file",
             "mode=zarr,file",
+            "mode=zarr,",
             "mode=zarr,consolidated",
             "mode=zarr,nczarr",
             "mode=dap4",
             "",
             "log&show=fetch",
+            // 4.9.0 reads these through its own quirks, without looping.
+            "zarr",
+            "noxarray",
+            "XARRAY",
+            "log&noxarray&mode=s3",
+            "mode=nczarr,file&mode=zarr",
+            "zarr&mode=zarr",
         ] {
             assert_eq!(repaired_fragment(given), None, "{given}");
         }
@@ -181,15 +194,15 @@ mod tests {
     #[test]
     fn urls_keep_all_but_the_fragment() {
         assert_eq!(
-            repaired("s3://bucket/a#b/key#mode=zarr", false),
+            repaired("s3://bucket/a#b/key#mode=zarr", Request::Open),
             None,
             "the first '#' starts the fragment, as in netcdf-c"
         );
         assert_eq!(
-            repaired("https://h:9000/b/k?x=1#mode=zarr", true).as_deref(),
+            repaired("https://h:9000/b/k?x=1#mode=zarr", Request::Other).as_deref(),
             Some("https://h:9000/b/k?x=1#mode=zarr,nczarr")
         );
-        assert_eq!(repaired("/data/x.nc#mode=zarr", false), None);
+        assert_eq!(repaired("/data/x.nc#mode=zarr", Request::Open), None);
     }
 
     #[test]
@@ -199,19 +212,31 @@ mod tests {
         std::fs::create_dir(&store).unwrap();
         let text = store.to_str().unwrap();
         assert_eq!(
-            repaired(text, false),
+            repaired(text, Request::Open),
             None,
             "an empty directory is no dataset"
         );
         std::fs::write(store.join(".zgroup"), br#"{"zarr_format":2}"#).unwrap();
         let wanted = format!("file://{text}#mode=nczarr,file");
-        assert_eq!(repaired(text, false), Some(wanted.clone()));
-        assert_eq!(repaired(&format!("file://{text}"), false), Some(wanted));
-        assert_eq!(repaired(text, true), None, "created paths are not renamed");
+        assert_eq!(repaired(text, Request::Open), Some(wanted.clone()));
+        assert_eq!(
+            repaired(&format!("file://{text}"), Request::Open),
+            Some(wanted.clone())
+        );
+        assert_eq!(
+            repaired(&format!("file://localhost{text}"), Request::Open),
+            Some(wanted)
+        );
+        assert_eq!(repaired("file://localhostx.zarr", Request::Open), None);
+        assert_eq!(
+            repaired(text, Request::Other),
+            None,
+            "created paths are not renamed"
+        );
         let spaced = dir.path().join("a b.zarr");
         std::fs::create_dir(&spaced).unwrap();
         std::fs::write(spaced.join(".zgroup"), b"{}").unwrap();
-        assert_eq!(repaired(spaced.to_str().unwrap(), false), None);
+        assert_eq!(repaired(spaced.to_str().unwrap(), Request::Open), None);
         let zip = dir.path().join("x.zip");
         let archive = ZipStore::create(&zip, false).unwrap();
         archive
@@ -220,11 +245,11 @@ mod tests {
         archive.flush().unwrap();
         let text = zip.to_str().unwrap();
         assert_eq!(
-            repaired(text, false),
+            repaired(text, Request::Open),
             Some(format!("file://{text}#mode=nczarr,zip"))
         );
         let netcdf = dir.path().join("x.nc");
         std::fs::write(&netcdf, b"CDF\x01").unwrap();
-        assert_eq!(repaired(netcdf.to_str().unwrap(), false), None);
+        assert_eq!(repaired(netcdf.to_str().unwrap(), Request::Open), None);
     }
 }

@@ -59,6 +59,7 @@ pub const NC_PERSIST: c_int = 0x4000;
 pub const NC_CLASSIC_MODEL: c_int = 0x0100;
 pub const NC_NETCDF4: c_int = 0x1000;
 pub const NC_INMEMORY: c_int = 0x8000;
+pub const NC_MMAP: c_int = 0x0010;
 pub const NC_UDF0: c_int = 0x0040;
 pub const NC_UDF1: c_int = 0x0080;
 pub const NC_NOFILL: c_int = 0x100;

@@ -4,9 +4,11 @@
 //! [`crate::infer`] says (a local Zarr dataset named by plain path; a fragment that would send
 //! libnetcdf 4.9.0 into an endless loop), then libnetcdf's own inference runs on it.
 
-use super::codes::NC_EINTERNAL;
+use super::codes::{NC_EINTERNAL, NC_INMEMORY, NC_MMAP, NC_UDF0, NC_UDF1};
 use super::install::netcdf_symbol;
+use crate::infer::Request;
 use std::ffi::{CStr, CString};
+use std::io::Write;
 use std::os::raw::{c_char, c_int, c_void};
 use std::sync::OnceLock;
 
@@ -22,26 +24,54 @@ type InferModel = extern "C" fn(
     *mut *mut c_char,
 ) -> c_int;
 
-/// libnetcdf's `NC_infermodel` (its address; 0 when no loaded object defines it).
-fn real() -> usize {
-    static REAL: OnceLock<usize> = OnceLock::new();
-    *REAL.get_or_init(|| netcdf_symbol(c"NC_infermodel") as usize)
+/// libnetcdf's `NC_infermodel`, when a loaded object defines one.
+fn real() -> Option<InferModel> {
+    static REAL: OnceLock<Option<InferModel>> = OnceLock::new();
+    *REAL.get_or_init(|| {
+        let found = netcdf_symbol(c"NC_infermodel");
+        // SAFETY: a non-null address of libnetcdf's `NC_infermodel`, of the type above.
+        (!found.is_null()).then(|| unsafe { std::mem::transmute::<*mut c_void, InferModel>(found) })
+    })
 }
 
+/// Mode flags with which the caller chooses the format itself: user-defined formats 0-9 (the
+/// bits of netcdf-c 4.10; 4.9 has 0 and 1), an in-memory dataset, `NC_MMAP`.
+const FORMAT_CHOSEN: c_int = NC_UDF0
+    | NC_UDF1
+    | 0x10000
+    | 0x80000
+    | 0x100000
+    | 0x200000
+    | 0x400000
+    | 0x800000
+    | 0x1000000
+    | 0x2000000
+    | NC_INMEMORY
+    | NC_MMAP;
+
 /// The repaired path for `path`, when it needs one.
-fn repaired(path: *const c_char, creating: bool) -> Option<CString> {
+fn repaired(path: *const c_char, request: Request) -> Option<CString> {
     if path.is_null() {
         return None;
     }
     // SAFETY: libnetcdf passes the NUL-terminated path its caller gave.
     let text = unsafe { CStr::from_ptr(path) }.to_str().ok()?;
-    let new = std::panic::catch_unwind(|| crate::infer::repaired(text, creating))
+    let new = std::panic::catch_unwind(|| crate::infer::repaired(text, request))
         .ok()
         .flatten()?;
     if std::env::var_os("NCZARR_RS_DEBUG").is_some() {
-        eprintln!("nczarr-rs: {text} is opened as {new}");
+        let _ = writeln!(std::io::stderr(), "nczarr-rs: {text} is opened as {new}");
     }
     CString::new(new).ok()
+}
+
+/// The caller's mode flags, which libnetcdf passes in `omodep` (null is read as none).
+fn mode(omodep: *const c_int) -> c_int {
+    if omodep.is_null() {
+        return 0;
+    }
+    // SAFETY: a non-null `omodep` points at libnetcdf's copy of the caller's mode.
+    unsafe { *omodep }
 }
 
 #[unsafe(no_mangle)]
@@ -54,13 +84,15 @@ pub extern "C" fn NC_infermodel(
     model: *mut c_void,
     newpathp: *mut *mut c_char,
 ) -> c_int {
-    let real = real();
-    if real == 0 {
+    let Some(real) = real() else {
         return NC_EINTERNAL;
-    }
-    // SAFETY: the address is libnetcdf's `NC_infermodel`, of the type above.
-    let real: InferModel = unsafe { std::mem::transmute::<usize, InferModel>(real) };
-    let new = repaired(path, iscreate != 0);
+    };
+    let request = if iscreate != 0 || !params.is_null() || mode(omodep) & FORMAT_CHOSEN != 0 {
+        Request::Other
+    } else {
+        Request::Open
+    };
+    let new = repaired(path, request);
     let path = new.as_ref().map_or(path, |p| p.as_ptr());
     real(path, omodep, iscreate, useparallel, params, model, newpathp)
 }

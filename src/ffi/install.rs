@@ -12,7 +12,8 @@
 
 use super::codes::*;
 use super::table::{NCZARR_TABLE, NcDispatch, UDF0_TABLE, UDF1_TABLE};
-use std::ffi::CStr;
+use std::ffi::{CStr, CString};
+use std::io::Write;
 use std::os::raw::{c_int, c_void};
 
 fn lookup(handle: *mut c_void, name: &CStr) -> *mut c_void {
@@ -51,57 +52,54 @@ pub(crate) fn netcdf_symbol(name: &CStr) -> *mut c_void {
     if !global.is_null() && !is_ours(global) {
         return global;
     }
-    let mut search = Search {
-        name,
-        found: std::ptr::null_mut(),
-    };
-    // SAFETY: the callback gets `search` back as `data`, which outlives the call.
-    unsafe { libc::dl_iterate_phdr(Some(search_object), (&raw mut search).cast()) };
-    search.found
+    let mut objects: Vec<CString> = Vec::new();
+    // SAFETY: the callback gets `objects` back as `data`, which outlives the call.
+    unsafe { libc::dl_iterate_phdr(Some(note_object), (&raw mut objects).cast()) };
+    // Looked up after the walk: dlopen and dladdr take the loader's lock that the walk holds
+    // in the other order.
+    objects
+        .iter()
+        .map(|path| in_object(path, name))
+        .find(|addr| !addr.is_null() && !is_ours(*addr))
+        .unwrap_or(std::ptr::null_mut())
 }
 
-/// What [`search_object`] looks for and what it found.
-struct Search<'a> {
-    name: &'a CStr,
-    found: *mut c_void,
-}
-
-/// `dl_iterate_phdr` callback: looks `search.name` up in one loaded object (not the main
-/// program, not this library); non-zero stops the walk.
-extern "C" fn search_object(
+/// `dl_iterate_phdr` callback: adds the name of one loaded object (not the main program) to
+/// the `Vec<CString>` at `data`.
+extern "C" fn note_object(
     info: *mut libc::dl_phdr_info,
     _size: libc::size_t,
     data: *mut c_void,
 ) -> c_int {
-    // SAFETY: dl_iterate_phdr passes a valid `info`, and `data` is the `Search` that
+    // SAFETY: dl_iterate_phdr passes a valid `info`, and `data` is the vector that
     // `netcdf_symbol` handed it.
-    let (info, search) = unsafe { (&*info, &mut *data.cast::<Search<'_>>()) };
-    if info.dlpi_name.is_null() {
-        return 0;
+    let (info, objects) = unsafe { (&*info, &mut *data.cast::<Vec<CString>>()) };
+    if !info.dlpi_name.is_null() {
+        // SAFETY: a loaded object's name is a NUL-terminated string.
+        let path = unsafe { CStr::from_ptr(info.dlpi_name) };
+        if !path.is_empty() {
+            objects.push(path.to_owned());
+        }
     }
-    // SAFETY: a loaded object's name is a NUL-terminated string.
-    let path = unsafe { CStr::from_ptr(info.dlpi_name) };
-    if path.is_empty() {
-        return 0;
-    }
+    0
+}
+
+/// `name` as the loaded object at `path` defines it (null when it does not).
+fn in_object(path: &CStr, name: &CStr) -> *mut c_void {
     // SAFETY: RTLD_NOLOAD only takes another reference to an object loaded already.
     let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY) };
     if handle.is_null() {
-        return 0;
+        return std::ptr::null_mut();
     }
-    let addr = lookup(handle, search.name);
+    let addr = lookup(handle, name);
     // SAFETY: drops the reference taken above; the object stays loaded.
     unsafe { libc::dlclose(handle) };
-    if addr.is_null() || is_ours(addr) {
-        return 0;
-    }
-    search.found = addr;
-    1
+    addr
 }
 
 fn warn(msg: &str) {
     if std::env::var_os("NCZARR_RS_QUIET").is_none() {
-        eprintln!("nczarr-rs: {msg}");
+        let _ = writeln!(std::io::stderr(), "nczarr-rs: {msg}");
     }
 }
 
