@@ -12,11 +12,11 @@
 //!   (`dinfermodel.c`, `processinferences`) repeats while the *last* word of the first `mode`
 //!   value implies another (`zarr`, `xarray`, `noxarray`, in any case), allocating until the
 //!   process is killed: `#mode=zarr`, `#mode=nczarr,zarr`, and `#xarray`, which it expands to
-//!   `mode=zarr`. That `mode` value gets a final `nczarr` (which those words imply anyway), so
-//!   every libnetcdf reads the same dataset from it. Fragments with several `mode` keys or with
-//!   other stand-alone mode keys are left as they are: 4.9.0 reads them through quirks of its
-//!   own (later `mode` keys of other values dropped, two-word expansions shifting the keys after
-//!   them), and 4.10 otherwise.
+//!   `mode=zarr`. Each `mode` value ending so gets a final `nczarr` (which those words imply
+//!   anyway), so every libnetcdf reads the same dataset from it (4.9.0 drops later `mode` keys of
+//!   other values; equal values stay equal). Fragments with other stand-alone mode keys are left
+//!   as they are: 4.9.0 reads them through a quirk of its own (two-word expansions shift the keys
+//!   after them), without looping.
 //!
 //! Owns only this text and the check of what a local path holds; it must not know how a dataset
 //! is read.
@@ -100,14 +100,23 @@ fn repaired_fragment(fragment: &str) -> Option<String> {
         INFERRING.iter().any(|w| last.eq_ignore_ascii_case(w))
     };
     match (modes.as_slice(), macros.as_slice()) {
-        ([m], []) => {
-            let value = parts[*m].split_once('=').map_or("", |(_, v)| v);
-            if !loops(value) {
+        ([], [x]) if parts[*x] == "xarray" => parts[*x] = "mode=zarr,nczarr".to_string(),
+        (modes, []) => {
+            // Every value that ends in such a word, so that whichever keys 4.9.0 keeps (it
+            // drops later `mode` keys of other values) and merges, the list ends in `nczarr`;
+            // values equal before stay equal.
+            let looping: Vec<usize> = modes
+                .iter()
+                .copied()
+                .filter(|&m| loops(parts[m].split_once('=').map_or("", |(_, v)| v)))
+                .collect();
+            if looping.is_empty() {
                 return None;
             }
-            parts[*m].push_str(",nczarr");
+            for m in looping {
+                parts[m].push_str(",nczarr");
+            }
         }
-        ([], [x]) if parts[*x] == "xarray" => parts[*x] = "mode=zarr,nczarr".to_string(),
         _ => return None,
     }
     Some(parts.join("&"))
@@ -163,6 +172,8 @@ mod tests {
             ("log&MODE=ZARR&", "log&MODE=ZARR,nczarr&"),
             ("xarray", "mode=zarr,nczarr"),
             ("xarray&log", "mode=zarr,nczarr&log"),
+            ("mode=zarr&mode=file", "mode=zarr,nczarr&mode=file"),
+            ("mode=zarr&mode=zarr", "mode=zarr,nczarr&mode=zarr,nczarr"),
         ] {
             assert_eq!(repaired_fragment(given).as_deref(), Some(wanted), "{given}");
         }
@@ -184,8 +195,8 @@ mod tests {
             "noxarray",
             "XARRAY",
             "log&noxarray&mode=s3",
-            "mode=nczarr,file&mode=zarr",
             "zarr&mode=zarr",
+            "mode=nczarr,file&mode=s3",
         ] {
             assert_eq!(repaired_fragment(given), None, "{given}");
         }
