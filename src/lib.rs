@@ -17,6 +17,7 @@ pub mod error;
 pub mod ffi;
 pub mod format;
 pub mod infer;
+pub mod machine;
 pub mod model;
 pub mod rcfile;
 pub mod url;

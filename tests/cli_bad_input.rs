@@ -115,6 +115,16 @@ const DAMAGES: &[(&str, Damage)] = &[
         bytes.extend_from_slice(&[0x55; 37]);
         overwrite(c, &bytes).map(|()| url(s, MODE))
     }),
+    ("chunk shape larger than the machine's memory", |s| {
+        let p = s.join("chunked/.zarray");
+        let text = fs::read_to_string(&p).map_err(|e| e.to_string())?;
+        let mut zarray: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| e.to_string())?;
+        zarray["chunks"] = serde_json::json!([4u64, 42_949_672_964u64]);
+        // Coded chunks are decoded whole (uncompressed ones are read in place).
+        zarray["compressor"] = serde_json::json!({"id": "bz2", "level": 1});
+        overwrite(p, zarray.to_string().as_bytes()).map(|()| url(s, MODE))
+    }),
     ("empty chunk object", |s| {
         let c = one_chunk(s, "be_double")?;
         overwrite(c, b"").map(|()| url(s, MODE))

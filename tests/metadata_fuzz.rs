@@ -156,3 +156,26 @@ proptest! {
         prop_assert!(outcome.is_ok(), "panic with {victim} damaged by {how:?} in mode {mode}");
     }
 }
+
+/// Inputs the fuzz targets found crashing the library (`tests/data/fuzz/<target>/`), replayed
+/// through the same session: each must now end in errors, not an abort.
+#[test]
+fn inputs_the_fuzzer_found_are_errors() {
+    let root = repo_root().join("tests/data/fuzz");
+    let mut replayed = 0;
+    for (target, run) in [
+        ("open", session::run as fn(&[u8])),
+        ("zip", session::run_zip),
+        ("write", session::run_write),
+    ] {
+        let Ok(entries) = fs::read_dir(root.join(target)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let input = fs::read(entry.path()).unwrap();
+            run(&input);
+            replayed += 1;
+        }
+    }
+    assert!(replayed > 0, "no fuzz findings under {}", root.display());
+}

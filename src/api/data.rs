@@ -254,7 +254,13 @@ impl Dataset {
         let esize = stored_esize(var);
         let chunk_bytes = product(&chunks)?
             .checked_mul(esize)
-            .ok_or_else(|| Error::TooLarge("chunk".into()))?;
+            .filter(|&bytes| bytes as u64 <= crate::machine::memory_bytes())
+            .ok_or_else(|| {
+                Error::TooLarge(format!(
+                    "variable {}: a chunk of {chunks:?} elements is larger than this machine's memory",
+                    var.name
+                ))
+            })?;
         self.store
             .allow_objects_up_to(largest_stored_chunk(chunk_bytes, var.ty));
         Ok(Geometry {
