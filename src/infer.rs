@@ -138,7 +138,7 @@ fn zarr_url(path: &Path) -> Option<String> {
 }
 
 fn is_zarr_directory(path: &Path) -> bool {
-    path.is_dir() && ZARR_MARKERS.iter().any(|m| path.join(m).is_file())
+    path.is_dir() && crate::zmap::file::holds_dataset(path)
 }
 
 /// A regular file that is a zip archive whose dataset (at its top level or below its one top

@@ -191,6 +191,11 @@ fn empty_dir(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// True when the directory `root` has a Zarr or NCZarr object at its top level.
+pub fn holds_dataset(root: &Path) -> bool {
+    ZARR_MARKERS.iter().any(|m| root.join(m).is_file())
+}
+
 impl FileStore {
     /// Opens the dataset directory `root`.
     ///
@@ -236,7 +241,7 @@ impl FileStore {
                     if !clobber {
                         return Err(Error::Exists(show(root)));
                     }
-                    if !ZARR_MARKERS.iter().any(|m| root.join(m).exists()) {
+                    if !holds_dataset(root) {
                         return Err(Error::Exists(format!(
                             "{} (not empty and not a Zarr dataset; refusing to clobber it)",
                             show(root)
