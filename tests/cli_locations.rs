@@ -109,6 +109,12 @@ fn mode_words_libnetcdf_490_loops_on_open_and_create() {
         zattrs.contains("_nczarr_superblock"),
         "#zarr made pure Zarr: {zattrs}"
     );
+    // A zip archive named with a looping fragment reads as with `mode=zarr,zip`.
+    let zip = written(dir.path(), "x.zip", "nczarr,zip");
+    let zip_at = |fragment: &str| format!("file://{}#{fragment}", zip.display());
+    let got = guarded_dump(Host::Ours, &zip_at("mode=zarr"));
+    let want = ncdump(Host::Ours, &[], &zip_at("mode=zarr,zip")).unwrap();
+    assert_eq!(got.output(), Ok(want), "zip #mode=zarr");
     // Created with a looping fragment: a pure Zarr store, as `mode=zarr,file` makes.
     let created = dir.path().join("y.zarr");
     let target = format!("file://{}#mode=zarr", created.display());

@@ -182,6 +182,19 @@ fn libnetcdf_rewrites_the_url_and_the_endpoint_override_wins() {
     let seen = format!("https://127.0.0.1:{}/{BUCKET}/rewrite/a#mode=", server.port);
     assert!(r.stderr.contains(&seen), "{}", r.stderr);
 
+    // `#mode=zarr`, on which 4.9.0's mode inference never ended, reads what `mode=zarr,s3`
+    // reads (under an address-space limit, so a regression fails instead of exhausting memory).
+    let looping = format!("s3://{BUCKET}/rewrite/a#mode=zarr");
+    let r = tool(
+        "prlimit",
+        &["--as=4294967296", "ncdump", "-h", &looping],
+        &env,
+    );
+    let explicit = format!("s3://{BUCKET}/rewrite/a#mode=zarr,s3");
+    let want = tool("ncdump", &["-h", &explicit], &env).output().unwrap();
+    assert!(r.success(), "{}", r.describe());
+    assert_eq!(r.stdout, want);
+
     // Without the override the rewritten https:// URL cannot reach a plain-http server: an
     // error, quickly, not a hang.
     let r = tool("ncdump", &["-h", &http], &env_with(dir.path(), &keys));
