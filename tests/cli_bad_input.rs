@@ -77,13 +77,8 @@ fn one_chunk(store: &Path, var: &str) -> Result<PathBuf, String> {
 }
 
 const DAMAGES: &[(&str, Damage)] = &[
-    // A root with only `.zgroup` missing still carries the NCZarr superblock in `.zattrs` and
-    // opens (as netcdf-c's does); with both gone nothing says this is a dataset.
-    ("missing root .zgroup and .zattrs", |s| {
-        remove(s.join(".zgroup"))
-            .and_then(|()| remove(s.join(".zattrs")))
-            .map(|()| url(s, MODE))
-    }),
+    // A root without `.zgroup` and `.zattrs` is not damage: it opens, as netcdf-c's does, as
+    // a group of the arrays below it (tests/implicit_root.rs).
     ("corrupt JSON in .zarray", |s| {
         overwrite(
             s.join("chunked/.zarray"),

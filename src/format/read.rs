@@ -229,27 +229,12 @@ impl<'a> Reader<'a> {
             let p = join(path, &name);
             if self.meta.has(&join(&p, ".zgroup"))?
                 || self.meta.has(&join(&p, ".zattrs"))?
-                || self.has_zarr_below(&p, 4)?
+                || has_zarr_below(&self.meta, &p, IMPLICIT_GROUP_DEPTH)?
             {
                 groups.push(name);
             }
         }
         Ok((arrays, groups))
-    }
-
-    fn has_zarr_below(&self, path: &str, depth: u32) -> Result<bool> {
-        if depth == 0 {
-            return Ok(false);
-        }
-        for k in self.meta.children(path)? {
-            if k == ".zarray" || k == ".zgroup" {
-                return Ok(true);
-            }
-            if !k.starts_with('.') && self.has_zarr_below(&join(path, &k), depth - 1)? {
-                return Ok(true);
-            }
-        }
-        Ok(false)
     }
 
     fn find_dim_by_fqn(&self, fqn: &str) -> Option<DimId> {
@@ -583,6 +568,27 @@ fn utf32(text: &str, endian: crate::model::Endian) -> Vec<u8> {
         .collect()
 }
 
+/// How far below a directory without objects of its own Zarr objects are looked for, to take
+/// it for a group (an implicit group, as Zarr v3 has; netcdf-c reads a root without a
+/// `.zgroup` too).
+const IMPLICIT_GROUP_DEPTH: u32 = 4;
+
+/// True when an array or group object lies within `depth` levels below `path`.
+fn has_zarr_below(meta: &Meta, path: &str, depth: u32) -> Result<bool> {
+    if depth == 0 {
+        return Ok(false);
+    }
+    for k in meta.children(path)? {
+        if k == ".zarray" || k == ".zgroup" {
+            return Ok(true);
+        }
+        if !k.starts_with('.') && has_zarr_below(meta, &join(path, &k), depth - 1)? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 /// Reads the dataset's metadata. `pure` forces pure-Zarr interpretation (`mode=zarr`).
 pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opened> {
     let fetched = Arena::new();
@@ -635,7 +641,11 @@ pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opene
                 store.describe()
             )));
         }
-        return Err(Error::NotZarr(store.describe()));
+        // A root without objects of its own is a group when Zarr objects lie below it (some
+        // writers leave out the root's `.zgroup`).
+        if !has_zarr_below(&meta, "", IMPLICIT_GROUP_DEPTH + 1)? {
+            return Err(Error::NotZarr(store.describe()));
+        }
     }
     let zgroup = root_zgroup.unwrap_or_default();
     let zattrs = root_zattrs.unwrap_or_default();
