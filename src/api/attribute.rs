@@ -61,11 +61,11 @@ impl Dataset {
 
     fn virtual_att(&self, owner: Owner, name: &str) -> Option<Values> {
         match (owner, name) {
-            (Owner::Group(g), "_NCProperties") if g.0 == 0 && self.layout.nczarr => {
-                Some(Values::text(&self.ncproperties))
+            (Owner::Group(g), "_NCProperties") if g.0 == 0 => {
+                self.ncproperties.as_deref().map(Values::text)
             }
             (Owner::Group(g), "_SuperblockVersion") if g.0 == 0 => {
-                let v: i32 = if self.layout.nczarr { 2 } else { 0 };
+                let v: i32 = if self.ncproperties.is_some() { 2 } else { 0 };
                 Some(Values::fixed(NcType::Int, v.to_ne_bytes().to_vec()))
             }
             (Owner::Group(g), "_IsNetcdf4") if g.0 == 0 => {

@@ -40,8 +40,10 @@ pub struct Dataset {
     /// `nc_set_fill(NC_NOFILL)` is in force for new variables.
     pub nofill_default: bool,
     pub classic_model: bool,
-    /// `_NCProperties` as stored or as we write it.
-    pub ncproperties: String,
+    /// `_NCProperties`: as the root's `.zattrs` holds it (in either layout), or as we write it
+    /// into a new NCZarr dataset; `None` when the dataset carries none (netcdf-c then answers
+    /// neither it nor a `_SuperblockVersion` other than 0).
+    pub ncproperties: Option<String>,
     /// Bytes of every metadata object as last written or read (to write only changes).
     written: HashMap<String, Vec<u8>>,
     /// Per-variable chunk caches, keyed by (group, varid).
@@ -64,7 +66,7 @@ impl Dataset {
             creating: false,
             nofill_default: false,
             classic_model: false,
-            ncproperties: format::write::ncproperties(),
+            ncproperties: layout.nczarr.then(format::write::ncproperties),
             written: HashMap::new(),
             caches: HashMap::new(),
             read_ahead: HashMap::new(),
@@ -140,9 +142,7 @@ impl Dataset {
         };
         let mut ds = Dataset::new(store, opened.tree, layout, writable);
         ds.read_only_reason = opened.read_only_reason;
-        if let Some(p) = opened.ncproperties {
-            ds.ncproperties = p;
-        }
+        ds.ncproperties = opened.ncproperties;
         ds.remember_paths();
         if ds.writable && ds.read_only_reason.is_none() {
             // The store holds the metadata of this tree already: only objects the model
