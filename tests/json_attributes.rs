@@ -3,7 +3,8 @@
 //! and NCZarr stores, and read again; every dump is the same, and zarr-python reads back from our
 //! copy the values it wrote (arrays of numbers keep every value and their kind, booleans stay
 //! booleans; dictionaries and nested arrays, which netCDF holds as JSON text, come back as that
-//! JSON).
+//! JSON). Attribute text that netcdf-c wrote as it is (not UTF-8) or with raw control
+//! characters is read rather than refused.
 
 mod common;
 
@@ -170,4 +171,55 @@ fn repeated_keys_and_escapes_read_as_one_attribute_each() {
         at("v:a39 = 39 ;");
         at("v = 7, 8 ;");
     }
+}
+
+/// netcdf-c writes the bytes of a char attribute into `.zattrs` as they are: Latin-1 text
+/// from an old file makes JSON that is not UTF-8, and other writers leave control characters
+/// unescaped in strings. Such objects are read (each invalid sequence as U+FFFD, as text we
+/// write), not refused with the whole dataset; the reference reads them too.
+#[test]
+fn attribute_text_that_is_not_utf8_or_has_raw_control_characters_is_read() {
+    let dir = scratch("json-not-utf8");
+    let cdl = dir.path().join("latin1.cdl");
+    let mut text =
+        b"netcdf latin1 {\ndimensions: n = 2 ;\nvariables: int v(n) ;\n  v:units = \"".to_vec();
+    text.extend_from_slice(b"x\xb0C\" ;\n  v:note = \"plain\" ;\ndata: v = 3, 4 ;\n}\n");
+    std::fs::write(&cdl, text).unwrap();
+    let store = dir.path().join("latin1.zarr");
+    common::ncgen(Host::Ref410, &cdl, &url(&store, "nczarr,file")).expect("ncgen on 4.10.1");
+    let zattrs = std::fs::read(store.join("v/.zattrs")).unwrap();
+    assert!(
+        std::str::from_utf8(&zattrs).is_err(),
+        "4.10.1 wrote UTF-8 this time"
+    );
+
+    let raw = dir.path().join("raw-control.zarr");
+    std::fs::create_dir_all(raw.join("v")).unwrap();
+    std::fs::write(raw.join(".zgroup"), r#"{"zarr_format": 2}"#).unwrap();
+    std::fs::write(raw.join(".zattrs"), b"{\"title\": \"tab\there\"}").unwrap();
+    std::fs::write(
+        raw.join("v/.zarray"),
+        r#"{"zarr_format": 2, "shape": [2], "chunks": [2], "dtype": "<i4",
+            "compressor": null, "filters": null, "fill_value": 0, "order": "C"}"#,
+    )
+    .unwrap();
+    let values: Vec<u8> = [3i32, 4].iter().flat_map(|x| x.to_le_bytes()).collect();
+    std::fs::write(raw.join("v/0"), values).unwrap();
+
+    for (store, mode, want) in [
+        (&store, "nczarr,file", "v:units = \"x\u{fffd}C\" ;"),
+        (&raw, "zarr,file", ":title = \"tab\\there\" ;"),
+    ] {
+        let u = url(store, mode);
+        let dump = ncdump(Host::Ours, &[], &u).unwrap_or_else(|e| panic!("{e}"));
+        let lines: Vec<&str> = dump.lines().map(str::trim).collect();
+        assert!(lines.contains(&want), "{want:?} in\n{dump}");
+        assert!(lines.contains(&"v = 3, 4 ;"), "{dump}");
+        assert!(
+            ncdump(Host::Ref410, &[], &u).is_ok(),
+            "the reference reads {u}"
+        );
+    }
+    let latin1 = ncdump(Host::Ours, &[], &url(&store, "nczarr,file")).unwrap();
+    assert!(latin1.contains("v:note = \"plain\" ;"), "{latin1}");
 }

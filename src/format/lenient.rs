@@ -1,51 +1,54 @@
-//! JSON as Python writes it: `NaN`, `Infinity` and `-Infinity` appear as bare literals in
-//! metadata written by zarr-python and by netcdf-c 4.9.0. serde_json rejects them, so they are
-//! turned into the strings Zarr uses (`"NaN"`, ...) before parsing. Text inside strings is
-//! never touched.
+//! JSON as other writers leave it, read where strict JSON would refuse the whole object:
+//! - `NaN`, `Infinity` and `-Infinity` as bare literals, in metadata written by zarr-python and
+//!   by netcdf-c 4.9.0: turned into the strings Zarr uses (`"NaN"`, ...).
+//! - Text that is not UTF-8, and control characters left unescaped inside strings: netcdf-c
+//!   writes attribute bytes as they are (Latin-1 text from old files; for a `NIL` string,
+//!   whatever memory held). Each invalid UTF-8 sequence becomes U+FFFD, as in text we write,
+//!   and each control character its `\u00XX` escape.
+//!
+//! Only text strict parsing refused is repaired, and nothing else in it changes.
 
 use super::json::{self, Json};
+use std::borrow::Cow;
+use std::fmt::Write;
 
 const LITERALS: [&str; 3] = ["-Infinity", "Infinity", "NaN"];
 
-/// Quotes bare non-finite literals outside JSON strings.
-pub fn quote_nonfinite(text: &str) -> String {
-    let b = text.as_bytes();
+/// `text` with bare non-finite literals quoted and control characters inside strings escaped.
+fn repaired(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 16);
-    let mut i = 0;
-    let mut last = 0;
     let mut in_string = false;
-    while i < b.len() {
-        let c = b[i];
+    let mut escaped = false;
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
         if in_string {
             match c {
-                b'\\' => i += 1,
-                b'"' => in_string = false,
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                c if u32::from(c) < 0x20 => {
+                    let _ = write!(out, "\\u{:04x}", u32::from(c));
+                    rest = &rest[1..];
+                    continue;
+                }
                 _ => {}
             }
-            i += 1;
-            continue;
-        }
-        if c == b'"' {
+        } else if c == '"' {
             in_string = true;
-            i += 1;
-            continue;
-        }
-        if let Some(lit) = LITERALS.iter().find(|l| b[i..].starts_with(l.as_bytes())) {
-            out.push_str(&text[last..i]);
+        } else if let Some(lit) = LITERALS.iter().find(|l| rest.starts_with(*l)) {
             out.push('"');
             out.push_str(lit);
             out.push('"');
-            i += lit.len();
-            last = i;
+            rest = &rest[lit.len()..];
             continue;
         }
-        i += 1;
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
     }
-    out.push_str(&text[last..]);
     out
 }
 
-/// Parses JSON, accepting Python's non-finite literals (the tree then owns its strings).
+/// Parses JSON, accepting what the module doc lists (the tree then owns its strings).
 pub fn parse(bytes: &[u8]) -> Result<Json<'_>, serde_json::Error> {
     parse_with(&mut json::Parser::default(), bytes)
 }
@@ -55,15 +58,14 @@ pub fn parse_with<'a>(
     parser: &mut json::Parser<'a>,
     bytes: &'a [u8],
 ) -> Result<Json<'a>, serde_json::Error> {
-    match parser.parse(bytes) {
-        Ok(v) => Ok(v),
-        Err(e) => match std::str::from_utf8(bytes) {
-            Ok(text) if LITERALS.iter().any(|l| text.contains(l)) => {
-                json::parse(quote_nonfinite(text).as_bytes()).map(Json::into_owned)
-            }
-            _ => Err(e),
-        },
-    }
+    parser.parse(bytes).or_else(|e| {
+        let text = String::from_utf8_lossy(bytes);
+        let fixed = repaired(&text);
+        if matches!(text, Cow::Borrowed(_)) && fixed == text {
+            return Err(e);
+        }
+        json::parse(fixed.as_bytes()).map(Json::into_owned)
+    })
 }
 
 #[cfg(test)]
@@ -82,6 +84,17 @@ mod tests {
         assert_eq!(v["c"], "NaN in text");
         assert_eq!(v["d"], "x\"NaN");
         assert!(parse(b"{\"a\": Nope}").is_err());
+    }
+
+    #[test]
+    fn text_that_is_not_utf8_and_raw_control_characters_are_read() {
+        let v = parse(b"{\"units\": \"\xb0C\", \"nil\": \"\xb0\x04\xaa\xdc\xfe\x7f\", \"n\": NaN}")
+            .unwrap()
+            .to_value();
+        assert_eq!(v["units"], "\u{fffd}C");
+        assert_eq!(v["nil"], "\u{fffd}\u{4}\u{fffd}\u{fffd}\u{fffd}\u{7f}");
+        assert_eq!(v["n"], "NaN");
+        assert!(parse(b"{\"a\": 1\xb0}").is_err());
     }
 
     #[test]
