@@ -460,6 +460,74 @@ fn pure_zarr_keeps_every_value() {
     report.finish(20);
 }
 
+/// (e') Pure Zarr written by netcdf-c 4.10.1 (`ncgen` with `mode=zarr`): every value we read
+/// must equal the HDF5 ground truth's, fill values shown as fill, but where its writer itself
+/// lost them (waived as above). Its writer records netCDF's default double fill to six digits
+/// (`9.96921e+36`), leaves a `_FillValue` an untyped JSON number when `"fill_value"` is null,
+/// and writes JSON-looking text bare (`0x10`, `[0.,1.]`); netcdf-c reads all of these, and so
+/// must we.
+#[test]
+fn pure_zarr_written_by_4101_keeps_every_value() {
+    let mut report = Report::new("pure_zarr_by_4.10.1");
+    let dir = scratch("pure410");
+    let waivers = reference_bugs();
+    for cdl in cdl_files() {
+        let name = case_name(&cdl);
+        let u = url(&dir.path().join(format!("{name}.zarr")), "zarr,file");
+        if let Err(e) = ncgen(Host::Ref410, &cdl, &u) {
+            report.note(format!("{name}: 4.10.1 cannot write it: {e}"));
+            continue;
+        }
+        let outcome = (|| {
+            let truth = hdf5_truth(dir.path(), &cdl, &["-p", "9,17"]);
+            let expected = dump::data_lines(&dump::canonical_order(&dump::normalise_name(&truth)));
+            let ours = ncdump(Host::Ours, &["-p", "9,17"], &u)?;
+            let ours = dump::data_lines(&dump::canonical_order(&dump::normalise_name(&ours)));
+            compare_with_waivers(&name, &ours, &expected, &waivers).map(|_| ())
+        })();
+        report.case(&name, outcome);
+    }
+    report.finish(16);
+}
+
+/// Fill values in pure Zarr as netcdf-c 4.10.1 writes them, read as it reads them (no waiver):
+/// `ncgen` records netCDF's default double fill as `9.96921e+36`, and `nccopy` from a netCDF-4
+/// file leaves `"fill_value": null` beside a `_FillValue` of `-9999` for a float. Both dump
+/// exactly as on 4.10.1, fill cells as fill and the attribute as a float.
+#[test]
+fn pure_zarr_fill_values_written_by_4101_read_as_it_reads_them() {
+    let dir = scratch("pure410-fills");
+    let cdl = dir.path().join("fills.cdl");
+    fs::write(
+        &cdl,
+        "netcdf fills {\ndimensions: x = UNLIMITED ; n = 3 ;\nvariables:\n int i(x) ;\n \
+         float f(x) ;\n  f:_FillValue = -9999.f ;\n double d(n) ;\n\
+         data:\n i = 1, 2, 3 ;\n d = 2.5, _, _ ;\n}\n",
+    )
+    .unwrap();
+    let nc = dir.path().join("fills.nc");
+    ncgen(Host::Stock, &cdl, nc.to_str().unwrap()).expect("ncgen of the netCDF-4 file");
+    let by_ncgen = url(&dir.path().join("by-ncgen.zarr"), "zarr,file");
+    ncgen(Host::Ref410, &cdl, &by_ncgen).expect("ncgen on 4.10.1");
+    let by_nccopy = url(&dir.path().join("by-nccopy.zarr"), "zarr,file");
+    run(Host::Ref410, "nccopy", &[nc.to_str().unwrap(), &by_nccopy])
+        .output()
+        .expect("nccopy on 4.10.1");
+    for (u, want) in [
+        (&by_ncgen, "d = 2.5, _, _ ;"),
+        (&by_nccopy, "f = _, _, _ ;"),
+    ] {
+        let ours = ncdump(Host::Ours, &[], u).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(ours, ncdump(Host::Ref410, &[], u).unwrap(), "{u}");
+        assert!(
+            ours.lines().any(|l| l.trim() == want),
+            "{want:?} in\n{ours}"
+        );
+    }
+    let copied = ncdump(Host::Ours, &["-h"], &by_nccopy).unwrap();
+    assert!(copied.contains("f:_FillValue = -9999.f ;"), "{copied}");
+}
+
 /// One build serves every netcdf-c with dispatch table version 5 (DESIGN.md §1): the same
 /// write/read as the first test, with stock tools running on netcdf-c 4.10.1 plus our library.
 #[test]

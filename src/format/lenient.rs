@@ -1,6 +1,9 @@
 //! JSON as other writers leave it, read where strict JSON would refuse the whole object:
 //! - `NaN`, `Infinity` and `-Infinity` as bare literals, in metadata written by zarr-python and
 //!   by netcdf-c 4.9.0: turned into the strings Zarr uses (`"NaN"`, ...).
+//! - Other bare words: netcdf-c writes a text attribute that looks like JSON as bare JSON, and
+//!   so also `0x10` or `[0.,1.]`. A word C reads as a number (`0.`, `.5`, `0x10`) becomes that
+//!   number, as netcdf-c reads it back; any other word becomes its text.
 //! - Text that is not UTF-8, and control characters left unescaped inside strings: netcdf-c
 //!   writes attribute bytes as they are (Latin-1 text from old files; for a `NIL` string,
 //!   whatever memory held). Each invalid UTF-8 sequence becomes U+FFFD, as in text we write,
@@ -35,17 +38,52 @@ fn repaired(text: &str) -> String {
             }
         } else if c == '"' {
             in_string = true;
-        } else if let Some(lit) = LITERALS.iter().find(|l| rest.starts_with(*l)) {
-            out.push('"');
-            out.push_str(lit);
-            out.push('"');
-            rest = &rest[lit.len()..];
+        } else if is_word_char(c) {
+            let end = rest.find(|c| !is_word_char(c)).unwrap_or(rest.len());
+            out.push_str(&bare_word(&rest[..end]));
+            rest = &rest[end..];
             continue;
         }
         out.push(c);
         rest = &rest[c.len_utf8()..];
     }
     out
+}
+
+fn is_word_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "+-._".contains(c)
+}
+
+/// A bare word outside strings as JSON: itself when JSON reads it, the number C reads in it,
+/// or its text.
+fn bare_word(word: &str) -> String {
+    if LITERALS.contains(&word) {
+        return format!("\"{word}\"");
+    }
+    if ["true", "false", "null"].contains(&word)
+        || serde_json::from_str::<serde_json::Number>(word).is_ok()
+    {
+        return word.to_string();
+    }
+    let (sign, digits) = match word.strip_prefix('-') {
+        Some(d) => (-1.0, d),
+        None => (1.0, word.strip_prefix('+').unwrap_or(word)),
+    };
+    let hex = digits
+        .strip_prefix("0x")
+        .or_else(|| digits.strip_prefix("0X"))
+        .and_then(|h| u64::from_str_radix(h, 16).ok())
+        .map(|v| v as f64);
+    let decimal = digits
+        .starts_with(|c: char| c.is_ascii_digit() || c == '.')
+        .then(|| digits.parse::<f64>().ok())
+        .flatten();
+    match hex.or(decimal).map(|v| sign * v) {
+        Some(v) if v.is_finite() => {
+            serde_json::Number::from_f64(v).map_or("null".into(), |n| n.to_string())
+        }
+        _ => format!("\"{word}\""),
+    }
 }
 
 /// Parses JSON, accepting what the module doc lists (the tree then owns its strings).
@@ -83,7 +121,7 @@ mod tests {
         assert_eq!(v["b"][1], "Infinity");
         assert_eq!(v["c"], "NaN in text");
         assert_eq!(v["d"], "x\"NaN");
-        assert!(parse(b"{\"a\": Nope}").is_err());
+        assert!(parse(b"{\"a\": 1,}").is_err());
     }
 
     #[test]
@@ -95,6 +133,19 @@ mod tests {
         assert_eq!(v["nil"], "\u{fffd}\u{4}\u{fffd}\u{fffd}\u{fffd}\u{7f}");
         assert_eq!(v["n"], "NaN");
         assert!(parse(b"{\"a\": 1\xb0}").is_err());
+    }
+
+    #[test]
+    fn bare_words_read_as_c_reads_them_or_as_text() {
+        let v = parse(br#"{"hex": 0x10, "list": [0.,-.5,1.e2], "word": abc, "ok": [1, -2.5e3, true, null], "minus": -}"#)
+            .unwrap()
+            .to_value();
+        assert_eq!(v["hex"], 16.0);
+        assert_eq!(v["list"], serde_json::json!([0.0, -0.5, 100.0]));
+        assert_eq!(v["word"], "abc");
+        assert_eq!(v["ok"], serde_json::json!([1, -2500.0, true, null]));
+        assert_eq!(v["minus"], "-");
+        assert!(parse(br#"{"a": 1 2}"#).is_err());
     }
 
     #[test]

@@ -490,6 +490,7 @@ impl<'a> Reader<'a> {
         let fv = match zarray.get("fill_value") {
             None | Some(Json::Null) => {
                 var.no_fill = true;
+                type_fill_attribute(var);
                 return Ok(());
             }
             Some(fv) => fv,
@@ -506,6 +507,11 @@ impl<'a> Reader<'a> {
                     // stored the text itself are still read as they meant it.
                     super::base64::decode(text).unwrap_or_else(|| text.as_bytes().to_vec())
                 })
+            }
+            // netcdf-c writes netCDF's default double fill to six digits (`9.96921e+36`); it
+            // reads it, as we do, as that default.
+            NcType::Double if fv.to_value().as_f64() == Some(DEFAULT_DOUBLE_FILL_TO_SIX_DIGITS) => {
+                Some(NcType::Double.default_fill())
             }
             ty => match number::from_json(ty, &fv.to_value()) {
                 Some(b) => Some(b),
@@ -531,31 +537,59 @@ impl<'a> Reader<'a> {
                 values: Values::fixed(var.ty, b),
             });
         }
-        // A `_FillValue` attribute must have the variable's type (pure Zarr records no types).
-        let ty = var.ty;
-        let stored = var.stored_fill.clone();
-        if let Some(att) = var.atts.iter_mut().find(|a| a.name == "_FillValue") {
-            att.values = match (&att.values, ty) {
-                (v, t) if v.ty() == t => return Ok(()),
-                (
-                    Values::Fixed {
-                        ty: NcType::Char,
-                        bytes,
-                    },
-                    NcType::String,
-                ) => Values::Strings(vec![bytes.clone()]),
-                (Values::Strings(s), NcType::Char) => {
-                    Values::text(&String::from_utf8_lossy(s.first().map_or(&[][..], |x| x)))
-                }
-                (_, t) if t.is_numeric() => match stored {
-                    Some(b) => Values::fixed(t, b),
-                    None => return Ok(()),
-                },
-                _ => return Ok(()),
-            };
-        }
+        type_fill_attribute(var);
         Ok(())
     }
+}
+
+/// netCDF's default fill for doubles as netcdf-c writes it into `.zarray` (six digits).
+const DEFAULT_DOUBLE_FILL_TO_SIX_DIGITS: f64 = 9.96921e36;
+
+/// Gives a `_FillValue` attribute the variable's type, as netCDF requires (pure Zarr records no
+/// types, so `-9999` of a float variable is read as an int): from the stored fill value when
+/// there is one, else converted value by value (left as it is when a value does not fit).
+fn type_fill_attribute(var: &mut Var) {
+    let ty = var.ty;
+    let stored = var.stored_fill.clone();
+    let Some(att) = var.atts.iter_mut().find(|a| a.name == "_FillValue") else {
+        return;
+    };
+    att.values = match (&att.values, ty) {
+        (v, t) if v.ty() == t => return,
+        (
+            Values::Fixed {
+                ty: NcType::Char,
+                bytes,
+            },
+            NcType::String,
+        ) => Values::Strings(vec![bytes.clone()]),
+        (Values::Strings(s), NcType::Char) => {
+            Values::text(&String::from_utf8_lossy(s.first().map_or(&[][..], |x| x)))
+        }
+        (_, t) if t.is_numeric() => match stored {
+            Some(b) => Values::fixed(t, b),
+            None => match converted(&att.values, t) {
+                Some(v) => v,
+                None => return,
+            },
+        },
+        _ => return,
+    };
+}
+
+/// Numeric `values` as type `to`, when every value is a number `to` holds.
+fn converted(values: &Values, to: NcType) -> Option<Values> {
+    let Values::Fixed { ty, bytes } = values else {
+        return None;
+    };
+    if !ty.is_numeric() {
+        return None;
+    }
+    let mut out = Vec::with_capacity(values.len() * to.size());
+    for one in bytes.chunks_exact(ty.size()) {
+        out.extend(number::from_json(to, &number::to_json(*ty, one))?);
+    }
+    Some(Values::fixed(to, out))
 }
 
 /// `text` as UTF-32 code units in `endian` byte order (numpy's `<U`/`>U` storage).
