@@ -492,8 +492,9 @@ fn pure_zarr_written_by_4101_keeps_every_value() {
 
 /// Fill values in pure Zarr as netcdf-c 4.10.1 writes them, read as it reads them (no waiver):
 /// `ncgen` records netCDF's default double fill as `9.96921e+36`, and `nccopy` from a netCDF-4
-/// file leaves `"fill_value": null` beside a `_FillValue` of `-9999` for a float. Both dump
-/// exactly as on 4.10.1, fill cells as fill and the attribute as a float.
+/// file leaves `"fill_value": null` beside a `_FillValue` of `-9999` for a float (and of
+/// `"NaN"` for a double). All dump exactly as on 4.10.1, fill cells as fill and the attributes
+/// in their variables' types.
 #[test]
 fn pure_zarr_fill_values_written_by_4101_read_as_it_reads_them() {
     let dir = scratch("pure410-fills");
@@ -501,8 +502,8 @@ fn pure_zarr_fill_values_written_by_4101_read_as_it_reads_them() {
     fs::write(
         &cdl,
         "netcdf fills {\ndimensions: x = UNLIMITED ; n = 3 ;\nvariables:\n int i(x) ;\n \
-         float f(x) ;\n  f:_FillValue = -9999.f ;\n double d(n) ;\n\
-         data:\n i = 1, 2, 3 ;\n d = 2.5, _, _ ;\n}\n",
+         float f(x) ;\n  f:_FillValue = -9999.f ;\n double d(n) ;\n double dnan(n) ;\n  \
+         dnan:_FillValue = NaN ;\ndata:\n i = 1, 2, 3 ;\n d = 2.5, _, _ ;\n dnan = 1, _, 3 ;\n}\n",
     )
     .unwrap();
     let nc = dir.path().join("fills.nc");
@@ -516,6 +517,7 @@ fn pure_zarr_fill_values_written_by_4101_read_as_it_reads_them() {
     for (u, want) in [
         (&by_ncgen, "d = 2.5, _, _ ;"),
         (&by_nccopy, "f = _, _, _ ;"),
+        (&by_nccopy, "dnan = 1, _, 3 ;"),
     ] {
         let ours = ncdump(Host::Ours, &[], u).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(ours, ncdump(Host::Ref410, &[], u).unwrap(), "{u}");
@@ -526,6 +528,7 @@ fn pure_zarr_fill_values_written_by_4101_read_as_it_reads_them() {
     }
     let copied = ncdump(Host::Ours, &["-h"], &by_nccopy).unwrap();
     assert!(copied.contains("f:_FillValue = -9999.f ;"), "{copied}");
+    assert!(copied.contains("dnan:_FillValue = NaN ;"), "{copied}");
 }
 
 /// One build serves every netcdf-c with dispatch table version 5 (DESIGN.md §1): the same

@@ -546,8 +546,8 @@ impl<'a> Reader<'a> {
 const DEFAULT_DOUBLE_FILL_TO_SIX_DIGITS: f64 = 9.96921e36;
 
 /// Gives a `_FillValue` attribute the variable's type, as netCDF requires (pure Zarr records no
-/// types, so `-9999` of a float variable is read as an int): from the stored fill value when
-/// there is one, else converted value by value (left as it is when a value does not fit).
+/// types, so `-9999` of a float variable is read as an int, and `"NaN"` as text): from the
+/// stored fill value when there is one, else converted (left as it is when it does not fit).
 fn type_fill_attribute(var: &mut Var) {
     let ty = var.ty;
     let stored = var.stored_fill.clone();
@@ -577,8 +577,25 @@ fn type_fill_attribute(var: &mut Var) {
     };
 }
 
-/// Numeric `values` as type `to`, when every value is a number `to` holds.
+/// `values` as numeric type `to`, when every value is a number `to` holds: numbers, or one
+/// text naming one (`"NaN"`, which netcdf-c writes for a NaN fill, or `"-1.5"`).
 fn converted(values: &Values, to: NcType) -> Option<Values> {
+    let text = match values {
+        Values::Fixed {
+            ty: NcType::Char,
+            bytes,
+        } => Some(
+            String::from_utf8_lossy(bytes)
+                .trim_end_matches('\0')
+                .to_string(),
+        ),
+        Values::Strings(s) if s.len() == 1 => Some(String::from_utf8_lossy(&s[0]).into_owned()),
+        _ => None,
+    };
+    if let Some(text) = text {
+        let one = number::from_json(to, &serde_json::Value::String(text))?;
+        return Some(Values::fixed(to, one));
+    }
     let Values::Fixed { ty, bytes } = values else {
         return None;
     };
