@@ -13,6 +13,50 @@ pub struct Dtype {
     pub width: usize,
     /// Strings stored as fixed-width UTF-32 (`<U<n>`, numpy's unicode), read as NC_STRING.
     pub ucs4: bool,
+    /// numpy datetimes and time spans (`<M8[ns]`, `<m8[s]`): 64-bit counts of a unit, read as
+    /// NC_INT64 with the CF `units` (and `calendar`) saying what they count.
+    pub time: Option<TimeCounts>,
+}
+
+/// What the 64-bit integers of a numpy `M8`/`m8` array count, as CF attributes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeCounts {
+    /// `M8` (instants since the Unix epoch) rather than `m8` (spans).
+    pub instant: bool,
+    /// The unit in CF/UDUNITS words (`nanoseconds`).
+    pub unit: &'static str,
+}
+
+impl TimeCounts {
+    /// The CF `units` attribute (`nanoseconds since 1970-01-01 00:00:00`, or `seconds`).
+    pub fn units(self) -> String {
+        if self.instant {
+            format!("{} since 1970-01-01 00:00:00", self.unit)
+        } else {
+            self.unit.to_string()
+        }
+    }
+
+    /// The CF `calendar` of instants: numpy's, the proleptic Gregorian.
+    pub fn calendar(self) -> Option<&'static str> {
+        self.instant.then_some("proleptic_gregorian")
+    }
+}
+
+/// The CF unit of a numpy time unit code; `None` for units of no fixed length (years,
+/// months) and for multiples (`10s`).
+fn time_unit(code: &str) -> Option<&'static str> {
+    Some(match code {
+        "W" => "weeks",
+        "D" => "days",
+        "h" => "hours",
+        "m" => "minutes",
+        "s" => "seconds",
+        "ms" => "milliseconds",
+        "us" => "microseconds",
+        "ns" => "nanoseconds",
+        _ => return None,
+    })
 }
 
 /// Parses a dtype. `char_is_s1` says how `S1` is read: NC_CHAR (NCZarr `>S1`, and pure Zarr
@@ -33,6 +77,23 @@ pub fn parse(dtype: &str, nczarr: bool) -> Result<Dtype> {
         _ => Endian::native(),
     };
     let kind = body.chars().next().ok_or_else(|| bad("no kind"))?;
+    if let ('m' | 'M', Some(rest)) = (kind, body.get(1..)) {
+        let unit = rest
+            .strip_prefix("8[")
+            .and_then(|r| r.strip_suffix(']'))
+            .and_then(time_unit)
+            .ok_or_else(|| bad("only datetimes of weeks down to nanoseconds are read"))?;
+        return Ok(Dtype {
+            ty: NcType::Int64,
+            endian,
+            width: 8,
+            ucs4: false,
+            time: Some(TimeCounts {
+                instant: kind == 'M',
+                unit,
+            }),
+        });
+    }
     let width: usize = body[kind.len_utf8()..]
         .parse()
         .map_err(|_| bad("bad width"))?;
@@ -57,11 +118,11 @@ pub fn parse(dtype: &str, nczarr: bool) -> Result<Dtype> {
                 endian,
                 width: 4 * n,
                 ucs4: true,
+                time: None,
             });
         }
         ('f', 2) => return Err(bad("half-precision floats have no netCDF type")),
         ('c', _) => return Err(bad("complex numbers have no netCDF type")),
-        ('m' | 'M', _) => return Err(bad("datetime types have no netCDF type")),
         _ => return Err(bad("unknown type")),
     };
     let width = if ty == NcType::String {
@@ -74,6 +135,7 @@ pub fn parse(dtype: &str, nczarr: bool) -> Result<Dtype> {
         endian,
         width,
         ucs4: false,
+        time: None,
     })
 }
 
@@ -122,6 +184,18 @@ mod tests {
     }
 
     #[test]
+    fn numpy_times_are_int64_counts_with_cf_units() {
+        let t = parse(">M8[ns]", false).unwrap();
+        assert_eq!((t.ty, t.endian, t.width), (NcType::Int64, Endian::Big, 8));
+        let time = t.time.unwrap();
+        assert_eq!(time.units(), "nanoseconds since 1970-01-01 00:00:00");
+        assert_eq!(time.calendar(), Some("proleptic_gregorian"));
+        let span = parse("<m8[D]", false).unwrap().time.unwrap();
+        assert_eq!((span.units(), span.calendar()), ("days".to_string(), None));
+        assert_eq!(parse("<i8", false).unwrap().time, None);
+    }
+
+    #[test]
     fn reads_foreign_spellings() {
         assert_eq!(parse("<u1", true).unwrap().ty, NcType::UByte);
         assert_eq!(parse("i2", false).unwrap().ty, NcType::Short);
@@ -134,7 +208,9 @@ mod tests {
         assert_eq!((s.ty, s.width), (NcType::String, 12));
         let u = parse("<U5", false).unwrap();
         assert_eq!((u.ty, u.width, u.ucs4), (NcType::String, 20, true));
-        for bad in ["<f2", "<c8", "<M8[ns]", "<U0", "", "x", "<i3", "|O"] {
+        for bad in [
+            "<f2", "<c8", "<M8[Y]", "<m8[10s]", "<M8", "<U0", "", "x", "<i3", "|O",
+        ] {
             assert!(parse(bad, false).is_err(), "{bad}");
         }
     }

@@ -293,6 +293,7 @@ impl<'a> Reader<'a> {
                     endian: crate::model::Endian::native(),
                     width: 1,
                     ucs4: false,
+                    time: None,
                 }
             }
         };
@@ -312,6 +313,18 @@ impl<'a> Reader<'a> {
         var.stored_path = Some(path.to_string());
         var.unreadable = unreadable;
         var.atts = read_atts(&zattrs, &ak)?;
+        if let Some(time) = dt.time {
+            // What the counts mean, unless the array says otherwise.
+            let calendar = time.calendar().map(|c| ("calendar", c.to_string()));
+            for (name, text) in [("units", time.units())].into_iter().chain(calendar) {
+                if var.att(name).is_none() {
+                    var.atts.push(Att {
+                        name: name.into(),
+                        values: Values::text(&text),
+                    });
+                }
+            }
+        }
         var.quantize = read_quantize(&var);
         var.storage = match ainfo.and_then(|i| i.get("storage")).and_then(Json::as_str) {
             Some("contiguous") => Storage::Contiguous,
