@@ -1,7 +1,8 @@
 //! numpy datetimes and time spans that zarr-python 2 and 3 write (`<M8[ns]`, `<M8[s]`,
 //! `<m8[s]`, with NaT) read as netCDF represents time: 64-bit integers whose CF `units` (and
-//! `calendar`) say what they count, holding the very integers numpy stores; units of no fixed
-//! length (`M8[Y]`) leave the variable listed, failing only when its data are read.
+//! `calendar`) say what they count, holding the very integers numpy stores, with NaT as the
+//! `_FillValue` (zarr-python 2's default `fill_value` of 0 is the epoch, not missing); units
+//! of no fixed length (`M8[Y]`) leave the variable listed, failing only when its data are read.
 
 mod common;
 
@@ -26,10 +27,15 @@ else:
     make = lambda name, a: root.create_array(name, data=a, fill_value=None)
 for name, a in arrays.items():
     make(name, a)
+epoch = np.array(["1970-01-01", "NaT"], dtype="M8[s]")
+if zarr.__version__.startswith("2"):
+    root.create_dataset("t_default", data=epoch)
+else:
+    root.create_array("t_default", data=epoch)
 print(json.dumps({k: a.view("i8").tolist() for k, a in arrays.items()}))
 "#;
 
-/// The values of `var` in an `ncdump` dump, as integers.
+/// The values of `var` in an `ncdump` dump, as integers (fill, which must be NaT, as NaT).
 fn values(dump: &str, var: &str) -> Vec<i64> {
     let start = dump
         .find(&format!("\n {var} = "))
@@ -37,7 +43,10 @@ fn values(dump: &str, var: &str) -> Vec<i64> {
     let text = &dump[start + var.len() + 5..];
     let text = &text[..text.find(';').unwrap()];
     text.split(',')
-        .map(|v| v.trim().parse().unwrap_or_else(|_| panic!("{v:?}")))
+        .map(|v| match v.trim() {
+            "_" => i64::MIN,
+            v => v.parse().unwrap_or_else(|_| panic!("{v:?}")),
+        })
         .collect()
 }
 
@@ -50,7 +59,7 @@ fn numpy_datetimes_read_as_counts_with_cf_units() {
             .unwrap_or_else(|e| panic!("{e}"));
         let written: Value = serde_json::from_str(&written).unwrap();
         let u = url(&store, "zarr,file");
-        let dump = ncdump(Host::Ours, &["-v", "t_ns,t_s,span"], &u)
+        let dump = ncdump(Host::Ours, &["-v", "t_ns,t_s,span,t_default"], &u)
             .unwrap_or_else(|e| panic!("{env}: {e}"));
         for (var, units, calendar) in [
             ("t_ns", "nanoseconds since 1970-01-01 00:00:00", true),
@@ -68,9 +77,16 @@ fn numpy_datetimes_read_as_counts_with_cf_units() {
                 calendar,
                 "{dump}"
             );
+            let fill = format!("{var}:_FillValue = -9223372036854775808LL ;");
+            assert!(header(&fill), "{dump}");
             let want: Vec<i64> = serde_json::from_value(written[var].clone()).unwrap();
             assert_eq!(values(&dump, var), want, "{env} {var}");
         }
+        assert!(
+            dump.contains("t_default:_FillValue = -9223372036854775808LL ;")
+                && dump.contains("\n t_default = 0, _ ;"),
+            "{env}: the epoch is a time, NaT is missing\n{dump}"
+        );
         assert!(dump.contains(" years(_Anonymous_Dim_3) ;"), "{dump}");
         let years = run(Host::Ours, "ncdump", &["-v", "years", &u]);
         assert!(

@@ -350,6 +350,15 @@ impl<'a> Reader<'a> {
         }
         self.read_codecs(&zarray, &mut var);
         self.read_fill(&zarray, &mut var, &zk)?;
+        if dt.time.is_some() && zattrs.get("_FillValue").is_none() {
+            // NaT is what numpy and xarray take for missing; zarr-python 2's default
+            // `fill_value` of 0 is the epoch, a time like any other.
+            var.atts.retain(|a| a.name != "_FillValue");
+            var.atts.push(Att {
+                name: "_FillValue".into(),
+                values: Values::fixed(NcType::Int64, i64::MIN.to_ne_bytes().to_vec()),
+            });
+        }
 
         // Dimensions.
         let refs = ainfo
