@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 use crate::model::{Att, DimId, GroupId, NcType, Storage, Tree, Values, Var};
 use crate::zmap::{Store, StoreKey};
 use meta::{Meta, join};
+use std::cell::Cell;
 use typed_arena::Arena;
 
 type Obj<'a> = Object<'a>;
@@ -143,6 +144,11 @@ struct Reader<'a> {
     tree: Tree,
     /// (group, path, array names) in the order found.
     pending_vars: Vec<(GroupId, String, Vec<String>)>,
+    /// Some array stores numpy datetimes (read with attributes of our making, which writing
+    /// would store, and under a dtype writing would not keep).
+    numpy_times: bool,
+    /// Listings the search for Zarr objects below groups may still make.
+    search_budget: Cell<usize>,
 }
 
 impl<'a> Reader<'a> {
@@ -229,7 +235,7 @@ impl<'a> Reader<'a> {
             let p = join(path, &name);
             if self.meta.has(&join(&p, ".zgroup"))?
                 || self.meta.has(&join(&p, ".zattrs"))?
-                || has_zarr_below(&self.meta, &p, IMPLICIT_GROUP_DEPTH)?
+                || has_zarr_below(&self.meta, &p, IMPLICIT_GROUP_DEPTH, &self.search_budget)?
             {
                 groups.push(name);
             }
@@ -350,14 +356,15 @@ impl<'a> Reader<'a> {
         }
         self.read_codecs(&zarray, &mut var);
         self.read_fill(&zarray, &mut var, &zk)?;
-        if dt.time.is_some() && zattrs.get("_FillValue").is_none() {
-            // NaT is what numpy and xarray take for missing; zarr-python 2's default
-            // `fill_value` of 0 is the epoch, a time like any other.
-            var.atts.retain(|a| a.name != "_FillValue");
-            var.atts.push(Att {
-                name: "_FillValue".into(),
-                values: Values::fixed(NcType::Int64, i64::MIN.to_ne_bytes().to_vec()),
-            });
+        if dt.time.is_some() {
+            self.numpy_times = true;
+            // A `fill_value` is missing data only when it is NaT: zarr-python 2's default of
+            // 0 is the epoch, a time like any other (xarray reads it so), though never-written
+            // chunks still read as it.
+            let nat = i64::MIN.to_ne_bytes().to_vec();
+            if zattrs.get("_FillValue").is_none() && var.stored_fill.as_ref() != Some(&nat) {
+                var.atts.retain(|a| a.name != "_FillValue");
+            }
         }
 
         // Dimensions.
@@ -646,16 +653,24 @@ fn utf32(text: &str, endian: crate::model::Endian) -> Vec<u8> {
 /// `.zgroup` too).
 const IMPLICIT_GROUP_DEPTH: u32 = 4;
 
-/// True when an array or group object lies within `depth` levels below `path`.
-fn has_zarr_below(meta: &Meta, path: &str, depth: u32) -> Result<bool> {
-    if depth == 0 {
+/// Listings one open may make looking for Zarr objects below directories without objects of
+/// their own: each is a request on a remote store, and a location that is no dataset may hold
+/// any number of other objects.
+const SEARCH_LISTINGS: usize = 256;
+
+/// True when an array or group object lies within `depth` levels below `path`, found within
+/// the listings `budget` still allows.
+fn has_zarr_below(meta: &Meta, path: &str, depth: u32, budget: &Cell<usize>) -> Result<bool> {
+    if depth == 0 || budget.get() == 0 {
         return Ok(false);
     }
-    for k in meta.children(path)? {
-        if k == ".zarray" || k == ".zgroup" {
-            return Ok(true);
-        }
-        if !k.starts_with('.') && has_zarr_below(meta, &join(path, &k), depth - 1)? {
+    budget.set(budget.get() - 1);
+    let kids = meta.children(path)?;
+    if kids.iter().any(|k| k == ".zarray" || k == ".zgroup") {
+        return Ok(true);
+    }
+    for k in kids.iter().filter(|k| !k.starts_with('.')) {
+        if has_zarr_below(meta, &join(path, k), depth - 1, budget)? {
             return Ok(true);
         }
     }
@@ -716,7 +731,8 @@ pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opene
         }
         // A root without objects of its own is a group when Zarr objects lie below it (some
         // writers leave out the root's `.zgroup`).
-        if !has_zarr_below(&meta, "", IMPLICIT_GROUP_DEPTH + 1)? {
+        let budget = Cell::new(SEARCH_LISTINGS);
+        if !has_zarr_below(&meta, "", IMPLICIT_GROUP_DEPTH + 1, &budget)? {
             return Err(Error::NotZarr(store.describe()));
         }
     }
@@ -736,6 +752,8 @@ pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opene
         v1,
         tree: Tree::new(),
         pending_vars: Vec::new(),
+        numpy_times: false,
+        search_budget: Cell::new(SEARCH_LISTINGS),
     };
     reader.read_group(Tree::ROOT, "")?;
     let ahead: Vec<String> = reader
@@ -762,8 +780,13 @@ pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opene
             xarray,
             consolidated: false,
         },
-        read_only_reason: (nczarr && !in_attrs)
-            .then(|| "the dataset uses an older NCZarr layout".to_string()),
+        read_only_reason: if nczarr && !in_attrs {
+            Some("the dataset uses an older NCZarr layout".to_string())
+        } else if reader.numpy_times {
+            Some("writing numpy datetime arrays is not supported yet".to_string())
+        } else {
+            None
+        },
         ncproperties,
         has_zmetadata,
     })
