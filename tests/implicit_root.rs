@@ -2,7 +2,8 @@
 //! some writers leave them out) opens as a group when Zarr objects lie below it, as netcdf-c
 //! reads it: stock `ncdump` with our library prints what it prints on netcdf-c 4.10.1, from a
 //! directory in both modes and from a zip archive of it; a directory holding nothing of Zarr
-//! is still "Unknown file format" for both.
+//! is still "Unknown file format" for both. Such a dataset opens read-only: its arrays may
+//! carry NCZarr metadata that a pure-Zarr root written beside them would contradict.
 
 mod common;
 
@@ -93,6 +94,11 @@ fn a_root_without_objects_opens_as_netcdf_c_reads_it() {
             "{ours}"
         );
     }
+
+    let writable = nczarr_rs::url::DatasetUrl::parse(&url(&root, "nczarr,file")).unwrap();
+    let opened = nczarr_rs::api::Dataset::open(&writable, true).expect("opens for writing");
+    let refused = opened.check_writable().unwrap_err().to_string();
+    assert!(refused.contains("no root group object"), "{refused}");
 
     let archive = dir.path().join("rootless.zip");
     zip_directory(dir.path(), "rootless", &archive);

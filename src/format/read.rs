@@ -736,6 +736,7 @@ pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opene
             return Err(Error::NotZarr(store.describe()));
         }
     }
+    let implicit_root = root_zgroup.is_none() && root_zattrs.is_none() && v1_superblock.is_none();
     let zgroup = root_zgroup.unwrap_or_default();
     let zattrs = root_zattrs.unwrap_or_default();
     let in_attrs = zattrs.contains_key(SUPERBLOCK);
@@ -784,6 +785,9 @@ pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opene
             Some("the dataset uses an older NCZarr layout".to_string())
         } else if reader.numpy_times {
             Some("writing numpy datetime arrays is not supported yet".to_string())
+        } else if implicit_root {
+            // Its arrays may carry NCZarr metadata that a pure-Zarr root would contradict.
+            Some("the dataset has no root group object (.zgroup)".to_string())
         } else {
             None
         },
