@@ -105,16 +105,15 @@ fn repaired_fragment(fragment: &str) -> Option<String> {
             // Every value that ends in such a word, so that whichever keys 4.9.0 keeps (it
             // drops later `mode` keys of other values) and merges, the list ends in `nczarr`;
             // values equal before stay equal.
-            let looping: Vec<usize> = modes
-                .iter()
-                .copied()
-                .filter(|&m| loops(parts[m].split_once('=').map_or("", |(_, v)| v)))
-                .collect();
-            if looping.is_empty() {
-                return None;
+            let mut repaired = false;
+            for &m in modes {
+                if loops(parts[m].split_once('=').map_or("", |(_, v)| v)) {
+                    parts[m].push_str(",nczarr");
+                    repaired = true;
+                }
             }
-            for m in looping {
-                parts[m].push_str(",nczarr");
+            if !repaired {
+                return None;
             }
         }
         _ => return None,

@@ -72,17 +72,20 @@ fn bare_word(word: &str) -> String {
     let hex = digits
         .strip_prefix("0x")
         .or_else(|| digits.strip_prefix("0X"))
+        .filter(|h| !h.is_empty() && h.chars().all(|c| c.is_ascii_hexdigit()))
         .and_then(|h| u64::from_str_radix(h, 16).ok())
         .map(|v| v as f64);
     let decimal = digits
         .starts_with(|c: char| c.is_ascii_digit() || c == '.')
         .then(|| digits.parse::<f64>().ok())
         .flatten();
-    match hex.or(decimal).map(|v| sign * v) {
-        Some(v) if v.is_finite() => {
-            serde_json::Number::from_f64(v).map_or("null".into(), |n| n.to_string())
-        }
-        _ => format!("\"{word}\""),
+    // `from_f64` takes finite numbers only.
+    match hex
+        .or(decimal)
+        .and_then(|v| serde_json::Number::from_f64(sign * v))
+    {
+        Some(n) => n.to_string(),
+        None => format!("\"{word}\""),
     }
 }
 
@@ -145,6 +148,9 @@ mod tests {
         assert_eq!(v["word"], "abc");
         assert_eq!(v["ok"], serde_json::json!([1, -2500.0, true, null]));
         assert_eq!(v["minus"], "-");
+        let signed_hex = parse(br#"{"a": 0x+10, "b": -0x10}"#).unwrap().to_value();
+        assert_eq!(signed_hex["a"], "0x+10");
+        assert_eq!(signed_hex["b"], -16.0);
         assert!(parse(br#"{"a": 1 2}"#).is_err());
     }
 

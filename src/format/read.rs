@@ -355,17 +355,8 @@ impl<'a> Reader<'a> {
             Some(other) => return Err(Error::metadata(&zk, format!("bad order {other:?}"))),
         }
         self.read_codecs(&zarray, &mut var);
-        self.read_fill(&zarray, &mut var, &zk)?;
-        if dt.time.is_some() {
-            self.numpy_times = true;
-            // A `fill_value` is missing data only when it is NaT: zarr-python 2's default of
-            // 0 is the epoch, a time like any other (xarray reads it so), though never-written
-            // chunks still read as it.
-            let nat = i64::MIN.to_ne_bytes().to_vec();
-            if zattrs.get("_FillValue").is_none() && var.stored_fill.as_ref() != Some(&nat) {
-                var.atts.retain(|a| a.name != "_FillValue");
-            }
-        }
+        self.read_fill(&zarray, &mut var, &zk, dt.time.is_some())?;
+        self.numpy_times |= dt.time.is_some();
 
         // Dimensions.
         let refs = ainfo
@@ -515,7 +506,10 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn read_fill(&self, zarray: &Obj, var: &mut Var, key: &str) -> Result<()> {
+    /// The variable's stored fill value, and its `_FillValue` in pure Zarr. `time`: the array
+    /// holds numpy datetimes, whose only fill value that means missing is NaT (zarr-python 2's
+    /// default of 0 is the epoch, a time like any other, as xarray reads it).
+    fn read_fill(&self, zarray: &Obj, var: &mut Var, key: &str, time: bool) -> Result<()> {
         let fv = match zarray.get("fill_value") {
             None | Some(Json::Null) => {
                 var.no_fill = true;
@@ -560,6 +554,7 @@ impl<'a> Reader<'a> {
             && var.att("_FillValue").is_none()
             && let Some(b) = var.stored_fill.clone()
             && b != var.ty.default_fill()
+            && (!time || b == i64::MIN.to_ne_bytes())
         {
             var.atts.push(Att {
                 name: "_FillValue".into(),
@@ -621,19 +616,31 @@ fn converted(values: &Values, to: NcType) -> Option<Values> {
         Values::Strings(s) if s.len() == 1 => Some(String::from_utf8_lossy(&s[0]).into_owned()),
         _ => None,
     };
-    if let Some(text) = text {
-        let one = number::from_json(to, &serde_json::Value::String(text))?;
-        return Some(Values::fixed(to, one));
-    }
-    let Values::Fixed { ty, bytes } = values else {
-        return None;
+    let json: Vec<serde_json::Value> = match (text, values) {
+        (Some(text), _) => vec![serde_json::Value::String(text)],
+        (None, Values::Fixed { ty, bytes }) if ty.is_numeric() => bytes
+            .chunks_exact(ty.size())
+            .map(|one| number::to_json(*ty, one))
+            .collect(),
+        _ => return None,
     };
-    if !ty.is_numeric() {
-        return None;
-    }
-    let mut out = Vec::with_capacity(values.len() * to.size());
-    for one in bytes.chunks_exact(ty.size()) {
-        out.extend(number::from_json(to, &number::to_json(*ty, one))?);
+    let mut out = Vec::with_capacity(json.len() * to.size());
+    for one in &json {
+        let bytes = number::from_json(to, one)?;
+        // A finite double beyond a float's range does not fit (it would become infinite).
+        let overflows = to == NcType::Float
+            && one
+                .as_f64()
+                .or_else(|| one.as_str()?.parse().ok())
+                .is_some_and(f64::is_finite)
+            && bytes
+                .as_slice()
+                .try_into()
+                .is_ok_and(|b| f32::from_ne_bytes(b).is_infinite());
+        if overflows {
+            return None;
+        }
+        out.extend(bytes);
     }
     Some(Values::fixed(to, out))
 }
@@ -711,7 +718,8 @@ pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opene
     } else {
         raw.get(v1::SUPERBLOCK)?
     };
-    if root_zgroup.is_none() && root_zattrs.is_none() && v1_superblock.is_none() {
+    let implicit_root = root_zgroup.is_none() && root_zattrs.is_none() && v1_superblock.is_none();
+    if implicit_root {
         let kids = raw.children("")?;
         if kids.is_empty() {
             // An empty location (an object-store prefix with no objects) holds no dataset.
@@ -736,7 +744,6 @@ pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opene
             return Err(Error::NotZarr(store.describe()));
         }
     }
-    let implicit_root = root_zgroup.is_none() && root_zattrs.is_none() && v1_superblock.is_none();
     let zgroup = root_zgroup.unwrap_or_default();
     let zattrs = root_zattrs.unwrap_or_default();
     let in_attrs = zattrs.contains_key(SUPERBLOCK);
@@ -822,6 +829,25 @@ mod tests {
 
     const ARRAY: &str = r#"{"zarr_format": 2, "shape": [3], "chunks": [3], "dtype": "<i4",
         "compressor": null, "filters": null, "fill_value": 0, "order": "C"}"#;
+
+    #[test]
+    fn fill_attributes_convert_only_values_the_type_holds() {
+        let int = Values::fixed(NcType::Int, (-9999i32).to_ne_bytes().to_vec());
+        let float = converted(&int, NcType::Float).unwrap();
+        assert_eq!(
+            float,
+            Values::fixed(NcType::Float, (-9999f32).to_ne_bytes().to_vec())
+        );
+        let nan = converted(&Values::text("NaN"), NcType::Double).unwrap();
+        let Values::Fixed { bytes, .. } = nan else {
+            panic!("{nan:?}")
+        };
+        assert!(f64::from_ne_bytes(bytes.try_into().unwrap()).is_nan());
+        let huge = Values::fixed(NcType::Double, 1e40f64.to_ne_bytes().to_vec());
+        assert_eq!(converted(&huge, NcType::Float), None);
+        assert_eq!(converted(&Values::text("1e40"), NcType::Float), None);
+        assert_eq!(converted(&Values::text("1.5"), NcType::Int), None);
+    }
 
     fn store_with(objects: &[(&str, &str)]) -> MemoryStore {
         let store = MemoryStore::new();
