@@ -429,6 +429,17 @@ fn reads_stores_written_by_490() {
     read_reference_store("read_4.9.0_store", Host::Stock, "4.9.0", 8);
 }
 
+/// The data sections (in canonical order) of the HDF5 ground truth of `cdl` and of our dump of
+/// the store at `u`, both at full precision.
+fn data_sections(dir: &Path, cdl: &Path, u: &str) -> Result<(String, String), String> {
+    let data = |dump_text: &str| {
+        dump::data_lines(&dump::canonical_order(&dump::normalise_name(dump_text)))
+    };
+    let truth = hdf5_truth(dir, cdl, &["-p", "9,17"]);
+    let ours = ncdump(Host::Ours, &["-p", "9,17"], u)?;
+    Ok((data(&truth), data(&ours)))
+}
+
 /// (e) Pure Zarr (`mode=zarr`) and `mode=nczarr,noxarray` (which netcdf-c also treats as pure
 /// Zarr, without `_ARRAY_DIMENSIONS`). Pure Zarr cannot keep all of netCDF's header (attribute
 /// types are inferred on read, unlimited dimensions of non-zero length become fixed, noxarray
@@ -444,11 +455,7 @@ fn pure_zarr_keeps_every_value() {
         for cdl in cdl_files() {
             let name = case_name(&cdl);
             let outcome = write_ours(dir.path(), &cdl, mode).and_then(|u| {
-                let truth = hdf5_truth(dir.path(), &cdl, &["-p", "9,17"]);
-                let expected =
-                    dump::data_lines(&dump::canonical_order(&dump::normalise_name(&truth)));
-                let ours = ncdump(Host::Ours, &["-p", "9,17"], &u)?;
-                let ours = dump::data_lines(&dump::canonical_order(&dump::normalise_name(&ours)));
+                let (expected, ours) = data_sections(dir.path(), &cdl, &u)?;
                 match diff::diff(&expected, &ours) {
                     None => Ok(()),
                     Some(d) => Err(format!("data differ (- HDF5, + ours)\n{d}")),
@@ -478,13 +485,9 @@ fn pure_zarr_written_by_4101_keeps_every_value() {
             report.note(format!("{name}: 4.10.1 cannot write it: {e}"));
             continue;
         }
-        let outcome = (|| {
-            let truth = hdf5_truth(dir.path(), &cdl, &["-p", "9,17"]);
-            let expected = dump::data_lines(&dump::canonical_order(&dump::normalise_name(&truth)));
-            let ours = ncdump(Host::Ours, &["-p", "9,17"], &u)?;
-            let ours = dump::data_lines(&dump::canonical_order(&dump::normalise_name(&ours)));
+        let outcome = data_sections(dir.path(), &cdl, &u).and_then(|(expected, ours)| {
             compare_with_waivers(&name, &ours, &expected, &waivers).map(|_| ())
-        })();
+        });
         report.case(&name, outcome);
     }
     report.finish(16);

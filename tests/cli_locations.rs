@@ -15,7 +15,6 @@ mod common;
 use common::{Host, Run, ncdump, ncgen, repo_root, run, scratch, url};
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// Address-space limit for tools given a fragment that used to loop: the loop allocated until
 /// the machine ran out of memory; under this limit it fails within seconds.
@@ -227,17 +226,8 @@ if len(sys.argv) > 2:
 /// netCDF4-python (the wheel, which loads its own netcdf-c 4.10.1 as Python loads extension
 /// libraries) running [`PYTHON_SCRIPT`], with `preload` preloaded.
 fn python(preload: Option<&Path>, args: &[&str]) -> Result<String, String> {
-    let mut cmd = Command::new(common::python::interpreter("netcdf4")?);
-    cmd.arg("-c").arg(PYTHON_SCRIPT).args(args);
-    cmd.env_remove("LD_PRELOAD").env("NCZARR_RS_QUIET", "1");
-    if let Some(lib) = preload {
-        cmd.env("LD_PRELOAD", lib);
-    }
-    let out = cmd.output().map_err(|e| e.to_string())?;
-    if !out.status.success() {
-        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    let all: Vec<&str> = ["-c", PYTHON_SCRIPT].iter().chain(args).copied().collect();
+    common::python::run_with("netcdf4", &all, preload)
 }
 
 #[test]

@@ -57,6 +57,15 @@ fn values(dump: &str, var: &str) -> Vec<i64> {
 #[test]
 fn numpy_datetimes_read_as_counts_with_cf_units() {
     let dir = scratch("datetimes");
+    if !common::reference_only() {
+        // The write probe below writes where nothing forbids it.
+        let plain = dir.path().join("plain.zarr");
+        std::fs::create_dir(&plain).unwrap();
+        std::fs::write(plain.join(".zgroup"), r#"{"zarr_format": 2}"#).unwrap();
+        assert_eq!(common::python::netcdf4_writes(&plain), Ok(None));
+        let attrs = std::fs::read_to_string(plain.join(".zattrs")).unwrap();
+        assert!(attrs.contains("\"note\""), "{attrs}");
+    }
     for env in ["zarr2", "zarr3"] {
         let store = dir.path().join(format!("{env}.zarr"));
         let written = common::python::run_script(env, WRITE, &[store.to_str().unwrap(), "2"])
@@ -108,6 +117,15 @@ fn numpy_datetimes_read_as_counts_with_cf_units() {
         let opened = nczarr_rs::api::Dataset::open(&url, true).expect("opens for writing");
         let refused = opened.check_writable().unwrap_err().to_string();
         assert!(refused.contains("numpy datetime"), "{refused}");
+        if !common::reference_only() {
+            // Through libnetcdf: netCDF4-python with the library preloaded.
+            let why = common::python::netcdf4_writes(&store).unwrap();
+            assert!(
+                why.as_deref()
+                    .is_some_and(|w| w.contains("Write to read only")),
+                "{env}: {why:?}"
+            );
+        }
         assert!(dump.contains(" years(_Anonymous_Dim_3) ;"), "{dump}");
         let years = run(Host::Ours, "ncdump", &["-v", "years", &u]);
         assert!(

@@ -2,6 +2,7 @@
 //! for the interop tests: one way to find the interpreter and run a script.
 
 use super::repo_root;
+use std::path::Path;
 use std::process::Command;
 
 /// The python of environment `env` (`zarr2`, `zarr3`, ...), created on first use.
@@ -22,11 +23,17 @@ pub fn interpreter(env: &str) -> Result<String, String> {
 /// Runs `python args...` in environment `env` without the library preloaded; returns stdout,
 /// or the failure with stderr.
 pub fn run(env: &str, args: &[&str]) -> Result<String, String> {
-    let out = Command::new(interpreter(env)?)
-        .args(args)
-        .env_remove("LD_PRELOAD")
-        .output()
-        .map_err(|e| format!("python ({env}): {e}"))?;
+    run_with(env, args, None)
+}
+
+/// [`run`] with `preload` (the library under test) preloaded, its warnings quiet.
+pub fn run_with(env: &str, args: &[&str], preload: Option<&Path>) -> Result<String, String> {
+    let mut cmd = Command::new(interpreter(env)?);
+    cmd.args(args).env_remove("LD_PRELOAD");
+    if let Some(lib) = preload {
+        cmd.env("LD_PRELOAD", lib).env("NCZARR_RS_QUIET", "1");
+    }
+    let out = cmd.output().map_err(|e| format!("python ({env}): {e}"))?;
     if !out.status.success() {
         return Err(format!(
             "python {} ({env}) failed: {}",
@@ -42,4 +49,27 @@ pub fn run_script(env: &str, script: &str, args: &[&str]) -> Result<String, Stri
     let mut all = vec!["-c", script];
     all.extend_from_slice(args);
     run(env, &all)
+}
+
+/// netCDF4-python (the wheel's netcdf-c 4.10.1) with the library under test preloaded: opens
+/// the dataset directory `path` for writing and sets a global attribute; `Ok(None)` when it
+/// wrote, `Ok(Some(why))` when netCDF refused, `Err` when it could not run. By plain path:
+/// mode `"a"` opens only what `os.path.exists` finds, and creates anything else afresh (a URL
+/// too, clobbering the dataset). Panics in reference-only mode.
+pub fn netcdf4_writes(path: &Path) -> Result<Option<String>, String> {
+    const SCRIPT: &str = r#"
+import sys, netCDF4
+try:
+    with netCDF4.Dataset(sys.argv[1], "a") as ds:
+        ds.setncattr("note", "written")
+    print("written")
+except Exception as e:
+    print("refused:", e)
+"#;
+    let super::Subject::Preload(lib) = super::subject() else {
+        panic!("netCDF4-python through the library needs the library");
+    };
+    let path = path.to_str().ok_or("a path that is not UTF-8")?;
+    let out = run_with("netcdf4", &["-c", SCRIPT, path], Some(lib))?;
+    Ok(out.trim().strip_prefix("refused: ").map(String::from))
 }
