@@ -19,6 +19,7 @@ mod reused;
 mod shuffle;
 mod stage_buffer;
 mod stream;
+mod vlen;
 mod zlib;
 mod zstd;
 
@@ -118,6 +119,17 @@ pub trait Codec: Send + Sync + std::fmt::Debug {
     fn encoded_len(&self, _n: usize) -> Option<usize> {
         None
     }
+    /// The most bytes `n` bytes encode to, when known without a compressor's worst case:
+    /// the exact length where [`Codec::encoded_len`] knows it.
+    fn encoded_bound(&self, n: usize) -> Option<usize> {
+        self.encoded_len(n)
+    }
+    /// The error to report when the stage that decodes this codec's input fails with `e`:
+    /// `e` itself, except for a codec whose input may legitimately pass its bound (strings
+    /// longer than their slots), which asks for wider slots instead.
+    fn input_failed(&self, e: Error) -> Error {
+        e
+    }
     /// Decodes at least the bytes at `wanted` (ranges of the decoded buffer) of a buffer that
     /// decodes to exactly `out.len()` bytes, each into its place in `out`; other bytes of `out`
     /// are left unspecified. Only codecs whose buffers declare their decoded size do this, and
@@ -158,6 +170,14 @@ pub(crate) fn failed(codec: &str, why: impl std::fmt::Display) -> Error {
     }
 }
 
+/// The error of a codec whose output would be larger than the most it may produce.
+pub(crate) fn past_limit(codec: &str, why: impl std::fmt::Display) -> Error {
+    Error::PastLimit {
+        codec: codec.to_string(),
+        why: why.to_string(),
+    }
+}
+
 /// The error of a codec configuration that cannot be used.
 pub(crate) fn bad_config(codec: &str, why: impl Into<String>) -> Error {
     Error::CodecConfig {
@@ -183,6 +203,7 @@ pub fn from_config(cfg: &Config, ctx: Context) -> Result<Arc<dyn Codec>> {
         "shuffle" => Arc::new(shuffle::Shuffle::from_config(cfg, ctx)?),
         "delta" => Arc::new(delta::Delta::from_config(cfg)?),
         "fletcher32" => Arc::new(fletcher32::Fletcher32::from_config(cfg)?),
+        vlen::UTF8 | vlen::BYTES => Arc::new(vlen::Vlen::from_config(id, cfg, ctx)?),
         other => {
             return Err(Error::NoFilter {
                 var: String::new(),
@@ -210,6 +231,22 @@ pub fn from_hdf5(id: u32, params: &[u32], ctx: Context) -> Result<Arc<dyn Codec>
     })
 }
 
+/// True for the numcodecs ids of codecs that turn numpy objects into bytes (the first codec
+/// of an `|O` array): of these, the variable-length strings are built in.
+pub fn is_object_codec(id: &str) -> bool {
+    matches!(
+        id,
+        vlen::UTF8
+            | vlen::BYTES
+            | "vlen-array"
+            | "json2"
+            | "json"
+            | "msgpack2"
+            | "pickle"
+            | "categorize"
+    )
+}
+
 /// True when the HDF5 filter id is built in.
 pub fn hdf5_available(id: u32) -> bool {
     matches!(
@@ -229,11 +266,18 @@ pub struct Chain(Vec<Arc<dyn Codec>>);
 
 impl Chain {
     /// Builds the chain of numcodecs configurations; `var` names the variable in errors.
+    /// Codecs after an object codec see its bytes (elements of one byte), as numcodecs does.
     pub fn from_configs(var: &str, cfgs: &[Config], ctx: Context) -> Result<Chain> {
-        cfgs.iter()
-            .map(|c| from_config(c, ctx).map_err(|e| name_var(e, var)))
-            .collect::<Result<_>>()
-            .map(Chain)
+        let mut ctx = ctx;
+        let mut chain = Vec::with_capacity(cfgs.len());
+        for cfg in cfgs {
+            let codec = from_config(cfg, ctx).map_err(|e| name_var(e, var))?;
+            if is_object_codec(codec.id()) {
+                ctx = Context { elem_size: 1 };
+            }
+            chain.push(codec);
+        }
+        Ok(Chain(chain))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -332,16 +376,22 @@ impl Chain {
         let mut decoded: Option<Vec<u8>> = None;
         let mut len = stored.len();
         let mut spare = stage_buffer::take();
-        for (c, &limit) in rest.iter().zip(rest_limits).rev() {
+        for (i, (c, &limit)) in rest.iter().zip(rest_limits).enumerate().rev() {
             let input = decoded.as_deref().map_or(stored, |d| &d[..len]);
+            // `self.0[i]` decodes this stage's output next.
+            let consumer = &self.0[i];
             if c.writes_in_place() {
                 if spare.len() < limit {
                     spare.resize(limit, 0);
                 }
-                len = c.decode_into(input, &mut spare[..limit])?;
+                len = c
+                    .decode_into(input, &mut spare[..limit])
+                    .map_err(|e| consumer.input_failed(e))?;
                 spare = decoded.replace(spare).unwrap_or_default();
             } else {
-                let out = c.decode(input, limit)?;
+                let out = c
+                    .decode(input, limit)
+                    .map_err(|e| consumer.input_failed(e))?;
                 len = out.len();
                 decoded = Some(out);
             }
@@ -403,17 +453,16 @@ impl Chain {
     }
 
     /// The most bytes each stage may produce when decoding a chunk of `expected` bytes: the
-    /// size it had when encoding (when that is known) or a bound that exceeds any
-    /// compressor's worst-case output for `expected` bytes.
+    /// size it had when encoding, or the bound of the codec that made it
+    /// ([`Codec::encoded_bound`]), or else a bound that exceeds any compressor's worst-case
+    /// output for the bytes it compressed.
     fn stage_limits(&self, expected: usize) -> Vec<usize> {
-        let loose = expected
-            .saturating_add(expected / 2)
-            .saturating_add(64 * 1024);
+        let loose = |n: usize| n.saturating_add(n / 2).saturating_add(64 * 1024);
         let mut limits = Vec::with_capacity(self.0.len());
-        let mut n = Some(expected);
+        let mut n = expected;
         for c in &self.0 {
-            limits.push(n.unwrap_or(loose));
-            n = n.and_then(|n| c.encoded_len(n));
+            limits.push(n);
+            n = c.encoded_bound(n).unwrap_or_else(|| loose(n));
         }
         limits
     }

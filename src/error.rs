@@ -126,6 +126,14 @@ pub enum Error {
     /// A codec failed to encode or decode.
     #[error("codec {codec} failed: {why}")]
     Filter { codec: String, why: String },
+    /// A codec's output would pass the bound it was given: a damaged or hostile buffer, or a
+    /// chunk of strings longer than its slots allow (see [`Error::StringSlots`]).
+    #[error("codec {codec} failed: {why}")]
+    PastLimit { codec: String, why: String },
+    /// The strings of a chunk need decoded slots at least `width` bytes wide. The string
+    /// data path widens the variable's slots and reads again; no caller ever sees it.
+    #[error("a chunk holds strings that need slots of {width} bytes")]
+    StringSlots { width: usize },
 
     // ---- storage and format -------------------------------------------------------------
     /// The location holds no dataset at all.

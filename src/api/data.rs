@@ -16,7 +16,7 @@ use crate::chunk::projection::{ChunkPiece, Projection};
 use crate::chunk::transpose;
 use crate::codec::{self, PartialDecode};
 use crate::error::{Error, Result};
-use crate::model::{Endian, GroupId, NcType, Var};
+use crate::model::{Endian, GroupId, NcType, StringStorage, Var};
 use crate::zmap::StoreKey;
 use chunk_io::ChunkBuffers;
 use encoded::{EncodeBuffers, WriteBuffers};
@@ -560,30 +560,76 @@ impl Dataset {
     pub fn get_strings(&mut self, g: GroupId, v: usize, slab: &Slab) -> Result<Vec<Vec<u8>>> {
         self.ensure_data_mode()?;
         self.check_slab(g, v, slab, false)?;
-        let geo = self.geometry(g, v)?;
-        if geo.ty != NcType::String {
-            return Err(Error::Char);
-        }
-        let slab = scalar_slab(geo.scalar, slab);
+        let slab = scalar_slab(self.tree.group(g).vars[v].is_scalar(), slab);
         let n = product(&slab.count)?;
-        let mut tmp = vec![0u8; n * geo.esize];
-        if n > 0 {
-            self.read_into(g, v, &geo, &slab, &mut tmp, &c_order_strides(&slab.count)?)?;
-        }
-        if self.tree.group(g).vars[v].ucs4 {
-            let big = self.tree.group(g).vars[v].endian == Endian::Big;
-            return Ok(tmp
-                .chunks_exact(geo.esize)
+        let (slots, width) = self.widening_slots(g, v, |ds, geo| {
+            if geo.ty != NcType::String {
+                return Err(Error::Char);
+            }
+            let mut slots = vec![0u8; n * geo.esize];
+            if n > 0 {
+                ds.read_into(
+                    g,
+                    v,
+                    &geo,
+                    &slab,
+                    &mut slots,
+                    &c_order_strides(&slab.count)?,
+                )?;
+            }
+            Ok((slots, geo.esize))
+        })?;
+        let var = &self.tree.group(g).vars[v];
+        if var.strings == StringStorage::Ucs4 {
+            let big = var.endian == Endian::Big;
+            return Ok(slots
+                .chunks_exact(width)
                 .map(|s| from_utf32(s, big))
                 .collect());
         }
-        Ok(tmp
-            .chunks_exact(geo.esize)
+        Ok(slots
+            .chunks_exact(width)
             .map(|s| {
                 let end = s.iter().position(|b| *b == 0).unwrap_or(s.len());
                 s[..end].to_vec()
             })
             .collect())
+    }
+
+    /// Runs `f` with the variable's geometry; when a chunk holds strings longer than the
+    /// variable's slots ([`Error::StringSlots`]), widens the slots and runs it again. Widths
+    /// only grow, and [`Dataset::geometry`] refuses slots larger than memory, so this ends.
+    fn widening_slots<T>(
+        &mut self,
+        g: GroupId,
+        v: usize,
+        mut f: impl FnMut(&mut Self, Geometry) -> Result<T>,
+    ) -> Result<T> {
+        loop {
+            let geo = self.geometry(g, v)?;
+            match f(self, geo) {
+                Err(Error::StringSlots { width }) => self.widen_slots(g, v, width)?,
+                done => return done,
+            }
+        }
+    }
+
+    /// Makes the string slots of variable `v` (stored as objects) at least `width` bytes
+    /// wide: its dirty chunks are stored first, at the old width, and its cached and
+    /// read-ahead chunks dropped, as they hold the old width.
+    fn widen_slots(&mut self, g: GroupId, v: usize, width: usize) -> Result<()> {
+        let var = &self.tree.group(g).vars[v];
+        if var.strings != StringStorage::Objects || width <= var.maxstrlen {
+            return Err(Error::Internal(format!(
+                "string slots of {} cannot widen from {} to {width}",
+                var.name, var.maxstrlen
+            )));
+        }
+        self.flush_var_chunks(g, v)?;
+        self.caches.remove(&(g.0, v));
+        self.stop_read_ahead(g, v);
+        self.tree.group_mut(g).vars[v].maxstrlen = width;
+        Ok(())
     }
 
     /// Core read: every piece of the request copied into `out` (variable type, native order).
@@ -1044,8 +1090,9 @@ impl Dataset {
         Ok(range)
     }
 
-    /// Writes NC_STRING values (C order over `count`); longer strings than the stored width
-    /// widen it while the variable has no data yet, and are cut at the width afterwards.
+    /// Writes NC_STRING values (C order over `count`). Fixed-width strings longer than the
+    /// stored width widen it while the variable has no data yet, and are cut at the width
+    /// afterwards; strings stored as objects are stored whole.
     pub fn put_strings(
         &mut self,
         g: GroupId,
@@ -1060,15 +1107,17 @@ impl Dataset {
         if var.ty != NcType::String {
             return Err(Error::Char);
         }
-        if var.ucs4 {
+        if var.strings == StringStorage::Ucs4 {
             return Err(Error::Unsupported {
                 var: var.name.clone(),
                 why: "writing fixed-width unicode (numpy <U) strings".into(),
             });
         }
+        let objects = var.strings == StringStorage::Objects;
         let (maxstrlen, data_written) = (var.maxstrlen, var.data_written);
         let slab = scalar_slab(var.is_scalar(), slab);
-        let geo = self.geometry(g, v)?;
+        // Fails here, before anything changes, when the variable's data cannot be served.
+        self.geometry(g, v)?;
         let n = product(&slab.count)?;
         if n == 0 {
             return Ok(());
@@ -1077,23 +1126,28 @@ impl Dataset {
             .get(..n)
             .ok_or_else(|| Error::Invalid("too few strings".into()))?;
         let longest = data.iter().map(Vec::len).max().unwrap_or(0);
-        let widened = longest > maxstrlen && !data_written;
-        if widened {
-            self.tree.group_mut(g).vars[v].maxstrlen = longest;
-            self.caches.remove(&(g.0, v));
-        }
-        let width = self.tree.group(g).vars[v].maxstrlen.max(1);
-        let mut fixed = vec![0u8; n * width];
-        for (dst, s) in fixed.chunks_exact_mut(width).zip(data) {
-            let mut len = s.len().min(width);
-            while len > 0 && len < s.len() && (s[len] & 0xC0) == 0x80 {
-                len -= 1;
+        if longest > maxstrlen {
+            if objects {
+                self.widen_slots(g, v, longest)?;
+            } else if !data_written {
+                self.tree.group_mut(g).vars[v].maxstrlen = longest;
+                self.caches.remove(&(g.0, v));
             }
-            dst[..len].copy_from_slice(&s[..len]);
         }
-        let geo = if widened { self.geometry(g, v)? } else { geo };
+        let strides = c_order_strides(&slab.count)?;
         self.grow_unlimited(g, v, &slab);
-        self.write_from(g, v, geo, &slab, &fixed, &c_order_strides(&slab.count)?)
+        self.widening_slots(g, v, |ds, geo| {
+            let width = geo.esize;
+            let mut slots = vec![0u8; n * width];
+            for (dst, s) in slots.chunks_exact_mut(width).zip(data) {
+                let mut len = s.len().min(width);
+                while len > 0 && len < s.len() && (s[len] & 0xC0) == 0x80 {
+                    len -= 1;
+                }
+                dst[..len].copy_from_slice(&s[..len]);
+            }
+            ds.write_from(g, v, geo, &slab, &slots, &strides)
+        })
     }
 
     fn grow_unlimited(&mut self, g: GroupId, v: usize, slab: &Slab) {
@@ -1301,6 +1355,10 @@ impl Dataset {
 fn in_chunk(e: Error, key: &StoreKey) -> Error {
     match e {
         Error::Filter { codec, why } => Error::Filter {
+            codec,
+            why: format!("{why} (chunk {key})"),
+        },
+        Error::PastLimit { codec, why } => Error::PastLimit {
             codec,
             why: format!("{why} (chunk {key})"),
         },

@@ -147,23 +147,20 @@ impl Dataset {
         Ok(())
     }
 
-    /// `nc_inq_var_filter_ids`: the HDF5 ids of the chain, in order. Codecs HDF5 has no id
-    /// for are not listed (they show in `_Codecs`).
+    /// `nc_inq_var_filter_ids`: the HDF5 ids of the chain, in order
+    /// ([`Var::reported_filters`]).
     pub fn filter_ids(&self, g: GroupId, v: usize) -> Vec<u32> {
         self.tree.group(g).vars[v]
-            .filters
-            .iter()
+            .reported_filters()
             .map(|f| f.id)
-            .filter(|id| *id != 0)
             .collect()
     }
 
     /// `nc_inq_var_filter_info`: the parameters of one filter of the chain.
     pub fn filter_info(&self, g: GroupId, v: usize, id: u32) -> Result<Vec<u32>> {
         let var = &self.tree.group(g).vars[v];
-        var.filters
-            .iter()
-            .find(|f| f.id == id && id != 0)
+        var.reported_filters()
+            .find(|f| f.id == id)
             .map(|f| f.params.clone())
             .ok_or_else(|| Error::FilterNotInChain {
                 var: var.name.clone(),

@@ -7,6 +7,7 @@
 
 use super::{
     Codec, Config, Context, EncodedParts, PartialDecode, bad_config, failed, hdf5_id, params,
+    past_limit,
 };
 use crate::error::Result;
 use rayon::prelude::*;
@@ -14,6 +15,15 @@ use serde_json::Value;
 use std::ops::Range;
 
 const ID: &str = "blosc";
+
+/// The error of a buffer c-blosc cannot decompress: past the limit when it declares more
+/// bytes than allowed.
+fn decode_failed(e: cblosc::BloscError) -> crate::error::Error {
+    match e {
+        cblosc::BloscError::ExceedsLimit { .. } => past_limit(ID, e),
+        other => failed(ID, other),
+    }
+}
 const AUTOSHUFFLE: i64 = -1;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -148,7 +158,7 @@ impl Codec for Blosc {
     }
 
     fn decode(&self, encoded: &[u8], limit: usize) -> Result<Vec<u8>> {
-        cblosc::decompress(encoded, limit).map_err(|e| failed(ID, e))
+        cblosc::decompress(encoded, limit).map_err(decode_failed)
     }
 
     fn writes_in_place(&self) -> bool {
@@ -161,7 +171,7 @@ impl Codec for Blosc {
     }
 
     fn decode_into(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize> {
-        cblosc::decompress_into(encoded, out).map_err(|e| failed(ID, e))
+        cblosc::decompress_into(encoded, out).map_err(decode_failed)
     }
 
     /// Ranges of whole blocks decompressed in parallel on the caller's workers (each with

@@ -1,7 +1,7 @@
 //! `lz4` (numcodecs): an LZ4 block prefixed with its decoded length (little-endian u32).
 //! `acceleration` only changes compression speed; it is kept for the JSON round trip.
 
-use super::{Codec, Config, failed, params};
+use super::{Codec, Config, failed, params, past_limit};
 use crate::error::Result;
 use serde_json::Value;
 
@@ -50,7 +50,7 @@ impl Codec for Lz4 {
     fn decode(&self, encoded: &[u8], limit: usize) -> Result<Vec<u8>> {
         let (n, _) = declared(encoded)?;
         if n > limit {
-            return Err(failed(
+            return Err(past_limit(
                 ID,
                 format!("header declares {n} bytes, more than the expected {limit}"),
             ));
@@ -72,7 +72,7 @@ impl Codec for Lz4 {
         let (n, body) = declared(encoded)?;
         let room = out.len();
         let target = out.get_mut(..n).ok_or_else(|| {
-            failed(
+            past_limit(
                 ID,
                 format!("header declares {n} bytes, more than the expected {room}"),
             )

@@ -1,6 +1,6 @@
 //! Bounded reading of a decompressing stream: never more than the caller's limit in memory.
 
-use super::failed;
+use super::{failed, past_limit};
 use crate::error::Result;
 use std::io::Read;
 
@@ -30,7 +30,7 @@ pub fn read_bounded(codec: &str, reader: impl Read, limit: usize) -> Result<Vec<
         }
     }
     if out.len() > limit {
-        return Err(failed(
+        return Err(past_limit(
             codec,
             format!("decompresses to more than the expected {limit} bytes"),
         ));

@@ -1,6 +1,6 @@
 //! `zlib` (numcodecs) = HDF5 deflate (filter 1): a zlib stream, level 0-9.
 
-use super::{Codec, Config, bad_config, failed, hdf5_id, params, reused::with_reused};
+use super::{Codec, Config, bad_config, failed, hdf5_id, params, past_limit, reused::with_reused};
 use crate::error::Result;
 use libdeflater::{CompressionLvl, Compressor, DecompressionError, Decompressor};
 use serde_json::Value;
@@ -120,7 +120,7 @@ fn inflate_into(encoded: &[u8], out: &mut [u8], limit: usize) -> Result<usize> {
         || Some(Decompressor::new()),
         |d| match d.zlib_decompress(encoded, out) {
             Ok(n) => Ok(n),
-            Err(DecompressionError::InsufficientSpace) => Err(failed(
+            Err(DecompressionError::InsufficientSpace) => Err(past_limit(
                 ID,
                 format!("decompresses to more than the expected {limit} bytes"),
             )),

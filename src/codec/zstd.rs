@@ -2,7 +2,8 @@
 //! negative = fast) and an optional content checksum.
 
 use super::{
-    Codec, Config, PartialDecode, bad_config, failed, hdf5_id, params, reused::with_reused,
+    Codec, Config, PartialDecode, bad_config, failed, hdf5_id, params, past_limit,
+    reused::with_reused,
 };
 use crate::error::Result;
 use ::zstd::zstd_safe::{self, CCtx, CParameter, DCtx, InBuffer, OutBuffer, ResetDirective};
@@ -85,7 +86,7 @@ impl Codec for Zstd {
     fn decode(&self, encoded: &[u8], limit: usize) -> Result<Vec<u8>> {
         if let Ok(Some(n)) = zstd_safe::get_frame_content_size(encoded) {
             if n > limit as u64 {
-                return Err(failed(
+                return Err(past_limit(
                     ID,
                     format!("frame declares {n} bytes, more than the expected {limit}"),
                 ));
@@ -93,7 +94,14 @@ impl Codec for Zstd {
         }
         ::zstd::bulk::Decompressor::new()
             .and_then(|mut d| d.decompress(encoded, limit))
-            .map_err(|e| failed(ID, format!("corrupt or oversized frame: {e}")))
+            .map_err(|e| {
+                let why = format!("corrupt or oversized frame: {e}");
+                if e.to_string() == zstd_safe::get_error_name(DST_TOO_SMALL) {
+                    past_limit(ID, why)
+                } else {
+                    failed(ID, why)
+                }
+            })
     }
 
     fn writes_in_place(&self) -> bool {
@@ -103,8 +111,16 @@ impl Codec for Zstd {
     /// Decompresses with this thread's reused context straight into `out`.
     fn decode_into(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize> {
         with_context(|d| {
-            d.decompress(out, encoded)
-                .map_err(|code| corrupt("corrupt or oversized frame", code))
+            d.decompress(out, encoded).map_err(|code| {
+                if code == DST_TOO_SMALL {
+                    past_limit(
+                        ID,
+                        format!("frame decodes to more than the expected {}", out.len()),
+                    )
+                } else {
+                    corrupt("corrupt or oversized frame", code)
+                }
+            })
         })
     }
 
@@ -157,6 +173,10 @@ fn has_checksum(frame: &[u8]) -> bool {
     const CHECKSUM_FLAG: u8 = 0x04;
     frame.len() > 4 && frame[..4] == MAGIC && frame[4] & CHECKSUM_FLAG != 0
 }
+
+/// zstd's error code for output that does not fit the buffer given (`ZSTD_error_dstSize_tooSmall`
+/// = 70, returned negated, as every zstd error code is).
+const DST_TOO_SMALL: usize = 0usize.wrapping_sub(70);
 
 fn corrupt(what: &str, code: usize) -> crate::error::Error {
     failed(ID, format!("{what}: {}", zstd_safe::get_error_name(code)))

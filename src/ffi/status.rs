@@ -42,6 +42,8 @@ pub fn code(e: &Error) -> c_int {
         Error::FilterNotInChain { .. } => NC_ENOFILTER,
         Error::FilterUnavailable(_) => NC_ENOFILTER,
         Error::Filter { .. } => NC_EFILTER,
+        Error::PastLimit { .. } => NC_EFILTER,
+        Error::StringSlots { .. } => NC_EINTERNAL,
         Error::NotFound(_) => NC_ENOTFOUND,
         Error::NotZarr(_) => NC_ENOTNC,
         Error::Exists(_) => NC_EEXIST,
@@ -72,6 +74,8 @@ fn worth_reporting(e: &Error) -> bool {
             | Error::ObjectTooLarge { .. }
             | Error::NoFilter { .. }
             | Error::Filter { .. }
+            | Error::PastLimit { .. }
+            | Error::StringSlots { .. }
             | Error::CodecConfig { .. }
             | Error::NotZarr(_)
             | Error::NotFound(_)

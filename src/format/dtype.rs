@@ -1,7 +1,11 @@
 //! Zarr v2 `dtype` strings <-> netCDF types.
 
 use crate::error::{Error, Result};
-use crate::model::{Endian, NcType};
+use crate::model::{Endian, NcType, StringStorage};
+
+/// The slot width `|O` strings decode into at first (netCDF's usual string width); slots widen
+/// when a chunk holds a longer string.
+pub const OBJECT_SLOTS_AT_FIRST: usize = 64;
 
 /// What a Zarr v2 dtype string means for netCDF.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -9,10 +13,12 @@ pub struct Dtype {
     pub ty: NcType,
     /// Byte order of stored values (one-byte types: the native order).
     pub endian: Endian,
-    /// Width of one stored element in bytes (`|S<n>`: n, `<U<n>`: 4n).
+    /// Width of one decoded element in bytes (`|S<n>`: n, `<U<n>`: 4n, `|O`: the first slot
+    /// width).
     pub width: usize,
-    /// Strings stored as fixed-width UTF-32 (`<U<n>`, numpy's unicode), read as NC_STRING.
-    pub ucs4: bool,
+    /// How strings are stored (`|S`, numpy's unicode `<U`, objects `|O`), all read as
+    /// NC_STRING.
+    pub strings: StringStorage,
     /// numpy datetimes and time spans (`<M8[ns]`, `<m8[s]`): 64-bit counts of a unit, read as
     /// NC_INT64 with the CF `units` (and `calendar`) saying what they count.
     pub time: Option<TimeCounts>,
@@ -87,11 +93,20 @@ pub fn parse(dtype: &str, nczarr: bool) -> Result<Dtype> {
             ty: NcType::Int64,
             endian,
             width: 8,
-            ucs4: false,
+            strings: StringStorage::Bytes,
             time: Some(TimeCounts {
                 instant: kind == 'M',
                 unit,
             }),
+        });
+    }
+    if body == "O" {
+        return Ok(Dtype {
+            ty: NcType::String,
+            endian,
+            width: OBJECT_SLOTS_AT_FIRST,
+            strings: StringStorage::Objects,
+            time: None,
         });
     }
     let width: usize = body[kind.len_utf8()..]
@@ -117,7 +132,7 @@ pub fn parse(dtype: &str, nczarr: bool) -> Result<Dtype> {
                 ty: NcType::String,
                 endian,
                 width: 4 * n,
-                ucs4: true,
+                strings: StringStorage::Ucs4,
                 time: None,
             });
         }
@@ -134,7 +149,7 @@ pub fn parse(dtype: &str, nczarr: bool) -> Result<Dtype> {
         ty,
         endian,
         width,
-        ucs4: false,
+        strings: StringStorage::Bytes,
         time: None,
     })
 }
@@ -207,9 +222,21 @@ mod tests {
         let s = parse("|S12", false).unwrap();
         assert_eq!((s.ty, s.width), (NcType::String, 12));
         let u = parse("<U5", false).unwrap();
-        assert_eq!((u.ty, u.width, u.ucs4), (NcType::String, 20, true));
+        assert_eq!(
+            (u.ty, u.width, u.strings),
+            (NcType::String, 20, StringStorage::Ucs4)
+        );
+        let o = parse("|O", false).unwrap();
+        assert_eq!(
+            (o.ty, o.width, o.strings),
+            (
+                NcType::String,
+                OBJECT_SLOTS_AT_FIRST,
+                StringStorage::Objects
+            )
+        );
         for bad in [
-            "<f2", "<c8", "<M8[Y]", "<m8[10s]", "<M8", "<U0", "", "x", "<i3", "|O",
+            "<f2", "<c8", "<M8[Y]", "<m8[10s]", "<M8", "<U0", "", "x", "<i3", "|O2",
         ] {
             assert!(parse(bad, false).is_err(), "{bad}");
         }

@@ -15,7 +15,7 @@ use super::json::{Json, Object};
 use super::write::{ARRAY, ARRAY_DIMENSIONS, ATTR, GROUP, NCPROPERTIES, SUPERBLOCK};
 use super::{Layout, attrs, dtype, number};
 use crate::error::{Error, Result};
-use crate::model::{Att, DimId, GroupId, NcType, Storage, Tree, Values, Var};
+use crate::model::{Att, DimId, GroupId, NcType, Storage, StringStorage, Tree, Values, Var};
 use crate::zmap::{Store, StoreKey};
 use meta::{Meta, join};
 use std::cell::Cell;
@@ -298,7 +298,7 @@ impl<'a> Reader<'a> {
                     ty: NcType::UByte,
                     endian: crate::model::Endian::native(),
                     width: 1,
-                    ucs4: false,
+                    strings: crate::model::StringStorage::Bytes,
                     time: None,
                 }
             }
@@ -315,7 +315,7 @@ impl<'a> Reader<'a> {
         var.data_written = true;
         var.endian = dt.endian;
         var.maxstrlen = dt.width;
-        var.ucs4 = dt.ucs4;
+        var.strings = dt.strings;
         var.stored_path = Some(path.to_string());
         var.unreadable = unreadable;
         var.atts = read_atts(&zattrs, &ak)?;
@@ -355,6 +355,7 @@ impl<'a> Reader<'a> {
             Some(other) => return Err(Error::metadata(&zk, format!("bad order {other:?}"))),
         }
         self.read_codecs(&zarray, &mut var);
+        check_object_codec(&mut var);
         self.read_fill(&zarray, &mut var, &zk, dt.time.is_some())?;
         self.numpy_times |= dt.time.is_some();
 
@@ -521,9 +522,10 @@ impl<'a> Reader<'a> {
         var.stored_fill = match var.ty {
             NcType::Char | NcType::String => {
                 let text = fv.as_str().unwrap_or("");
-                Some(if var.ucs4 {
+                Some(if var.strings == StringStorage::Ucs4 {
                     utf32(text, var.endian)
-                } else if self.nczarr {
+                } else if self.nczarr || var.strings == StringStorage::Objects {
+                    // zarr-python stores an object array's fill value as the text itself.
                     text.as_bytes().to_vec()
                 } else {
                     // zarr-python stores byte-string fill values in base64; writers that
@@ -564,6 +566,42 @@ impl<'a> Reader<'a> {
         type_fill_attribute(var);
         Ok(())
     }
+}
+
+/// Marks a numpy object array (`|O`) unreadable unless its first codec turns objects into
+/// bytes and back as strings (`vlen-utf8`, `vlen-bytes`), and any other array unreadable when
+/// such a codec is in its chain: those codecs serve only strings stored as objects.
+fn check_object_codec(var: &mut Var) {
+    let ids: Vec<&str> = var
+        .filters
+        .iter()
+        .map(|f| {
+            f.codec
+                .get("id")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("?")
+        })
+        .collect();
+    let objects = var.strings == StringStorage::Objects;
+    let why = match ids.split_first() {
+        Some((first, rest)) if objects && crate::codec::is_object_codec(first) => {
+            match rest.iter().find(|id| crate::codec::is_object_codec(id)) {
+                Some(id) => format!("{id} after the first codec"),
+                None => return,
+            }
+        }
+        Some((first, _)) if objects => {
+            format!(
+                "objects stored by codec {first}: only strings (vlen-utf8, vlen-bytes) are read"
+            )
+        }
+        None if objects => "objects stored without an object codec".to_string(),
+        _ => match ids.iter().find(|id| crate::codec::is_object_codec(id)) {
+            Some(id) => format!("codec {id} on an array that does not hold objects"),
+            None => return,
+        },
+    };
+    var.unreadable.get_or_insert(why);
 }
 
 /// netCDF's default fill for doubles as netcdf-c writes it into `.zarray` (six digits).

@@ -4,7 +4,7 @@
 //! which ones changed and writes those. Never touches chunks.
 
 use super::{Layout, attrs, dtype, number};
-use crate::model::{GroupId, NcType, Tree, Var};
+use crate::model::{GroupId, NcType, StringStorage, Tree, Var};
 use serde_json::{Map, Value, json};
 
 /// Reserved attribute marking the root of an NCZarr dataset.
@@ -123,9 +123,10 @@ pub fn fill_json(var: &Var, nczarr: bool) -> Value {
         return Value::Null;
     }
     let att = var.att("_FillValue").map(|a| &a.values);
-    // Byte strings: NCZarr stores the text, pure Zarr its base64 (as zarr-python reads it).
+    // Byte strings: NCZarr stores the text, pure Zarr its base64 (as zarr-python reads it),
+    // except for strings stored as objects, whose fill zarr-python stores as the text.
     let text = |b: &[u8]| {
-        Value::String(if nczarr {
+        Value::String(if nczarr || var.strings == StringStorage::Objects {
             String::from_utf8_lossy(b).into_owned()
         } else {
             super::base64::encode(b)
@@ -173,15 +174,17 @@ fn var_objects(tree: &Tree, g: GroupId, var: &Var, layout: Layout, out: &mut Vec
     let mut zarray = Map::new();
     zarray.insert("zarr_format".into(), Value::from(2));
     zarray.insert("shape".into(), Value::from(shape));
-    let dt = if var.ucs4 {
-        let order = if var.endian == crate::model::Endian::Big {
-            '>'
-        } else {
-            '<'
-        };
-        format!("{order}U{}", var.maxstrlen / 4)
-    } else {
-        dtype::format(var.ty, var.endian, var.maxstrlen, layout.nczarr)
+    let dt = match var.strings {
+        StringStorage::Ucs4 => {
+            let order = if var.endian == crate::model::Endian::Big {
+                '>'
+            } else {
+                '<'
+            };
+            format!("{order}U{}", var.maxstrlen / 4)
+        }
+        StringStorage::Objects => "|O".to_string(),
+        StringStorage::Bytes => dtype::format(var.ty, var.endian, var.maxstrlen, layout.nczarr),
     };
     zarray.insert("dtype".into(), Value::from(dt));
     zarray.insert("chunks".into(), Value::from(chunks));
@@ -195,8 +198,13 @@ fn var_objects(tree: &Tree, g: GroupId, var: &Var, layout: Layout, out: &mut Vec
         .iter()
         .map(|f| Value::Object(f.codec.clone()))
         .collect();
+    // An object codec is a filter even when it is the only codec (numcodecs' layout).
+    let object_codec_only = matches!(&var.filters[..], [only] if only.codec.get("id")
+        .and_then(Value::as_str)
+        .is_some_and(crate::codec::is_object_codec));
     let (compressor, filters) = match codecs.split_last() {
         None => (Value::Null, Value::Null),
+        Some(_) if object_codec_only => (Value::Null, Value::Array(codecs.clone())),
         Some((last, [])) => (last.clone(), Value::Null),
         Some((last, rest)) => (last.clone(), Value::Array(rest.to_vec())),
     };

@@ -102,6 +102,18 @@ impl Default for CacheSettings {
     }
 }
 
+/// How a variable's NC_STRING values are stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StringStorage {
+    /// Fixed-width byte strings, NUL padded (`|S<n>`).
+    Bytes,
+    /// Fixed-width numpy unicode (`<U<n>`): `maxstrlen / 4` UTF-32 code points.
+    Ucs4,
+    /// numpy objects (`|O`) stored by a variable-length codec (`vlen-utf8`, `vlen-bytes`):
+    /// chunks decode to slots `maxstrlen` wide, which widen to fit what they must hold.
+    Objects,
+}
+
 /// A variable and everything needed to address its chunks.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Var {
@@ -119,10 +131,11 @@ pub struct Var {
     pub filters: Vec<Filter>,
     /// `.` or `/` between chunk indices in chunk keys.
     pub dimension_separator: char,
-    /// For NC_STRING: the fixed width of stored strings (`|S<n>`).
+    /// For NC_STRING: the width of one string in decoded chunks, in bytes (`|S<n>`: n, `<U<n>`:
+    /// 4n; for variable-length strings it grows to fit the longest string read or written).
     pub maxstrlen: usize,
-    /// NC_STRING stored as numpy unicode (`<U<n>`): `maxstrlen / 4` UTF-32 code points.
-    pub ucs4: bool,
+    /// How NC_STRING values are stored.
+    pub strings: StringStorage,
     /// Quantize mode and digits (`nc_def_var_quantize`); mode 0 = none.
     pub quantize: (i32, i32),
     pub cache: CacheSettings,
@@ -159,7 +172,7 @@ impl Var {
             filters: Vec::new(),
             dimension_separator: '.',
             maxstrlen: 128,
-            ucs4: false,
+            strings: StringStorage::Bytes,
             quantize: (0, 0),
             cache: CacheSettings::default(),
             stored_path: None,
@@ -190,6 +203,16 @@ impl Var {
             QUANTIZE_BITROUND => Some(Quantize::BitRound(nsd)),
             _ => None,
         }
+    }
+
+    /// The filters the netCDF API reports (`nc_inq_var_filter_ids`, `nc_inq_var_deflate`):
+    /// those HDF5 has an id for, and none on strings, as netCDF allows no filter on a
+    /// variable-length type (a copy asking for the same filters would be refused). All of a
+    /// chain still shows in `_Codecs`.
+    pub fn reported_filters(&self) -> impl Iterator<Item = &Filter> {
+        self.filters
+            .iter()
+            .filter(|f| f.id != 0 && self.ty != NcType::String)
     }
 
     /// The attribute with this name.

@@ -98,6 +98,13 @@ impl Server {
         format!("http://127.0.0.1:{}", self.port)
     }
 
+    /// The directory that holds bucket [`BUCKET`]'s objects as files (s3s-fs only): a store
+    /// copied there is a dataset in the bucket.
+    pub fn bucket_dir(&self) -> PathBuf {
+        assert_eq!(self.kind, Kind::S3sFs, "only s3s-fs keeps objects as files");
+        self.dir.path().join("data").join(BUCKET)
+    }
+
     /// A fresh dataset root in the bucket, unique within this server.
     pub fn fresh_root(&self, stem: &str) -> String {
         format!("{stem}/{}", self.roots.fetch_add(1, Ordering::Relaxed))

@@ -42,6 +42,25 @@ def array(g, name, data=None, *, shape=None, dtype=None, chunks=None, fill_value
     return a
 
 
+def strings(g, name, data, *, chunks, fill_value=None, dims=None, codec="vlen-utf8"):
+    """numpy object strings (`|O`) through a variable-length codec, as zarr-python stores `str`
+    objects (`vlen-bytes`: `bytes` objects, zarr-python 2 only)."""
+    import numcodecs
+    shape = (len(data),)
+    if ZARR3:
+        a = g.create_array(name, shape=shape, dtype=str, chunks=chunks, fill_value=fill_value,
+                           compressors=None)
+    else:
+        a = g.create_dataset(name, shape=shape, dtype=object, chunks=chunks,
+                             fill_value=fill_value, compressor=None,
+                             object_codec={"vlen-utf8": numcodecs.VLenUTF8(),
+                                           "vlen-bytes": numcodecs.VLenBytes()}[codec])
+    a[...] = np.array(data, dtype=object)
+    if dims is not None:
+        a.attrs["_ARRAY_DIMENSIONS"] = dims
+    return a
+
+
 def write_zarr(out):
     if os.path.exists(out):
         shutil.rmtree(out)
@@ -74,6 +93,18 @@ def write_zarr(out):
           fill_value=b"", dims=["x"])
     array(root, "unicode", np.array(["ab", "cdé", "", "xyz"], dtype="<U3"), fill_value="",
           dims=["x"])
+    # Variable-length strings: empty, non-ASCII, and longer than the first slot width (64).
+    strings(root, "objects", ["ab", "", "h\u00e9 \u6771\u4eac", "w" * 100], chunks=(2,),
+            dims=["x"])
+    sparse = strings(root, "objects_na", ["s0", "s1", "NA", "NA"], chunks=(2,), fill_value="NA",
+                     dims=["x"])
+    for key in ("0", "1"):  # zarr-python 3 stores no chunk equal to the fill value
+        if os.path.exists(os.path.join(out, "objects_na", key)):
+            os.remove(os.path.join(out, "objects_na", key))
+    sparse[0:2] = np.array(["s0", "s1"], dtype=object)
+    if not ZARR3:
+        strings(root, "object_bytes", [b"b0", b"", b"b\x01two", b"z"], chunks=(3,), dims=["x"],
+                codec="vlen-bytes")
     array(root, "nan_fill", shape=(4,), dtype="<f8", chunks=(2,), fill_value=float("nan"),
           dims=["x"])[0:2] = [1.0, 2.0]
     array(root, "inf_fill", shape=(4,), dtype="<f4", chunks=(2,), fill_value=float("inf"),
@@ -110,6 +141,7 @@ def write_xarray(out):
             "count": (("lat",), np.array([1, 2], dtype="i8")),
             "mask": (("time",), np.array([True, False, True])),
             "label": (("lat",), np.array(["north", "south"], dtype="S5")),
+            "station": (("time",), np.array(["Mauna Loa", "", "S\u00e3o Paulo"], dtype=object)),
         },
         coords={"lat": ("lat", np.array([10.5, -10.5]), {"standard_name": "latitude"}),
                 "time": ("time", np.array([0, 1, 2], dtype="i4"))},

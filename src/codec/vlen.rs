@@ -1,0 +1,247 @@
+//! numcodecs' variable-length strings (`vlen-utf8`, `vlen-bytes`): the object codec of numpy
+//! `|O` arrays of strings, between fixed-width slots and stored items.
+//!
+//! Stored: a little-endian `u32` item count, then each item as a `u32` length and its bytes.
+//! Decoded: one slot of `width` bytes per item, holding the item NUL padded, which is the
+//! layout of fixed-width strings, so the chunk engine serves these like any other. An item
+//! longer than its slot fails decoding with [`Error::StringSlots`] naming the width it needs;
+//! encoding stores each slot up to its first NUL. Knows nothing of variables or stores.
+
+use super::{Codec, Config, Context, failed, past_limit};
+use crate::error::{Error, Result};
+use serde_json::Value;
+
+/// numcodecs' id of UTF-8 strings (xarray's and zarr-python's default for `str` objects).
+pub const UTF8: &str = "vlen-utf8";
+/// numcodecs' id of byte strings.
+pub const BYTES: &str = "vlen-bytes";
+
+/// Bytes of an item count or length.
+const LEN: usize = 4;
+
+/// One configured variable-length string codec.
+#[derive(Debug)]
+pub struct Vlen {
+    id: &'static str,
+    /// Bytes per decoded slot.
+    width: usize,
+}
+
+impl Vlen {
+    pub fn from_config(id: &str, _cfg: &Config, ctx: Context) -> Result<Vlen> {
+        Ok(Vlen {
+            id: if id == BYTES { BYTES } else { UTF8 },
+            width: ctx.elem_size.max(1),
+        })
+    }
+
+    /// The items of a stored buffer (checked to lie within it) and the longest one's length.
+    fn items<'a>(&self, encoded: &'a [u8]) -> Result<(Vec<&'a [u8]>, usize)> {
+        let truncated = || failed(self.id, "truncated: the items run past the buffer");
+        let mut rest = encoded;
+        let count = take_len(&mut rest).ok_or_else(truncated)?;
+        // Every item takes at least its length's bytes: a count beyond that is damage.
+        if count > rest.len() / LEN {
+            return Err(truncated());
+        }
+        let mut items = Vec::with_capacity(count);
+        let mut longest = 0;
+        for _ in 0..count {
+            let len = take_len(&mut rest).ok_or_else(truncated)?;
+            let item = rest.get(..len).ok_or_else(truncated)?;
+            rest = &rest[len..];
+            longest = longest.max(len);
+            items.push(item);
+        }
+        Ok((items, longest))
+    }
+}
+
+fn too_many(id: &str, items: usize, limit: usize) -> Error {
+    past_limit(
+        id,
+        format!("{items} strings, more than the expected {limit} bytes hold"),
+    )
+}
+
+/// Reads a little-endian `u32` length from the front of `rest`.
+fn take_len(rest: &mut &[u8]) -> Option<usize> {
+    let (head, tail) = rest.split_first_chunk::<LEN>()?;
+    *rest = tail;
+    usize::try_from(u32::from_le_bytes(*head)).ok()
+}
+
+impl Codec for Vlen {
+    fn id(&self) -> &'static str {
+        self.id
+    }
+
+    fn config(&self) -> Config {
+        let mut cfg = Config::new();
+        cfg.insert("id".into(), Value::from(self.id));
+        cfg
+    }
+
+    fn hdf5(&self) -> Option<(u32, Vec<u32>)> {
+        None
+    }
+
+    fn encode_into(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
+        if raw.len() % self.width != 0 {
+            return Err(failed(
+                self.id,
+                format!("{} bytes are not slots of {}", raw.len(), self.width),
+            ));
+        }
+        let slots = raw.chunks_exact(self.width);
+        let count = u32::try_from(slots.len())
+            .map_err(|_| failed(self.id, format!("{} strings are too many", slots.len())))?;
+        out.clear();
+        out.extend_from_slice(&count.to_le_bytes());
+        for slot in slots {
+            let item = &slot[..slot.iter().position(|b| *b == 0).unwrap_or(slot.len())];
+            // A slot is at most a chunk's bytes, and a chunk's count fits a u32 already; a
+            // slot wider than 4 GiB cannot be stored.
+            let len = u32::try_from(item.len())
+                .map_err(|_| failed(self.id, "a string of 4 GiB or more"))?;
+            out.extend_from_slice(&len.to_le_bytes());
+            out.extend_from_slice(item);
+        }
+        Ok(())
+    }
+
+    fn decode(&self, encoded: &[u8], limit: usize) -> Result<Vec<u8>> {
+        let (items, _) = self.items(encoded)?;
+        let bytes = items
+            .len()
+            .checked_mul(self.width)
+            .filter(|&n| n <= limit)
+            .ok_or_else(|| too_many(self.id, items.len(), limit))?;
+        let mut out = vec![0u8; bytes];
+        self.decode_into(encoded, &mut out)?;
+        Ok(out)
+    }
+
+    fn decode_into(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize> {
+        let (items, longest) = self.items(encoded)?;
+        if longest > self.width {
+            return Err(Error::StringSlots { width: longest });
+        }
+        let room = out.len();
+        let (slots, bytes) = items
+            .len()
+            .checked_mul(self.width)
+            .and_then(|bytes| Some((out.get_mut(..bytes)?, bytes)))
+            .ok_or_else(|| too_many(self.id, items.len(), room))?;
+        for (slot, item) in slots.chunks_exact_mut(self.width).zip(items) {
+            let (text, pad) = slot.split_at_mut(item.len());
+            text.copy_from_slice(item);
+            pad.fill(0);
+        }
+        Ok(bytes)
+    }
+
+    fn writes_in_place(&self) -> bool {
+        true
+    }
+
+    fn decodes_at_copy_speed(&self) -> bool {
+        true
+    }
+
+    /// Each slot's item takes its length's bytes and at most the slot's.
+    fn encoded_bound(&self, n: usize) -> Option<usize> {
+        (n / self.width)
+            .checked_mul(LEN + self.width)
+            .and_then(|b| b.checked_add(LEN))
+    }
+
+    /// A compressor whose output passes [`Codec::encoded_bound`] holds items longer than the
+    /// slots on average: twice as wide may hold them (the decode then names the exact width).
+    fn input_failed(&self, e: Error) -> Error {
+        match e {
+            Error::PastLimit { .. } => Error::StringSlots {
+                width: self.width.saturating_mul(2),
+            },
+            other => other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn codec(width: usize) -> Vlen {
+        Vlen::from_config(UTF8, &Config::new(), Context { elem_size: width }).unwrap()
+    }
+
+    /// The stored form numcodecs writes for these items.
+    fn stored(items: &[&[u8]]) -> Vec<u8> {
+        let mut out = (items.len() as u32).to_le_bytes().to_vec();
+        for item in items {
+            out.extend_from_slice(&(item.len() as u32).to_le_bytes());
+            out.extend_from_slice(item);
+        }
+        out
+    }
+
+    #[test]
+    fn decodes_items_into_nul_padded_slots_and_back() {
+        let encoded = stored(&[b"ab", b"", "h\u{e9}".as_bytes()]);
+        let c = codec(4);
+        let mut out = vec![0xAAu8; 12];
+        assert_eq!(c.decode_into(&encoded, &mut out).unwrap(), 12);
+        assert_eq!(out, b"ab\0\0\0\0\0\0h\xc3\xa9\0");
+        assert_eq!(c.decode(&encoded, 12).unwrap(), out);
+        assert_eq!(c.encode(&out).unwrap(), encoded);
+    }
+
+    #[test]
+    fn a_longer_item_asks_for_its_width() {
+        let encoded = stored(&[b"a", b"abcdefg"]);
+        match codec(4).decode_into(&encoded, &mut [0; 8]) {
+            Err(Error::StringSlots { width: 7 }) => {}
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            codec(7).decode(&encoded, 14).unwrap(),
+            b"a\0\0\0\0\0\0abcdefg"
+        );
+    }
+
+    #[test]
+    fn damaged_buffers_are_errors() {
+        let c = codec(4);
+        let good = stored(&[b"ab", b"cd"]);
+        for cut in 0..good.len() {
+            let err = c.decode_into(&good[..cut], &mut [0; 8]).unwrap_err();
+            assert!(matches!(err, Error::Filter { .. }), "{cut}: {err:?}");
+        }
+        // A count that the buffer cannot hold, and more items than the chunk has slots.
+        let absurd = [0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0];
+        assert!(matches!(
+            c.decode(&absurd, 1 << 40),
+            Err(Error::Filter { .. })
+        ));
+        assert!(matches!(
+            c.decode_into(&good, &mut [0; 4]),
+            Err(Error::PastLimit { .. })
+        ));
+        assert!(matches!(c.decode(&good, 4), Err(Error::PastLimit { .. })));
+    }
+
+    #[test]
+    fn the_bound_holds_full_slots_and_overflow_asks_for_wider_ones() {
+        let c = codec(3);
+        let full = c.encode(b"abcdefghi").unwrap();
+        assert_eq!(c.encoded_bound(9), Some(full.len()));
+        let past = past_limit("zlib", "decompresses to more than the expected 10 bytes");
+        assert!(matches!(
+            c.input_failed(past),
+            Error::StringSlots { width: 6 }
+        ));
+        let other = failed("zlib", "corrupt");
+        assert!(matches!(c.input_failed(other), Error::Filter { .. }));
+    }
+}

@@ -1,0 +1,325 @@
+//! Strings stored as numpy objects (`"dtype": "|O"` with the `vlen-utf8` or `vlen-bytes`
+//! codec), which xarray writes for every `str` coordinate and zarr-python for `str` arrays,
+//! read and written as NC_STRING through libnetcdf:
+//! - values equal what zarr-python wrote, through every compressor, with strings far longer
+//!   than the slots chunks first decode into (several chunks of them, so slots widen while a
+//!   request is under way), and chunks never written read as the fill value; from S3 (s3s-fs
+//!   on loopback) as from the directory;
+//! - netCDF4-python writes into such arrays in place (longer strings included, in chunks that
+//!   already hold others), and zarr-python and xarray read back exactly what it wrote, the
+//!   array still `|O` with its codecs;
+//! - objects stored by other codecs (`json2`) and damaged chunks fail with a netCDF error,
+//!   the rest of the dataset still readable.
+
+mod common;
+
+use common::s3::{ACCESS_KEY, BUCKET, Kind, SECRET_KEY, Server};
+use common::{Host, ncdump, run, scratch, url};
+use serde_json::{Value, json};
+use std::path::Path;
+
+/// Writes the dataset at argv[1] with xarray and zarr-python (format 2) and prints, as JSON,
+/// each array's flat values as zarr-python reads them back.
+const WRITE: &str = r#"
+import json, sys, numpy as np, xarray as xr, zarr, numcodecs
+path = sys.argv[1]
+v2 = zarr.__version__.startswith("2")
+long = "x" * 300
+names = np.array(["a", "", "h\u00e9llo w\u00f6rld", long, long + "y", "z", "\u6771\u4eac"],
+                 dtype=object)
+labels = np.array([["p", "q" * 70], ["", "r"]], dtype=object)
+ds = xr.Dataset({"t": (("station",), np.arange(7.0)), "label": (("i", "j"), labels)},
+                coords={"station": names})
+ds.to_zarr(path, encoding={"station": {"chunks": (2,)}, "label": {"chunks": (1, 2)}},
+           **({} if v2 else {"zarr_format": 2}))
+root = zarr.open_group(path, mode="a", **({} if v2 else {"use_consolidated": False}))
+def make(name, data, compressor, fill=None):
+    if v2:
+        a = root.create_dataset(name, shape=data.shape, chunks=(2,), dtype=object,
+                                fill_value=fill, object_codec=numcodecs.VLenUTF8(),
+                                compressor=compressor)
+    else:
+        a = root.create_array(name, shape=data.shape, dtype=str, chunks=(2,), fill_value=fill,
+                              compressors=compressor)
+    a.attrs["_ARRAY_DIMENSIONS"] = ["n%d" % data.shape[0]]
+    return a
+words = np.array(["one", "two", "three", "four", "five"], dtype=object)
+make("plain", words, None)[...] = words
+make("zlib1", words, numcodecs.Zlib(level=1))[...] = words
+make("lz4", words, numcodecs.LZ4())[...] = words
+make("sparse", np.array(["s0", "s1", "", "", "", ""], dtype=object),
+     numcodecs.Zstd(level=3), fill="NA")[0:2] = np.array(["s0", "s1"], dtype=object)
+arrays = ["station", "label", "plain", "zlib1", "lz4", "sparse"]
+if v2:
+    b = root.create_dataset("raw", shape=(3,), chunks=(2,), dtype=object,
+                            object_codec=numcodecs.VLenBytes(), compressor=numcodecs.LZ4())
+    b[...] = np.array([b"b0", b"", b"b\x01two"], dtype=object)
+    b.attrs["_ARRAY_DIMENSIONS"] = ["n3"]
+    j = root.create_dataset("js", shape=(2,), dtype=object, object_codec=numcodecs.JSON())
+    j[...] = np.array([{"a": 1}, [2]], dtype=object)
+    j.attrs["_ARRAY_DIMENSIONS"] = ["n2"]
+    arrays.append("raw")
+zarr.consolidate_metadata(path)
+got = {k: np.asarray(root[k][...]).ravel().tolist() for k in arrays}
+print(json.dumps({k: [x.decode() if isinstance(x, bytes) else x for x in v]
+                  for k, v in got.items()}))
+"#;
+
+/// Prints, as JSON, the flat values of the arrays argv[2] (comma separated) of the dataset at
+/// argv[1], as netCDF4-python reads them.
+const READ_NETCDF4: &str = r#"
+import json, sys, netCDF4
+with netCDF4.Dataset(sys.argv[1]) as ds:
+    print(json.dumps({k: [str(x) for x in ds[k][...].ravel()] for k in sys.argv[2].split(",")}))
+"#;
+
+/// Writes strings into the dataset at argv[1] (a plain path: netCDF4-python opens only what
+/// exists for appending) with netCDF4-python.
+const WRITE_NETCDF4: &str = r#"
+import sys, netCDF4
+with netCDF4.Dataset(sys.argv[1], "a") as ds:
+    ds["plain"][0] = "short"  # held in the cache when the next write widens the slots
+    ds["plain"][2] = "w" * 400
+    ds["zlib1"][0] = ""
+    ds["zlib1"][1] = "\u00fcber"
+    ds["sparse"][3] = "s3"
+    ds["station"][2] = "new"  # beside a string longer than the slots: they widen mid-write
+    ds["label"][1, 0] = "filled"
+"#;
+
+/// Prints, as JSON, the flat values of every array argv[2] names, as zarr-python reads them
+/// (and xarray for the coordinate), and each one's `.zarray` dtype, filters and compressor.
+const READ_ZARR: &str = r#"
+import json, sys, numpy as np, zarr, xarray as xr
+path, names = sys.argv[1], sys.argv[2].split(",")
+v2 = zarr.__version__.startswith("2")
+root = zarr.open_group(path, mode="r", **({} if v2 else {"zarr_format": 2}))
+out = {k: np.asarray(root[k][...]).ravel().tolist() for k in names}
+out["xarray station"] = xr.open_zarr(path).station.values.tolist()
+meta = {k: {f: json.load(open(f"{path}/{k}/.zarray"))[f] for f in ("dtype", "filters", "compressor")}
+        for k in names}
+print(json.dumps({"values": out, "meta": meta}))
+"#;
+
+/// Copies the directory tree `from` to `to`.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    serde_json::from_value(v.clone()).unwrap_or_else(|e| panic!("{e}: {v}"))
+}
+
+fn python(env: &str, script: &str, args: &[&str]) -> Value {
+    let out = common::python::run_script(env, script, args).unwrap_or_else(|e| panic!("{e}"));
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+/// netCDF4-python through the library under test.
+fn netcdf4(script: &str, args: &[&str]) -> Result<String, String> {
+    let common::Subject::Preload(lib) = common::subject() else {
+        panic!("netCDF4-python through the library needs the library");
+    };
+    let mut all = vec!["-c", script];
+    all.extend_from_slice(args);
+    common::python::run_with("netcdf4", &all, Some(lib))
+}
+
+#[test]
+fn strings_stored_as_objects_read_and_write_through_libnetcdf() {
+    if common::reference_only() {
+        // netcdf-c has no variable-length strings in Zarr: nothing to compare against.
+        return;
+    }
+    let dir = scratch("vlen");
+    let server = Server::start(Kind::S3sFs);
+    let endpoint = server.endpoint();
+    let s3_env = [
+        ("AWS_ACCESS_KEY_ID", Some(ACCESS_KEY)),
+        ("AWS_SECRET_ACCESS_KEY", Some(SECRET_KEY)),
+        ("AWS_ENDPOINT_URL", Some(endpoint.as_str())),
+        ("AWS_PROFILE", None),
+        ("AWS_CONFIG_FILE", Some("/dev/null")),
+        ("AWS_SHARED_CREDENTIALS_FILE", Some("/dev/null")),
+        ("NCRCENV_RC", Some("/dev/null")),
+    ];
+    for env in ["zarr2", "zarr3"] {
+        let store = dir.path().join(format!("{env}.zarr"));
+        let path = store.to_str().unwrap();
+        let written = python(env, WRITE, &[path]);
+        let names: Vec<&str> = written
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let u = url(&store, "zarr,file");
+
+        // Read through libnetcdf, every value as zarr-python reads it.
+        let read = netcdf4(READ_NETCDF4, &[&u, &names.join(",")]).unwrap_or_else(|e| panic!("{e}"));
+        let read: Value = serde_json::from_str(&read).unwrap();
+        for name in &names {
+            assert_eq!(
+                strings(&read[name]),
+                strings(&written[name]),
+                "{env} {name} read through libnetcdf"
+            );
+        }
+        let dump = ncdump(Host::Ours, &["-h"], &u).unwrap_or_else(|e| panic!("{env}: {e}"));
+        assert!(dump.contains("\tstring station(station) ;"), "{dump}");
+
+        // The same from S3, where coded chunks stream through decoding as they arrive.
+        let key = format!("vlen/{env}");
+        copy_tree(&store, &server.bucket_dir().join(&key));
+        let s3 = format!("s3://{BUCKET}/{key}#mode=zarr,s3");
+        let vars = ["-v", "station,label,plain,zlib1,lz4,sparse"];
+        let from_s3 = common::run_env(Host::Ours, "ncdump", &[vars[0], vars[1], &s3], &s3_env);
+        let from_file = ncdump(Host::Ours, &vars, &u).unwrap();
+        assert_eq!(
+            common::dump::normalise_name(&from_s3.output().unwrap_or_else(|e| panic!("{e}"))),
+            common::dump::normalise_name(&from_file),
+            "{env}: S3"
+        );
+
+        // Objects of another codec fail alone, with a netCDF error naming the codec.
+        if env == "zarr2" {
+            assert!(dump.contains("\tstring js(n2) ;"), "{dump}");
+            let js = run(Host::Ours, "ncdump", &["-v", "js", &u]);
+            assert!(
+                !js.success() && !js.crashed() && js.stderr.contains("json2"),
+                "{}",
+                js.describe()
+            );
+        }
+
+        // Written in place by netCDF4-python, read back by zarr-python and xarray.
+        let metadata_before = python(env, READ_ZARR, &[path, "plain,zlib1,sparse,station,label"]);
+        netcdf4(WRITE_NETCDF4, &[path]).unwrap_or_else(|e| panic!("{env}: {e}"));
+        let after = python(env, READ_ZARR, &[path, "plain,zlib1,sparse,station,label"]);
+        let mut want = written.clone();
+        want["plain"][0] = json!("short");
+        want["plain"][2] = json!("w".repeat(400));
+        want["zlib1"][0] = json!("");
+        want["zlib1"][1] = json!("\u{fc}ber");
+        want["sparse"][3] = json!("s3");
+        want["station"][2] = json!("new");
+        want["label"][2] = json!("filled");
+        for name in ["plain", "zlib1", "sparse", "station", "label"] {
+            assert_eq!(
+                strings(&after["values"][name]),
+                strings(&want[name]),
+                "{env} {name} after writing"
+            );
+        }
+        assert_eq!(
+            strings(&after["values"]["xarray station"]),
+            strings(&want["station"]),
+            "{env}: xarray"
+        );
+        assert_eq!(
+            after["meta"], metadata_before["meta"],
+            "{env}: .zarray changed"
+        );
+        assert_eq!(after["meta"]["plain"]["dtype"], "|O");
+        assert_eq!(
+            after["meta"]["plain"]["filters"],
+            json!([{"id": "vlen-utf8"}])
+        );
+    }
+}
+
+/// The stored form of `items` (a `u32` count, then each item's `u32` length and bytes).
+fn vlen(items: &[&[u8]]) -> Vec<u8> {
+    let mut out = (items.len() as u32).to_le_bytes().to_vec();
+    for item in items {
+        out.extend_from_slice(&(item.len() as u32).to_le_bytes());
+        out.extend_from_slice(item);
+    }
+    out
+}
+
+/// A pure-Zarr dataset with one `|O` array `s` of shape [4] in chunks of 2, uncompressed,
+/// and one int array `n`; `chunk0` is the first chunk's stored bytes (the second is never
+/// written, so it reads as `fill`).
+fn hand_made(dir: &Path, name: &str, chunk0: &[u8], fill: Value) -> String {
+    let store = dir.join(name);
+    std::fs::create_dir_all(store.join("s")).unwrap();
+    std::fs::create_dir_all(store.join("n")).unwrap();
+    std::fs::write(store.join(".zgroup"), r#"{"zarr_format": 2}"#).unwrap();
+    let zarray = json!({
+        "zarr_format": 2, "shape": [4], "chunks": [2], "dtype": "|O", "order": "C",
+        "fill_value": fill, "compressor": null, "filters": [{"id": "vlen-utf8"}],
+    });
+    std::fs::write(store.join("s/.zarray"), zarray.to_string()).unwrap();
+    std::fs::write(store.join("s/0"), chunk0).unwrap();
+    let ints = json!({
+        "zarr_format": 2, "shape": [2], "chunks": [2], "dtype": "<i4", "order": "C",
+        "fill_value": 0, "compressor": null, "filters": null,
+    });
+    std::fs::write(store.join("n/.zarray"), ints.to_string()).unwrap();
+    std::fs::write(store.join("n/0"), [7, 0, 0, 0, 8, 0, 0, 0]).unwrap();
+    url(&store, "zarr,file")
+}
+
+#[test]
+fn hand_made_object_strings_and_their_damage() {
+    let dir = scratch("vlen-damage");
+    let huge = vec![b'h'; 100_000];
+    let good = hand_made(dir.path(), "good.zarr", &vlen(&[b"", &huge]), json!("fill"));
+    let dump = ncdump(Host::Ours, &["-v", "s"], &good);
+    if common::reference_only() {
+        // netcdf-c lists no such array, or refuses the dataset.
+        assert!(
+            dump.as_ref().map_or(true, |d| !d.contains("string s(")),
+            "{dump:?}"
+        );
+        return;
+    }
+    let dump = dump.unwrap_or_else(|e| panic!("{e}"));
+    let want = format!(" s = _, \"{}\", \"fill\", \"fill\" ;", "h".repeat(100_000));
+    assert!(
+        dump.replace("\n    ", "").contains(&want),
+        "{}",
+        &dump[..dump.len().min(2000)]
+    );
+    let damaged: &[(&str, Vec<u8>, &str)] = &[
+        (
+            "truncated",
+            vlen(&[b"ab", b"cd"])[..11].to_vec(),
+            "truncated",
+        ),
+        (
+            "absurd count",
+            [0xFF, 0xFF, 0xFF, 0xFF, 1, 0, 0, 0].to_vec(),
+            "truncated",
+        ),
+        ("too many items", vlen(&[b"a", b"b", b"c"]), "3 strings"),
+        ("too few items", vlen(&[b"a"]), "expected"),
+        ("empty object", Vec::new(), "truncated"),
+    ];
+    for (what, chunk, says) in damaged {
+        let u = hand_made(
+            dir.path(),
+            &format!("{}.zarr", what.replace(' ', "_")),
+            chunk,
+            Value::Null,
+        );
+        let r = run(Host::Ours, "ncdump", &["-v", "s", &u]);
+        assert!(
+            !r.success() && !r.crashed() && r.stderr.contains(says),
+            "{what}: {}",
+            r.describe()
+        );
+        let ints = ncdump(Host::Ours, &["-v", "n"], &u).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert!(ints.contains(" n = 7, 8 ;"), "{what}: {ints}");
+    }
+}
