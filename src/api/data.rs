@@ -72,6 +72,7 @@ mod object_limit_tests;
 pub(crate) mod read_ahead;
 mod rows;
 mod split;
+mod string_width;
 mod worker_buffers;
 
 /// The error for a stored uncompressed chunk of `got` bytes where the shape needs another size.
@@ -596,42 +597,6 @@ impl Dataset {
             .collect())
     }
 
-    /// Runs `f` with the variable's geometry; when a chunk holds strings longer than the
-    /// variable's slots ([`Error::StringSlots`]), widens the slots and runs it again. Widths
-    /// only grow, and [`Dataset::geometry`] refuses slots larger than memory, so this ends.
-    fn widening_slots<T>(
-        &mut self,
-        g: GroupId,
-        v: usize,
-        mut f: impl FnMut(&mut Self, Geometry) -> Result<T>,
-    ) -> Result<T> {
-        loop {
-            let geo = self.geometry(g, v)?;
-            match f(self, geo) {
-                Err(Error::StringSlots { width }) => self.widen_slots(g, v, width)?,
-                done => return done,
-            }
-        }
-    }
-
-    /// Makes the string slots of variable `v` (stored as objects) at least `width` bytes
-    /// wide: its dirty chunks are stored first, at the old width, and its cached and
-    /// read-ahead chunks dropped, as they hold the old width.
-    fn widen_slots(&mut self, g: GroupId, v: usize, width: usize) -> Result<()> {
-        let var = &self.tree.group(g).vars[v];
-        if var.strings != StringStorage::Objects || width <= var.maxstrlen {
-            return Err(Error::Internal(format!(
-                "string slots of {} cannot widen from {} to {width}",
-                var.name, var.maxstrlen
-            )));
-        }
-        self.flush_var_chunks(g, v)?;
-        self.caches.remove(&(g.0, v));
-        self.stop_read_ahead(g, v);
-        self.tree.group_mut(g).vars[v].maxstrlen = width;
-        Ok(())
-    }
-
     /// Core read: every piece of the request copied into `out` (variable type, native order).
     ///
     /// Cached chunks are copied first. Of the rest, whole chunks that land in `out` as one
@@ -1090,9 +1055,8 @@ impl Dataset {
         Ok(range)
     }
 
-    /// Writes NC_STRING values (C order over `count`). Fixed-width strings longer than the
-    /// stored width widen it while the variable has no data yet, and are cut at the width
-    /// afterwards; strings stored as objects are stored whole.
+    /// Writes NC_STRING values (C order over `count`), each whole: a string longer than the
+    /// variable's width widens it first ([`Dataset::widen_strings`]).
     pub fn put_strings(
         &mut self,
         g: GroupId,
@@ -1127,12 +1091,14 @@ impl Dataset {
             .ok_or_else(|| Error::Invalid("too few strings".into()))?;
         let longest = data.iter().map(Vec::len).max().unwrap_or(0);
         if longest > maxstrlen {
-            if objects {
-                self.widen_slots(g, v, longest)?;
-            } else if !data_written {
-                self.tree.group_mut(g).vars[v].maxstrlen = longest;
-                self.caches.remove(&(g.0, v));
-            }
+            // Stored fixed-width strings are rewritten to widen: at least double, so that
+            // strings growing a little at a time rewrite them a few times only.
+            let width = if objects || !data_written {
+                longest
+            } else {
+                longest.max(maxstrlen.saturating_mul(2))
+            };
+            self.widen_strings(g, v, width)?;
         }
         let strides = c_order_strides(&slab.count)?;
         self.grow_unlimited(g, v, &slab);
@@ -1140,10 +1106,8 @@ impl Dataset {
             let width = geo.esize;
             let mut slots = vec![0u8; n * width];
             for (dst, s) in slots.chunks_exact_mut(width).zip(data) {
-                let mut len = s.len().min(width);
-                while len > 0 && len < s.len() && (s[len] & 0xC0) == 0x80 {
-                    len -= 1;
-                }
+                // The width holds every string now; `min` only keeps a slip from panicking.
+                let len = s.len().min(width);
                 dst[..len].copy_from_slice(&s[..len]);
             }
             ds.write_from(g, v, geo, &slab, &slots, &strides)
