@@ -20,6 +20,7 @@ mod shuffle;
 mod stage_buffer;
 mod stream;
 mod vlen;
+pub use vlen::{SLOT_HEADER as OBJECT_SLOT_HEADER, put_slot_item, slot_item};
 mod zlib;
 mod zstd;
 
@@ -124,9 +125,9 @@ pub trait Codec: Send + Sync + std::fmt::Debug {
     fn encoded_bound(&self, n: usize) -> Option<usize> {
         self.encoded_len(n)
     }
-    /// The error to report when the stage that decodes this codec's input fails with `e`:
-    /// `e` itself, except for a codec whose input may legitimately pass its bound (strings
-    /// longer than their slots), which asks for wider slots instead.
+    /// The error to report when a stage decoding before this codec (the chain's first) fails
+    /// with `e`: `e` itself, except for a codec whose input may legitimately pass its bound
+    /// (strings longer than their slots), which asks for wider slots instead.
     fn input_failed(&self, e: Error) -> Error {
         e
     }
@@ -376,22 +377,20 @@ impl Chain {
         let mut decoded: Option<Vec<u8>> = None;
         let mut len = stored.len();
         let mut spare = stage_buffer::take();
-        for (i, (c, &limit)) in rest.iter().zip(rest_limits).enumerate().rev() {
+        // An object codec (always first) turns a stage passing its bound into wider slots.
+        let first = &self.0[0];
+        for (c, &limit) in rest.iter().zip(rest_limits).rev() {
             let input = decoded.as_deref().map_or(stored, |d| &d[..len]);
-            // `self.0[i]` decodes this stage's output next.
-            let consumer = &self.0[i];
             if c.writes_in_place() {
                 if spare.len() < limit {
                     spare.resize(limit, 0);
                 }
                 len = c
                     .decode_into(input, &mut spare[..limit])
-                    .map_err(|e| consumer.input_failed(e))?;
+                    .map_err(|e| first.input_failed(e))?;
                 spare = decoded.replace(spare).unwrap_or_default();
             } else {
-                let out = c
-                    .decode(input, limit)
-                    .map_err(|e| consumer.input_failed(e))?;
+                let out = c.decode(input, limit).map_err(|e| first.input_failed(e))?;
                 len = out.len();
                 decoded = Some(out);
             }

@@ -1,11 +1,12 @@
 //! Data-path rules on reopened datasets, through the Rust API on a directory store: a string
 //! variable that already holds data widens for a longer string (its stored chunks rewritten at
-//! the new width, every string whole), and a variable whose data cannot be served refuses writes without
+//! the new width, every string whole, the width at least doubling; a damaged chunk refuses it
+//! and changes nothing), and a variable whose data cannot be served refuses writes without
 //! touching the dataset (no unlimited dimension grows, no chunk is written).
 
 use nczarr_rs::api::{CreateOptions, Dataset, Slab};
 use nczarr_rs::error::Error;
-use nczarr_rs::model::{GroupId, NcType, Tree};
+use nczarr_rs::model::{GroupId, NcType, Storage, Tree};
 use nczarr_rs::url::DatasetUrl;
 use std::fs;
 use std::path::Path;
@@ -65,6 +66,43 @@ fn stored_strings_widen_for_longer_strings_after_reopening() {
     ds.close().unwrap();
     assert_eq!(dtype(&root), "|S300");
     assert_eq!(strings(&root, 3), ["a", long.as_str(), "c"]);
+}
+
+#[test]
+fn a_damaged_chunk_refuses_widening_and_changes_nothing() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let root = dir.path().join("d.zarr");
+    let mut ds = Dataset::create(&url(&root), CreateOptions::default()).unwrap();
+    let n = ds.def_dim(G, "n", 8, false).unwrap();
+    ds.def_var(G, "s", NcType::String, &[n.0 as i32]).unwrap();
+    ds.def_var_chunking(G, 0, Storage::Chunked, Some(&[2]))
+        .unwrap();
+    ds.enddef().unwrap();
+    let words: Vec<Vec<u8>> = (0..8).map(|i| format!("w{i}").into_bytes()).collect();
+    ds.put_strings(G, 0, &slab(0, 8), &words).unwrap();
+    ds.close().unwrap();
+    fs::write(root.join("s/3"), b"short").unwrap();
+    let zarray = fs::read(root.join("s/.zarray")).unwrap();
+
+    let mut ds = Dataset::open(&url(&root), true).unwrap();
+    let long = vec![b'x'; 130];
+    let err = ds.put_strings(G, 0, &slab(0, 1), &[long]).unwrap_err();
+    assert!(matches!(err, Error::ChunkSize { .. }), "{err}");
+    ds.close().unwrap();
+    assert_eq!(fs::read(root.join("s/.zarray")).unwrap(), zarray);
+    let mut ds = Dataset::open(&url(&root), false).unwrap();
+    let read = ds.get_strings(G, 0, &slab(0, 6)).unwrap();
+    assert_eq!(read, words[..6]);
+
+    // Healthy again, the same string widens the variable to twice its width.
+    fs::remove_file(root.join("s/3")).unwrap();
+    let mut ds = Dataset::open(&url(&root), true).unwrap();
+    ds.put_strings(G, 0, &slab(0, 1), &[vec![b'x'; 130]])
+        .unwrap();
+    ds.close().unwrap();
+    let zarray: serde_json::Value =
+        serde_json::from_slice(&fs::read(root.join("s/.zarray")).unwrap()).unwrap();
+    assert_eq!(zarray["dtype"], "|S256");
 }
 
 #[test]

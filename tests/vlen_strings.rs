@@ -16,6 +16,9 @@ mod common;
 
 use common::s3::{ACCESS_KEY, BUCKET, Kind, SECRET_KEY, Server};
 use common::{Host, ncdump, run, scratch, url};
+use nczarr_rs::api::{Dataset, Slab};
+use nczarr_rs::model::Tree;
+use nczarr_rs::url::DatasetUrl;
 use serde_json::{Value, json};
 use std::path::Path;
 
@@ -268,20 +271,37 @@ fn vlen(items: &[&[u8]]) -> Vec<u8> {
     out
 }
 
-/// A pure-Zarr dataset with one `|O` array `s` of shape [4] in chunks of 2, uncompressed,
-/// and one int array `n`; `chunk0` is the first chunk's stored bytes (the second is never
-/// written, so it reads as `fill`).
-fn hand_made(dir: &Path, name: &str, chunk0: &[u8], fill: Value) -> String {
+/// The items of a stored (uncompressed) chunk.
+fn items(stored: &[u8]) -> Vec<Vec<u8>> {
+    let word = |at: usize| u32::from_le_bytes(stored[at..at + 4].try_into().unwrap()) as usize;
+    let mut at = 4;
+    (0..word(0))
+        .map(|_| {
+            let len = word(at);
+            at += 4 + len;
+            stored[at - len..at].to_vec()
+        })
+        .collect()
+}
+
+/// A pure-Zarr dataset with one `|O` array `s` (`zarray` gives the rest of its `.zarray`:
+/// shape, chunks, codecs, fill) holding the stored `chunks`, and one int array `n`.
+fn hand_made(dir: &Path, name: &str, zarray: Value, chunks: &[(&str, Vec<u8>)]) -> String {
     let store = dir.join(name);
     std::fs::create_dir_all(store.join("s")).unwrap();
     std::fs::create_dir_all(store.join("n")).unwrap();
     std::fs::write(store.join(".zgroup"), r#"{"zarr_format": 2}"#).unwrap();
-    let zarray = json!({
+    let mut meta = json!({
         "zarr_format": 2, "shape": [4], "chunks": [2], "dtype": "|O", "order": "C",
-        "fill_value": fill, "compressor": null, "filters": [{"id": "vlen-utf8"}],
+        "fill_value": null, "compressor": null, "filters": [{"id": "vlen-utf8"}],
     });
-    std::fs::write(store.join("s/.zarray"), zarray.to_string()).unwrap();
-    std::fs::write(store.join("s/0"), chunk0).unwrap();
+    meta.as_object_mut()
+        .unwrap()
+        .extend(zarray.as_object().unwrap().clone());
+    std::fs::write(store.join("s/.zarray"), meta.to_string()).unwrap();
+    for (key, bytes) in chunks {
+        std::fs::write(store.join("s").join(key), bytes).unwrap();
+    }
     let ints = json!({
         "zarr_format": 2, "shape": [2], "chunks": [2], "dtype": "<i4", "order": "C",
         "fill_value": 0, "compressor": null, "filters": null,
@@ -291,11 +311,29 @@ fn hand_made(dir: &Path, name: &str, chunk0: &[u8], fill: Value) -> String {
     url(&store, "zarr,file")
 }
 
+fn open(u: &str, write: bool) -> Dataset {
+    Dataset::open(&DatasetUrl::parse(u).unwrap(), write).unwrap()
+}
+
+fn slab(start: u64, count: u64) -> Slab {
+    Slab {
+        start: vec![start],
+        count: vec![count],
+        stride: vec![1],
+    }
+}
+
 #[test]
 fn hand_made_object_strings_and_their_damage() {
     let dir = scratch("vlen-damage");
     let huge = vec![b'h'; 100_000];
-    let good = hand_made(dir.path(), "good.zarr", &vlen(&[b"", &huge]), json!("fill"));
+    let fill = "F".repeat(100);
+    let good = hand_made(
+        dir.path(),
+        "good.zarr",
+        json!({"fill_value": fill}),
+        &[("0", vlen(&[b"", &huge]))],
+    );
     let dump = ncdump(Host::Ours, &["-v", "s"], &good);
     if common::reference_only() {
         // netcdf-c lists no such array, or refuses the dataset.
@@ -306,7 +344,11 @@ fn hand_made_object_strings_and_their_damage() {
         return;
     }
     let dump = dump.unwrap_or_else(|e| panic!("{e}"));
-    let want = format!(" s = _, \"{}\", \"fill\", \"fill\" ;", "h".repeat(100_000));
+    // A fill value longer than the first slots is whole ("" is netCDF's string fill: `_`).
+    let want = format!(
+        " s = _, \"{}\", \"{fill}\", \"{fill}\" ;",
+        "h".repeat(100_000)
+    );
     assert!(
         dump.replace("\n    ", "").contains(&want),
         "{}",
@@ -328,12 +370,8 @@ fn hand_made_object_strings_and_their_damage() {
         ("empty object", Vec::new(), "truncated"),
     ];
     for (what, chunk, says) in damaged {
-        let u = hand_made(
-            dir.path(),
-            &format!("{}.zarr", what.replace(' ', "_")),
-            chunk,
-            Value::Null,
-        );
+        let name = format!("{}.zarr", what.replace(' ', "_"));
+        let u = hand_made(dir.path(), &name, json!({}), &[("0", chunk.clone())]);
         let r = run(Host::Ours, "ncdump", &["-v", "s", &u]);
         assert!(
             !r.success() && !r.crashed() && r.stderr.contains(says),
@@ -343,4 +381,75 @@ fn hand_made_object_strings_and_their_damage() {
         let ints = ncdump(Host::Ours, &["-v", "n"], &u).unwrap_or_else(|e| panic!("{what}: {e}"));
         assert!(ints.contains(" n = 7, 8 ;"), "{what}: {ints}");
     }
+}
+
+/// A chunk whose compressor declares 4 GiB of strings (one item in the chunk) widens the
+/// slots until they would be too large, then fails with a netCDF error: no abort, no hang, and
+/// the variable's other chunks read as before (its slots back at their width).
+#[test]
+fn a_chunk_declaring_vast_strings_fails_alone() {
+    if common::reference_only() {
+        return;
+    }
+    let dir = scratch("vlen-bomb");
+    let lz4 = json!({"id": "lz4", "acceleration": 1});
+    let codec = nczarr_rs::codec::from_config(
+        lz4.as_object().unwrap(),
+        nczarr_rs::codec::Context { elem_size: 1 },
+    )
+    .unwrap();
+    let mut bomb = 0xFFFF_FFF0u32.to_le_bytes().to_vec();
+    bomb.push(0);
+    let u = hand_made(
+        dir.path(),
+        "bomb.zarr",
+        json!({"shape": [1000], "chunks": [1], "compressor": lz4}),
+        &[("0", bomb), ("1", codec.encode(&vlen(&[b"fine"])).unwrap())],
+    );
+    let r = run(Host::Ours, "ncdump", &["-v", "s", &u]);
+    assert!(!r.success() && !r.crashed(), "{}", r.describe());
+    assert!(r.stderr.contains("Memory allocation"), "{}", r.describe());
+    let got = common::s3::within(std::time::Duration::from_secs(60), move || {
+        let mut ds = open(&u, false);
+        let whole = ds.get_strings(Tree::ROOT, 1, &slab(0, 1000));
+        (
+            whole.is_err(),
+            ds.get_strings(Tree::ROOT, 1, &slab(1, 2)).unwrap(),
+        )
+    });
+    assert_eq!(got, (true, vec![b"fine".to_vec(), Vec::new()]));
+}
+
+/// Writing into a chunk keeps its other items byte for byte (NULs included, as vlen-bytes
+/// holds any bytes), and a chunk never written gets the fill value whole beside the string
+/// written.
+#[test]
+fn writes_keep_the_other_items_of_a_chunk_whole() {
+    if common::reference_only() {
+        return;
+    }
+    let dir = scratch("vlen-rmw");
+    let fill = "F".repeat(100);
+    let u = hand_made(
+        dir.path(),
+        "rmw.zarr",
+        json!({"filters": [{"id": "vlen-bytes"}], "fill_value": fill}),
+        &[("0", vlen(&[b"ab\0cd", b"e\0\0"]))],
+    );
+    let mut ds = open(&u, true);
+    let s = 1;
+    ds.put_strings(Tree::ROOT, s, &slab(1, 1), &[b"new".to_vec()])
+        .unwrap();
+    ds.put_strings(Tree::ROOT, s, &slab(2, 1), &[b"x".to_vec()])
+        .unwrap();
+    ds.close().unwrap();
+    let store = dir.path().join("rmw.zarr/s");
+    assert_eq!(
+        items(&std::fs::read(store.join("0")).unwrap()),
+        [b"ab\0cd".to_vec(), b"new".to_vec()]
+    );
+    assert_eq!(
+        items(&std::fs::read(store.join("1")).unwrap()),
+        [b"x".to_vec(), fill.into_bytes()]
+    );
 }

@@ -186,9 +186,15 @@ impl Geometry {
     }
 }
 
-/// Element size of a variable's stored values.
+/// Element size of a variable's decoded values: a string stored as an object decodes to a
+/// slot that also records the string's length ([`codec::slot_item`]).
 pub fn stored_esize(var: &Var) -> usize {
-    var.stored_esize()
+    match var.strings {
+        StringStorage::Objects if var.ty == NcType::String => {
+            codec::OBJECT_SLOT_HEADER + var.maxstrlen
+        }
+        _ => var.stored_esize(),
+    }
 }
 
 /// The most bytes a stored chunk of `chunk_bytes` decoded bytes can take: no codec's worst
@@ -302,6 +308,22 @@ fn from_utf32(s: &[u8], big: bool) -> Vec<u8> {
         .into_bytes()
 }
 
+/// Zeroed slots for the `n` strings of a request, `width` bytes each: refused when they would
+/// take more than a quarter of the machine's memory (slots widen with the longest string a
+/// chunk holds). The zeroed memory is the system's, so slots never written cost no pages.
+fn request_slots(n: usize, width: usize) -> Result<Vec<u8>> {
+    let bytes = n
+        .checked_mul(width)
+        .filter(|&b| b as u64 <= crate::machine::memory_bytes() / 4)
+        .ok_or_else(|| {
+            Error::TooLarge(format!(
+                "{n} strings in slots of {width} bytes (the longest string of their chunks) \
+                 take more than a quarter of this machine's memory"
+            ))
+        })?;
+    Ok(vec![0u8; bytes])
+}
+
 /// A scalar's request in the one-element index space its chunk is stored in.
 fn scalar_slab(scalar: bool, slab: &Slab) -> Slab {
     if scalar {
@@ -318,6 +340,18 @@ fn scalar_slab(scalar: bool, slab: &Slab) -> Slab {
 /// The fill element of a variable in native order (`stored_esize` bytes).
 fn fill_element(var: &Var) -> Vec<u8> {
     let esize = stored_esize(var);
+    if var.strings == StringStorage::Objects && var.ty == NcType::String {
+        let text = match var.att("_FillValue").map(|a| &a.values) {
+            Some(crate::model::Values::Strings(s)) => s.first().cloned(),
+            _ => None,
+        };
+        let mut slot = vec![0u8; esize];
+        if !var.no_fill {
+            let text = text.or_else(|| var.stored_fill.clone()).unwrap_or_default();
+            codec::put_slot_item(&mut slot, &text);
+        }
+        return slot;
+    }
     let mut e = match var.att("_FillValue").map(|a| &a.values) {
         Some(crate::model::Values::Fixed { ty, bytes })
             if *ty == var.ty && bytes.len() >= esize =>
@@ -567,7 +601,7 @@ impl Dataset {
             if geo.ty != NcType::String {
                 return Err(Error::Char);
             }
-            let mut slots = vec![0u8; n * geo.esize];
+            let mut slots = request_slots(n, geo.esize)?;
             if n > 0 {
                 ds.read_into(
                     g,
@@ -581,20 +615,20 @@ impl Dataset {
             Ok((slots, geo.esize))
         })?;
         let var = &self.tree.group(g).vars[v];
-        if var.strings == StringStorage::Ucs4 {
-            let big = var.endian == Endian::Big;
-            return Ok(slots
-                .chunks_exact(width)
-                .map(|s| from_utf32(s, big))
-                .collect());
-        }
-        Ok(slots
-            .chunks_exact(width)
-            .map(|s| {
-                let end = s.iter().position(|b| *b == 0).unwrap_or(s.len());
-                s[..end].to_vec()
-            })
-            .collect())
+        let slots = slots.chunks_exact(width);
+        Ok(match var.strings {
+            StringStorage::Ucs4 => {
+                let big = var.endian == Endian::Big;
+                slots.map(|s| from_utf32(s, big)).collect()
+            }
+            StringStorage::Objects => slots.map(|s| codec::slot_item(s).to_vec()).collect(),
+            StringStorage::Bytes => slots
+                .map(|s| {
+                    let end = s.iter().position(|b| *b == 0).unwrap_or(s.len());
+                    s[..end].to_vec()
+                })
+                .collect(),
+        })
     }
 
     /// Core read: every piece of the request copied into `out` (variable type, native order).
@@ -1078,7 +1112,7 @@ impl Dataset {
             });
         }
         let objects = var.strings == StringStorage::Objects;
-        let (maxstrlen, data_written) = (var.maxstrlen, var.data_written);
+        let maxstrlen = var.maxstrlen;
         let slab = scalar_slab(var.is_scalar(), slab);
         // Fails here, before anything changes, when the variable's data cannot be served.
         self.geometry(g, v)?;
@@ -1091,24 +1125,21 @@ impl Dataset {
             .ok_or_else(|| Error::Invalid("too few strings".into()))?;
         let longest = data.iter().map(Vec::len).max().unwrap_or(0);
         if longest > maxstrlen {
-            // Stored fixed-width strings are rewritten to widen: at least double, so that
-            // strings growing a little at a time rewrite them a few times only.
-            let width = if objects || !data_written {
-                longest
-            } else {
-                longest.max(maxstrlen.saturating_mul(2))
-            };
-            self.widen_strings(g, v, width)?;
+            self.widen_strings(g, v, longest)?;
         }
         let strides = c_order_strides(&slab.count)?;
         self.grow_unlimited(g, v, &slab);
         self.widening_slots(g, v, |ds, geo| {
             let width = geo.esize;
-            let mut slots = vec![0u8; n * width];
+            let mut slots = request_slots(n, width)?;
             for (dst, s) in slots.chunks_exact_mut(width).zip(data) {
-                // The width holds every string now; `min` only keeps a slip from panicking.
-                let len = s.len().min(width);
-                dst[..len].copy_from_slice(&s[..len]);
+                if objects {
+                    codec::put_slot_item(dst, s);
+                } else {
+                    // The width holds every string now; `min` only keeps a slip from panicking.
+                    let len = s.len().min(width);
+                    dst[..len].copy_from_slice(&s[..len]);
+                }
             }
             ds.write_from(g, v, geo, &slab, &slots, &strides)
         })

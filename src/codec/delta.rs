@@ -2,7 +2,7 @@
 //! the numeric type `dtype` (wrapping for integers). An `astype` other than `dtype` (a
 //! narrowing cast of the differences) is refused.
 
-use super::{Codec, Config, bad_config, failed, params};
+use super::{Codec, Config, bad_config, failed, params, past_limit};
 use crate::error::Result;
 use serde_json::Value;
 
@@ -163,7 +163,7 @@ impl Codec for Delta {
     fn decode(&self, encoded: &[u8], limit: usize) -> Result<Vec<u8>> {
         self.check(encoded)?;
         if encoded.len() > limit {
-            return Err(failed(
+            return Err(past_limit(
                 ID,
                 format!("{} bytes, more than the expected {limit}", encoded.len()),
             ));

@@ -2,7 +2,7 @@
 //! (16-bit big-endian words, an odd last byte as the high byte of a word), stored
 //! little-endian. Decoding verifies and strips it.
 
-use super::{Codec, Config, bad_config, failed, hdf5_id, params};
+use super::{Codec, Config, bad_config, failed, hdf5_id, params, past_limit};
 use crate::error::Result;
 
 const ID: &str = "fletcher32";
@@ -75,7 +75,7 @@ impl Codec for Fletcher32 {
             )
         })?;
         if data.len() > limit {
-            return Err(failed(
+            return Err(past_limit(
                 ID,
                 format!("{} bytes, more than the expected {limit}", data.len()),
             ));

@@ -4,7 +4,7 @@
 //! netcdf-c writes `"elementsize": 0` although it shuffles with the variable's element size;
 //! an element size of 0 is therefore read as the element size of the data.
 
-use super::{Codec, Config, Context, failed, hdf5_id, params};
+use super::{Codec, Config, Context, hdf5_id, params, past_limit};
 use crate::error::Result;
 use serde_json::Value;
 
@@ -149,7 +149,7 @@ impl Codec for Shuffle {
 
     fn decode_into(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize> {
         let Some(target) = out.get_mut(..encoded.len()) else {
-            return Err(failed(
+            return Err(past_limit(
                 ID,
                 format!(
                     "{} bytes, more than the expected {}",

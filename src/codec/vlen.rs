@@ -2,10 +2,11 @@
 //! `|O` arrays of strings, between fixed-width slots and stored items.
 //!
 //! Stored: a little-endian `u32` item count, then each item as a `u32` length and its bytes.
-//! Decoded: one slot of `width` bytes per item, holding the item NUL padded, which is the
-//! layout of fixed-width strings, so the chunk engine serves these like any other. An item
-//! longer than its slot fails decoding with [`Error::StringSlots`] naming the width it needs;
-//! encoding stores each slot up to its first NUL. Knows nothing of variables or stores.
+//! Decoded: one slot of fixed width per item ([`SLOT_HEADER`] bytes of length, then room for
+//! the item, zero padded), so the chunk engine serves these like fixed-width elements and an
+//! item keeps every byte, NULs included, when its chunk is written again. An item longer than
+//! its slot's room fails decoding with [`Error::StringSlots`] naming the room it needs. Knows
+//! nothing of variables or stores.
 
 use super::{Codec, Config, Context, failed, past_limit};
 use crate::error::{Error, Result};
@@ -19,6 +20,30 @@ pub const BYTES: &str = "vlen-bytes";
 /// Bytes of an item count or length.
 const LEN: usize = 4;
 
+/// Bytes of a decoded slot before its item: the item's length, a little-endian `u32`.
+pub const SLOT_HEADER: usize = LEN;
+
+/// The item a decoded slot holds (its length cut to the slot's room).
+pub fn slot_item(slot: &[u8]) -> &[u8] {
+    let room = &slot[SLOT_HEADER.min(slot.len())..];
+    let len = slot
+        .first_chunk::<LEN>()
+        .and_then(|b| usize::try_from(u32::from_le_bytes(*b)).ok())
+        .unwrap_or(0);
+    &room[..len.min(room.len())]
+}
+
+/// Fills a decoded slot with `item` (cut to the slot's room), zero padded.
+pub fn put_slot_item(slot: &mut [u8], item: &[u8]) {
+    let (header, room) = slot.split_at_mut(SLOT_HEADER.min(slot.len()));
+    let len = item.len().min(room.len());
+    // A slot's room is a chunk's bytes at most; one of 4 GiB is refused before it is made.
+    let stored = u32::try_from(len).unwrap_or(u32::MAX);
+    header.copy_from_slice(&stored.to_le_bytes()[..header.len()]);
+    room[..len].copy_from_slice(&item[..len]);
+    room[len..].fill(0);
+}
+
 /// One configured variable-length string codec.
 #[derive(Debug)]
 pub struct Vlen {
@@ -31,8 +56,13 @@ impl Vlen {
     pub fn from_config(id: &str, _cfg: &Config, ctx: Context) -> Result<Vlen> {
         Ok(Vlen {
             id: if id == BYTES { BYTES } else { UTF8 },
-            width: ctx.elem_size.max(1),
+            width: ctx.elem_size.max(SLOT_HEADER + 1),
         })
+    }
+
+    /// The most bytes one item of a slot can hold.
+    fn room(&self) -> usize {
+        self.width - SLOT_HEADER
     }
 
     /// The items of a stored buffer (checked to lie within it) and the longest one's length.
@@ -99,9 +129,7 @@ impl Codec for Vlen {
         out.clear();
         out.extend_from_slice(&count.to_le_bytes());
         for slot in slots {
-            let item = &slot[..slot.iter().position(|b| *b == 0).unwrap_or(slot.len())];
-            // A slot is at most a chunk's bytes, and a chunk's count fits a u32 already; a
-            // slot wider than 4 GiB cannot be stored.
+            let item = slot_item(slot);
             let len = u32::try_from(item.len())
                 .map_err(|_| failed(self.id, "a string of 4 GiB or more"))?;
             out.extend_from_slice(&len.to_le_bytes());
@@ -124,7 +152,7 @@ impl Codec for Vlen {
 
     fn decode_into(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize> {
         let (items, longest) = self.items(encoded)?;
-        if longest > self.width {
+        if longest > self.room() {
             return Err(Error::StringSlots { width: longest });
         }
         let room = out.len();
@@ -134,9 +162,7 @@ impl Codec for Vlen {
             .and_then(|bytes| Some((out.get_mut(..bytes)?, bytes)))
             .ok_or_else(|| too_many(self.id, items.len(), room))?;
         for (slot, item) in slots.chunks_exact_mut(self.width).zip(items) {
-            let (text, pad) = slot.split_at_mut(item.len());
-            text.copy_from_slice(item);
-            pad.fill(0);
+            put_slot_item(slot, item);
         }
         Ok(bytes)
     }
@@ -149,19 +175,20 @@ impl Codec for Vlen {
         true
     }
 
-    /// Each slot's item takes its length's bytes and at most the slot's.
+    /// Each item takes its length's bytes and at most the slot's room: the slot's bytes.
     fn encoded_bound(&self, n: usize) -> Option<usize> {
         (n / self.width)
-            .checked_mul(LEN + self.width)
+            .checked_mul(self.width)
             .and_then(|b| b.checked_add(LEN))
     }
 
-    /// A compressor whose output passes [`Codec::encoded_bound`] holds items longer than the
-    /// slots on average: twice as wide may hold them (the decode then names the exact width).
+    /// Stages before this one decoding past [`Codec::encoded_bound`] hold items longer than
+    /// the slots' room on average: twice the room may hold them (the decode then names the
+    /// exact room).
     fn input_failed(&self, e: Error) -> Error {
         match e {
             Error::PastLimit { .. } => Error::StringSlots {
-                width: self.width.saturating_mul(2),
+                width: self.room().saturating_mul(2),
             },
             other => other,
         }
@@ -172,8 +199,12 @@ impl Codec for Vlen {
 mod tests {
     use super::*;
 
-    fn codec(width: usize) -> Vlen {
-        Vlen::from_config(UTF8, &Config::new(), Context { elem_size: width }).unwrap()
+    /// A codec whose slots have `room` bytes for an item.
+    fn codec(room: usize) -> Vlen {
+        let ctx = Context {
+            elem_size: SLOT_HEADER + room,
+        };
+        Vlen::from_config(UTF8, &Config::new(), ctx).unwrap()
     }
 
     /// The stored form numcodecs writes for these items.
@@ -186,27 +217,39 @@ mod tests {
         out
     }
 
+    /// Decoded slots of `room` bytes holding `items`.
+    fn slots(room: usize, items: &[&[u8]]) -> Vec<u8> {
+        let mut out = vec![0xAAu8; items.len() * (SLOT_HEADER + room)];
+        for (slot, item) in out.chunks_exact_mut(SLOT_HEADER + room).zip(items) {
+            put_slot_item(slot, item);
+        }
+        out
+    }
+
     #[test]
-    fn decodes_items_into_nul_padded_slots_and_back() {
-        let encoded = stored(&[b"ab", b"", "h\u{e9}".as_bytes()]);
-        let c = codec(4);
-        let mut out = vec![0xAAu8; 12];
-        assert_eq!(c.decode_into(&encoded, &mut out).unwrap(), 12);
-        assert_eq!(out, b"ab\0\0\0\0\0\0h\xc3\xa9\0");
-        assert_eq!(c.decode(&encoded, 12).unwrap(), out);
+    fn decodes_items_into_slots_and_back_nuls_included() {
+        let items: [&[u8]; 4] = [b"ab", b"", "h\u{e9}".as_bytes(), b"a\0b\0"];
+        let encoded = stored(&items);
+        let c = codec(5);
+        let mut out = vec![0xAAu8; 4 * 9];
+        assert_eq!(c.decode_into(&encoded, &mut out).unwrap(), 36);
+        assert_eq!(out, slots(5, &items));
+        let read: Vec<&[u8]> = out.chunks_exact(9).map(slot_item).collect();
+        assert_eq!(read, items);
+        assert_eq!(c.decode(&encoded, 36).unwrap(), out);
         assert_eq!(c.encode(&out).unwrap(), encoded);
     }
 
     #[test]
-    fn a_longer_item_asks_for_its_width() {
+    fn a_longer_item_asks_for_its_room() {
         let encoded = stored(&[b"a", b"abcdefg"]);
-        match codec(4).decode_into(&encoded, &mut [0; 8]) {
+        match codec(4).decode_into(&encoded, &mut [0; 16]) {
             Err(Error::StringSlots { width: 7 }) => {}
             other => panic!("{other:?}"),
         }
         assert_eq!(
-            codec(7).decode(&encoded, 14).unwrap(),
-            b"a\0\0\0\0\0\0abcdefg"
+            codec(7).decode(&encoded, 22).unwrap(),
+            slots(7, &[b"a", b"abcdefg"])
         );
     }
 
@@ -215,7 +258,7 @@ mod tests {
         let c = codec(4);
         let good = stored(&[b"ab", b"cd"]);
         for cut in 0..good.len() {
-            let err = c.decode_into(&good[..cut], &mut [0; 8]).unwrap_err();
+            let err = c.decode_into(&good[..cut], &mut [0; 16]).unwrap_err();
             assert!(matches!(err, Error::Filter { .. }), "{cut}: {err:?}");
         }
         // A count that the buffer cannot hold, and more items than the chunk has slots.
@@ -225,17 +268,28 @@ mod tests {
             Err(Error::Filter { .. })
         ));
         assert!(matches!(
-            c.decode_into(&good, &mut [0; 4]),
+            c.decode_into(&good, &mut [0; 8]),
             Err(Error::PastLimit { .. })
         ));
-        assert!(matches!(c.decode(&good, 4), Err(Error::PastLimit { .. })));
+        assert!(matches!(c.decode(&good, 8), Err(Error::PastLimit { .. })));
+    }
+
+    #[test]
+    fn slots_never_read_or_write_past_themselves() {
+        let mut slot = [0u8; 7];
+        put_slot_item(&mut slot, b"toolong");
+        assert_eq!(slot_item(&slot), b"too");
+        // A length past the room, as damaged memory could hold, is cut to the room.
+        assert_eq!(slot_item(&[9, 0, 0, 0, b'x']), b"x");
+        assert_eq!(slot_item(&[1, 0]), b"");
+        put_slot_item(&mut [0u8; 2], b"x");
     }
 
     #[test]
     fn the_bound_holds_full_slots_and_overflow_asks_for_wider_ones() {
         let c = codec(3);
-        let full = c.encode(b"abcdefghi").unwrap();
-        assert_eq!(c.encoded_bound(9), Some(full.len()));
+        let full = c.encode(&slots(3, &[b"abc", b"def", b"ghi"])).unwrap();
+        assert_eq!(c.encoded_bound(21), Some(full.len()));
         let past = past_limit("zlib", "decompresses to more than the expected 10 bytes");
         assert!(matches!(
             c.input_failed(past),

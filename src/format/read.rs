@@ -357,6 +357,18 @@ impl<'a> Reader<'a> {
         self.read_codecs(&zarray, &mut var);
         check_object_codec(&mut var);
         self.read_fill(&zarray, &mut var, &zk, dt.time.is_some())?;
+        if var.strings == StringStorage::Objects {
+            // Slots hold the fill value whole from the start.
+            let fill = match var.att("_FillValue").map(|a| &a.values) {
+                Some(Values::Strings(s)) => s.iter().map(Vec::len).max(),
+                _ => None,
+            };
+            let stored = var.stored_fill.as_ref().map(Vec::len);
+            var.maxstrlen = var
+                .maxstrlen
+                .max(fill.unwrap_or(0))
+                .max(stored.unwrap_or(0));
+        }
         self.numpy_times |= dt.time.is_some();
 
         // Dimensions.
