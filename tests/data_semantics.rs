@@ -37,6 +37,20 @@ fn make(root: &Path, first: &[&str]) {
     ds.close().unwrap();
 }
 
+/// A dataset whose string variable `s(n)`, in chunks of two, holds `w0`, `w1`, ...
+fn words_in_chunks_of_two(root: &Path, n: u64) -> Vec<Vec<u8>> {
+    let mut ds = Dataset::create(&url(root), CreateOptions::default()).unwrap();
+    let dim = ds.def_dim(G, "n", n, false).unwrap();
+    ds.def_var(G, "s", NcType::String, &[dim.0 as i32]).unwrap();
+    ds.def_var_chunking(G, 0, Storage::Chunked, Some(&[2]))
+        .unwrap();
+    ds.enddef().unwrap();
+    let words: Vec<Vec<u8>> = (0..n).map(|i| format!("w{i}").into_bytes()).collect();
+    ds.put_strings(G, 0, &slab(0, n), &words).unwrap();
+    ds.close().unwrap();
+    words
+}
+
 fn strings(root: &Path, n: u64) -> Vec<String> {
     let mut ds = Dataset::open(&url(root), false).unwrap();
     ds.get_strings(G, 0, &slab(0, n))
@@ -72,15 +86,7 @@ fn stored_strings_widen_for_longer_strings_after_reopening() {
 fn a_damaged_chunk_refuses_widening_and_changes_nothing() {
     let dir = tempfile::TempDir::new().unwrap();
     let root = dir.path().join("d.zarr");
-    let mut ds = Dataset::create(&url(&root), CreateOptions::default()).unwrap();
-    let n = ds.def_dim(G, "n", 8, false).unwrap();
-    ds.def_var(G, "s", NcType::String, &[n.0 as i32]).unwrap();
-    ds.def_var_chunking(G, 0, Storage::Chunked, Some(&[2]))
-        .unwrap();
-    ds.enddef().unwrap();
-    let words: Vec<Vec<u8>> = (0..8).map(|i| format!("w{i}").into_bytes()).collect();
-    ds.put_strings(G, 0, &slab(0, 8), &words).unwrap();
-    ds.close().unwrap();
+    let words = words_in_chunks_of_two(&root, 8);
     fs::write(root.join("s/3"), b"short").unwrap();
     let zarray = fs::read(root.join("s/.zarray")).unwrap();
 
@@ -103,6 +109,79 @@ fn a_damaged_chunk_refuses_widening_and_changes_nothing() {
     let zarray: serde_json::Value =
         serde_json::from_slice(&fs::read(root.join("s/.zarray")).unwrap()).unwrap();
     assert_eq!(zarray["dtype"], "|S256");
+}
+
+/// Makes `path` refuse changes (immutable as root, read-only otherwise) until dropped.
+struct Frozen(std::path::PathBuf);
+
+impl Frozen {
+    fn new(path: &Path) -> Frozen {
+        let root = std::process::Command::new("id")
+            .arg("-u")
+            .output()
+            .is_ok_and(|o| o.stdout.trim_ascii() == b"0");
+        let done = if root {
+            std::process::Command::new("chattr")
+                .arg("+i")
+                .arg(path)
+                .status()
+                .is_ok_and(|s| s.success())
+        } else {
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(path, fs::Permissions::from_mode(0o555)).is_ok()
+        };
+        assert!(done, "cannot make {} refuse changes", path.display());
+        Frozen(path.to_path_buf())
+    }
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::process::Command::new("chattr")
+            .arg("-i")
+            .arg(&self.0)
+            .status();
+        let _ = fs::set_permissions(&self.0, fs::Permissions::from_mode(0o755));
+    }
+}
+
+/// A widening rewrite whose stores fail part way (one chunk refuses, as root; the whole
+/// variable's directory otherwise) leaves the chunks it did store readable, the metadata
+/// saying their width, and no string read as another.
+#[test]
+fn a_rewrite_failing_part_way_keeps_what_it_stored_readable() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let root = dir.path().join("f.zarr");
+    let words = words_in_chunks_of_two(&root, 16);
+    let old_size = fs::metadata(root.join("s/0")).unwrap().len();
+    {
+        let frozen = root.join("s/1");
+        let _frozen = Frozen::new(if fs::metadata(&frozen).is_ok() {
+            &frozen
+        } else {
+            &root
+        });
+        let mut ds = Dataset::open(&url(&root), true).unwrap();
+        assert!(
+            ds.put_strings(G, 0, &slab(0, 1), &[vec![b'x'; 200]])
+                .is_err()
+        );
+        let _ = ds.close();
+    }
+    let mut ds = Dataset::open(&url(&root), false).unwrap();
+    for chunk in 0..8u64 {
+        let size = fs::metadata(root.join(format!("s/{chunk}"))).unwrap().len();
+        let read = ds.get_strings(G, 0, &slab(2 * chunk, 2));
+        match read {
+            Ok(got) => assert_eq!(got, words[2 * chunk as usize..][..2], "chunk {chunk}"),
+            // Only chunks left at the old width may fail (their size is wrong now).
+            Err(e) => assert_eq!(
+                size, old_size,
+                "chunk {chunk} rewritten but unreadable: {e}"
+            ),
+        }
+    }
 }
 
 #[test]

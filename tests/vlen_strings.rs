@@ -17,6 +17,7 @@ mod common;
 use common::s3::{ACCESS_KEY, BUCKET, Kind, SECRET_KEY, Server};
 use common::{Host, ncdump, run, scratch, url};
 use nczarr_rs::api::{Dataset, Slab};
+use nczarr_rs::error::Error;
 use nczarr_rs::model::Tree;
 use nczarr_rs::url::DatasetUrl;
 use serde_json::{Value, json};
@@ -418,6 +419,20 @@ fn a_chunk_declaring_vast_strings_fails_alone() {
         )
     });
     assert_eq!(got, (true, vec![b"fine".to_vec(), Vec::new()]));
+
+    // Slots as wide as a vast fill value, in chunks whose slots take half the machine's
+    // memory (each worker holds a chunk's): refused, not allocated.
+    let fill = "F".repeat(1 << 20);
+    let elems = (nczarr_rs::machine::memory_bytes() / 2) >> 20;
+    let u = hand_made(
+        dir.path(),
+        "vast_fill.zarr",
+        json!({"shape": [elems], "chunks": [elems], "fill_value": fill}),
+        &[],
+    );
+    let mut ds = open(&u, false);
+    let err = ds.get_strings(Tree::ROOT, 1, &slab(0, 1)).unwrap_err();
+    assert!(matches!(err, Error::TooLarge(_)), "{err}");
 }
 
 /// Writing into a chunk keeps its other items byte for byte (NULs included, as vlen-bytes

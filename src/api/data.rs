@@ -268,6 +268,13 @@ impl Dataset {
                     var.name
                 ))
             })?;
+        if var.strings == StringStorage::Objects && !string_width::slots_fit(chunk_bytes) {
+            return Err(string_width::slots_too_large(
+                &var.name,
+                chunk_bytes / esize.max(1),
+                var.maxstrlen,
+            ));
+        }
         self.store
             .allow_objects_up_to(largest_stored_chunk(chunk_bytes, var.ty));
         Ok(Geometry {
@@ -308,20 +315,24 @@ fn from_utf32(s: &[u8], big: bool) -> Vec<u8> {
         .into_bytes()
 }
 
-/// Zeroed slots for the `n` strings of a request, `width` bytes each: refused when they would
-/// take more than a quarter of the machine's memory (slots widen with the longest string a
-/// chunk holds). The zeroed memory is the system's, so slots never written cost no pages.
-fn request_slots(n: usize, width: usize) -> Result<Vec<u8>> {
-    let bytes = n
-        .checked_mul(width)
+/// The bytes of the slots for the `n` strings of a request, `width` bytes each: refused when
+/// they would take more than a quarter of the machine's memory (slots widen with the longest
+/// string a chunk holds).
+fn request_slot_bytes(n: usize, width: usize) -> Result<usize> {
+    n.checked_mul(width)
         .filter(|&b| b as u64 <= crate::machine::memory_bytes() / 4)
         .ok_or_else(|| {
             Error::TooLarge(format!(
                 "{n} strings in slots of {width} bytes (the longest string of their chunks) \
                  take more than a quarter of this machine's memory"
             ))
-        })?;
-    Ok(vec![0u8; bytes])
+        })
+}
+
+/// Zeroed slots for the `n` strings of a request ([`request_slot_bytes`]). The zeroed memory
+/// is the system's, so slots never written cost no pages.
+fn request_slots(n: usize, width: usize) -> Result<Vec<u8>> {
+    Ok(vec![0u8; request_slot_bytes(n, width)?])
 }
 
 /// A scalar's request in the one-element index space its chunk is stored in.
@@ -1128,6 +1139,8 @@ impl Dataset {
             self.widen_strings(g, v, longest)?;
         }
         let strides = c_order_strides(&slab.count)?;
+        // Refused before anything changes when the request's slots cannot be had.
+        request_slot_bytes(n, stored_esize(&self.tree.group(g).vars[v]))?;
         self.grow_unlimited(g, v, &slab);
         self.widening_slots(g, v, |ds, geo| {
             let width = geo.esize;

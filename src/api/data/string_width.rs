@@ -68,15 +68,9 @@ impl Dataset {
             width
         };
         let elems = super::product(&var.chunks).unwrap_or(usize::MAX);
-        let fits = elems
-            .checked_mul(width.saturating_add(crate::codec::OBJECT_SLOT_HEADER))
-            .is_some_and(|bytes| bytes as u64 <= crate::machine::memory_bytes() / 4);
-        if !fits {
-            return Err(Error::TooLarge(format!(
-                "variable {}: chunks of {elems} strings of up to {width} bytes take more than a \
-                 quarter of this machine's memory",
-                var.name
-            )));
+        let slot = width.saturating_add(crate::codec::OBJECT_SLOT_HEADER);
+        if !slots_fit(elems.saturating_mul(slot)) {
+            return Err(slots_too_large(&var.name, elems, width));
         }
         self.flush_var_chunks(g, v)?;
         self.caches.remove(&(g.0, v));
@@ -139,13 +133,14 @@ impl Dataset {
         }
         let mut stored_some = false;
         for part in keys.chunks(batch) {
-            let stored = self.wider_chunks(old, new, part).and_then(|wider| {
-                let chunks: Vec<(&ChunkIndex, &[u8])> =
-                    wider.iter().map(|(idx, s)| (idx, s.as_slice())).collect();
-                self.store_chunks(new, &chunks)
-            });
-            stored.map_err(|e| (e, stored_some))?;
+            let wider = self
+                .wider_chunks(old, new, part)
+                .map_err(|e| (e, stored_some))?;
+            let chunks: Vec<(&ChunkIndex, &[u8])> =
+                wider.iter().map(|(idx, s)| (idx, s.as_slice())).collect();
+            // A batch is stored in parallel: some of it may be stored when it fails.
             stored_some = true;
+            self.store_chunks(new, &chunks).map_err(|e| (e, true))?;
         }
         Ok(())
     }
@@ -184,6 +179,24 @@ impl Dataset {
         }
         Ok(wider)
     }
+}
+
+/// True when chunks of strings taking `chunk_bytes` in their slots may be decoded: every
+/// worker holds a chunk's slots and its encoded bytes (about as large) at once, and all of
+/// that must stay within a quarter of the machine's memory.
+pub(super) fn slots_fit(chunk_bytes: usize) -> bool {
+    let workers = rayon::current_num_threads().max(1);
+    chunk_bytes
+        .checked_mul(2 * workers)
+        .is_some_and(|bytes| bytes as u64 <= crate::machine::memory_bytes() / 4)
+}
+
+/// The error of chunks of `elems` strings whose slots of `width` bytes would not fit.
+pub(super) fn slots_too_large(var: &str, elems: usize, width: usize) -> Error {
+    Error::TooLarge(format!(
+        "variable {var}: chunks of {elems} strings of up to {width} bytes, decoded by every \
+         worker at once, would take more than a quarter of this machine's memory"
+    ))
 }
 
 /// The chunk index a stored key of the variable at `geo` names, when it names one (its
