@@ -250,6 +250,12 @@ fn change(ds: &mut Dataset) {
             };
             if ty == NcType::String {
                 let _ = ds.put_strings(g, v, &last, &[b"z".to_vec()]);
+                // Longer than the stored width: widens the slots, or rewrites stored chunks.
+                let first = Slab {
+                    start: vec![0; shape.len()],
+                    ..last.clone()
+                };
+                let _ = ds.put_strings(g, v, &first, &[vec![b'w'; 300]]);
             } else {
                 let _ = ds.put_fixed(g, v, &last, None, ty, &vec![1u8; ty.size()]);
             }
