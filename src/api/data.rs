@@ -186,15 +186,9 @@ impl Geometry {
     }
 }
 
-/// Element size of a variable's decoded values: a string stored as an object decodes to a
-/// slot that also records the string's length ([`codec::slot_item`]).
+/// Element size of a variable's stored values.
 pub fn stored_esize(var: &Var) -> usize {
-    match var.strings {
-        StringStorage::Objects if var.ty == NcType::String => {
-            codec::OBJECT_SLOT_HEADER + var.maxstrlen
-        }
-        _ => var.stored_esize(),
-    }
+    var.stored_esize()
 }
 
 /// The most bytes a stored chunk of `chunk_bytes` decoded bytes can take: no codec's worst

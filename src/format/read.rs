@@ -584,16 +584,7 @@ impl<'a> Reader<'a> {
 /// bytes and back as strings (`vlen-utf8`, `vlen-bytes`), and any other array unreadable when
 /// such a codec is in its chain: those codecs serve only strings stored as objects.
 fn check_object_codec(var: &mut Var) {
-    let ids: Vec<&str> = var
-        .filters
-        .iter()
-        .map(|f| {
-            f.codec
-                .get("id")
-                .and_then(serde_json::Value::as_str)
-                .unwrap_or("?")
-        })
-        .collect();
+    let ids: Vec<&str> = var.filters.iter().map(|f| f.codec_id()).collect();
     let objects = var.strings == StringStorage::Objects;
     let why = match ids.split_first() {
         Some((first, rest)) if objects && crate::codec::is_object_codec(first) => {

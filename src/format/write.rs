@@ -199,9 +199,8 @@ fn var_objects(tree: &Tree, g: GroupId, var: &Var, layout: Layout, out: &mut Vec
         .map(|f| Value::Object(f.codec.clone()))
         .collect();
     // An object codec is a filter even when it is the only codec (numcodecs' layout).
-    let object_codec_only = matches!(&var.filters[..], [only] if only.codec.get("id")
-        .and_then(Value::as_str)
-        .is_some_and(crate::codec::is_object_codec));
+    let object_codec_only =
+        matches!(&var.filters[..], [only] if crate::codec::is_object_codec(only.codec_id()));
     let (compressor, filters) = match codecs.split_last() {
         None => (Value::Null, Value::Null),
         Some(_) if object_codec_only => (Value::Null, Value::Array(codecs.clone())),

@@ -84,6 +84,16 @@ pub struct Filter {
     pub codec: serde_json::Map<String, serde_json::Value>,
 }
 
+impl Filter {
+    /// The numcodecs id of the codec (`?` when its configuration has none).
+    pub fn codec_id(&self) -> &str {
+        self.codec
+            .get("id")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("?")
+    }
+}
+
 /// Chunk cache settings of one variable (`nc_set_var_chunk_cache`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CacheSettings {
@@ -184,12 +194,22 @@ impl Var {
         }
     }
 
-    /// Element size of the stored values (the fixed width for strings).
+    /// Element size of the decoded values (for strings, [`Var::string_slot`] of the width).
     pub fn stored_esize(&self) -> usize {
         if self.ty == NcType::String {
-            self.maxstrlen.max(1)
+            self.string_slot(self.maxstrlen)
         } else {
             self.ty.size()
+        }
+    }
+
+    /// Bytes of one decoded string `width` bytes wide: the width itself, but for a string
+    /// stored as an object, whose slot also records its length
+    /// ([`crate::codec::slot_item`]).
+    pub fn string_slot(&self, width: usize) -> usize {
+        match self.strings {
+            StringStorage::Objects => crate::codec::OBJECT_SLOT_HEADER.saturating_add(width),
+            StringStorage::Bytes | StringStorage::Ucs4 => width.max(1),
         }
     }
 

@@ -68,8 +68,7 @@ impl Dataset {
             width
         };
         let elems = super::product(&var.chunks).unwrap_or(usize::MAX);
-        let slot = width.saturating_add(crate::codec::OBJECT_SLOT_HEADER);
-        if !slots_fit(elems.saturating_mul(slot)) {
+        if !slots_fit(elems.saturating_mul(var.string_slot(width))) {
             return Err(slots_too_large(&var.name, elems, width));
         }
         self.flush_var_chunks(g, v)?;
