@@ -426,7 +426,7 @@ impl SampleForCredentials {
     fn refused(&self, extra: &[(&str, &str)], why: &str) {
         let r = self.dump(&["-h"], extra);
         assert!(
-            !r.success() && !r.crashed() && r.stderr.contains("Authorization failure"),
+            r.refused_saying("Authorization failure"),
             "{}",
             r.describe()
         );

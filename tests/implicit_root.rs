@@ -115,7 +115,7 @@ fn a_directory_without_zarr_objects_is_not_a_dataset() {
     for host in [Host::Ours, Host::Ref410] {
         let r = run(host, "ncdump", &["-h", &url(&root, "zarr,file")]);
         assert!(
-            !r.success() && !r.crashed() && r.stderr.contains("Unknown file format"),
+            r.refused_saying("Unknown file format"),
             "{host:?}: {}",
             r.describe()
         );

@@ -1,13 +1,15 @@
 //! Strings longer than a fixed-width string variable's stored width (`|S<n>`), written after
 //! the variable holds data: stock `nccopy` from netCDF-4, which writes a string variable a
-//! piece at a time, keeps every string whole in both modes (the stored chunks are rewritten
-//! wider, the dtype follows), where netcdf-c cuts them at its default width of 128 bytes.
-//! The copy is also read by zarr-python, which must see the same strings.
+//! piece at a time, keeps every string whole in both modes, into a directory, a zip archive
+//! and S3 (s3s-fs on loopback): the stored chunks are rewritten wider, the dtype follows,
+//! where netcdf-c cuts them at its default width of 128 bytes. The copy is also read by
+//! zarr-python, which must see the same strings.
 
 mod common;
 
 use common::dump::data_lines;
-use common::{Host, hdf5_truth, ncdump, run, scratch, url};
+use common::s3::{BUCKET, Kind, Server};
+use common::{Host, hdf5_truth, ncdump, run_env, scratch, url};
 
 /// Strings of growing length, the longest past twice the default width, one per chunk, in two
 /// variables (one in a group, one with an unlimited dimension).
@@ -32,24 +34,42 @@ fn nccopy_keeps_strings_longer_than_the_stored_width() {
     std::fs::write(&cdl, long_cdl()).unwrap();
     let truth = hdf5_truth(dir.path(), &cdl, &[]);
     let nc = dir.path().join("long.nc");
-    for mode in ["nczarr,file", "zarr,file"] {
+    let server = Server::start(Kind::S3sFs);
+    let endpoint = server.endpoint();
+    let env = common::s3::tool_env(&endpoint);
+    for mode in ["nczarr,file", "zarr,file", "nczarr,zip", "zarr,s3"] {
         let store = dir.path().join(format!("{}.zarr", mode.replace(',', "_")));
-        let u = url(&store, mode);
-        let r = run(Host::Ours, "nccopy", &[nc.to_str().unwrap(), &u]);
+        let u = match mode {
+            "zarr,s3" => format!("s3://{BUCKET}/long#mode={mode}"),
+            "nczarr,zip" => url(&dir.path().join("long.zip"), mode),
+            _ => url(&store, mode),
+        };
+        let r = run_env(Host::Ours, "nccopy", &[nc.to_str().unwrap(), &u], &env);
         assert!(r.success(), "{mode}: {}", r.describe());
+        let dump = |opts: &[&str]| {
+            let args = [opts, &[u.as_str()]].concat();
+            run_env(Host::Ours, "ncdump", &args, &env)
+                .output()
+                .unwrap_or_else(|e| panic!("{mode}: {e}"))
+        };
         if mode.starts_with("nczarr") {
-            let dump = ncdump(Host::Ours, &[], &u).unwrap();
             assert_eq!(
-                common::dump::normalise_name(&dump),
+                common::dump::normalise_name(&dump(&[])),
                 common::dump::normalise_name(&truth),
                 "{mode}"
             );
         }
         // Pure Zarr has no unlimited dimensions and lists arrays by name: the values only.
         for var in ["s", "r", "/g/s"] {
-            let ours = ncdump(Host::Ours, &["-v", var], &u).unwrap();
             let want = ncdump(Host::Stock, &["-v", var], nc.to_str().unwrap()).unwrap();
-            assert_eq!(data_lines(&ours), data_lines(&want), "{mode} {var}");
+            assert_eq!(
+                data_lines(&dump(&["-v", var])),
+                data_lines(&want),
+                "{mode} {var}"
+            );
+        }
+        if !mode.ends_with("file") {
+            continue;
         }
         let zarray: serde_json::Value =
             serde_json::from_slice(&std::fs::read(store.join("s/.zarray")).unwrap()).unwrap();

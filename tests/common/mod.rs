@@ -205,6 +205,11 @@ impl Run {
         self.status.is_none_or(|s| s.signal().is_some())
     }
 
+    /// Failed with an error (no crash, no hang) whose message says `says`.
+    pub fn refused_saying(&self, says: &str) -> bool {
+        !self.success() && !self.crashed() && self.stderr.contains(says)
+    }
+
     /// One-paragraph description for failure messages.
     pub fn describe(&self) -> String {
         let how = match self.status {

@@ -73,3 +73,28 @@ except Exception as e:
     let out = run_with("netcdf4", &["-c", SCRIPT, path], Some(lib))?;
     Ok(out.trim().strip_prefix("refused: ").map(String::from))
 }
+
+/// Zips a directory store with Python's `zipfile`, deflated, either with the objects at the
+/// archive root (`zip -r` inside the directory, zarr-python's layout) or below a directory with
+/// another name than the archive's.
+const ZIP_A_DIRECTORY: &str = r#"
+import os, sys, zipfile
+src, dst, top = sys.argv[1], sys.argv[2], sys.argv[3]
+with zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED) as z:
+    for base, dirs, files in sorted(os.walk(src)):
+        rel = os.path.relpath(base, src)
+        for d in sorted(dirs):
+            z.write(os.path.join(base, d), os.path.normpath(os.path.join(top, rel, d)) + "/")
+        for f in sorted(files):
+            z.write(os.path.join(base, f), os.path.normpath(os.path.join(top, rel, f)))
+"#;
+
+/// Zips the directory store `src` into `dst` with Python's `zipfile` ([`ZIP_A_DIRECTORY`]),
+/// its objects below `top` (`.` for the archive root).
+pub fn zip_directory(src: &Path, dst: &Path, top: &str) -> Result<String, String> {
+    let (src, dst) = (
+        src.to_str().ok_or("a path that is not UTF-8")?,
+        dst.to_str().ok_or("a path that is not UTF-8")?,
+    );
+    run_script("zarr3", ZIP_A_DIRECTORY, &[src, dst, top])
+}

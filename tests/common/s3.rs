@@ -122,6 +122,20 @@ impl Drop for Server {
     }
 }
 
+/// The environment stock tools need to reach the server at `endpoint` with the test keys,
+/// and nothing of the user's own AWS set-up.
+pub fn tool_env(endpoint: &str) -> Vec<(&'static str, Option<&str>)> {
+    vec![
+        ("AWS_ACCESS_KEY_ID", Some(ACCESS_KEY)),
+        ("AWS_SECRET_ACCESS_KEY", Some(SECRET_KEY)),
+        ("AWS_ENDPOINT_URL", Some(endpoint)),
+        ("AWS_PROFILE", None),
+        ("AWS_CONFIG_FILE", Some("/dev/null")),
+        ("AWS_SHARED_CREDENTIALS_FILE", Some("/dev/null")),
+        ("NCRCENV_RC", Some("/dev/null")),
+    ]
+}
+
 /// Settings for `root` in [`BUCKET`] at `endpoint`: test keys, 4 requests in flight, short
 /// timeouts, one retry.
 pub fn settings_at(endpoint: &str, root: &str) -> S3Settings {
