@@ -64,9 +64,9 @@ fn mode_words_libnetcdf_490_loops_on_open_and_create() {
         let want = ncdump(Host::Ours, &[], &at(same)).unwrap();
         assert_eq!(got.output(), Ok(want), "#{looping}");
     }
-    // What the library rewrote, as it says with NCZARR_RS_DEBUG: the looping fragments get a
-    // final `nczarr`; forms on which 4.9.0 does not loop (it reads some through quirks of its
-    // own) are left for libnetcdf to read as it always has.
+    // What the library rewrote, as it says with NCZARR_RS_DEBUG: the looping fragments get the
+    // words 4.10.1 infers, ending in `nczarr`; forms on which 4.9.0 does not loop (it reads
+    // some through quirks of its own) are left for libnetcdf to read as it always has.
     let rewrites = |fragment: &str| {
         let r = common::run_env(
             Host::Ours,
@@ -82,9 +82,10 @@ fn mode_words_libnetcdf_490_loops_on_open_and_create() {
             .collect::<Vec<_>>()
     };
     for (looping, repaired) in [
-        ("mode=nczarr,zarr", "mode=nczarr,zarr,nczarr"),
+        ("mode=nczarr,zarr", "mode=zarr,nczarr"),
         ("xarray", "mode=zarr,nczarr"),
-        ("mode=zarr&mode=file", "mode=zarr,nczarr&mode=file"),
+        ("mode=zarr&mode=file", "mode=zarr,file,nczarr"),
+        ("mode=zarr&xarray", "mode=zarr,nczarr"),
     ] {
         assert_eq!(rewrites(looping), [at(repaired)], "#{looping}");
     }
@@ -97,6 +98,19 @@ fn mode_words_libnetcdf_490_loops_on_open_and_create() {
     ] {
         assert_eq!(rewrites(kept), Vec::<String>::new(), "#{kept}");
     }
+    // The prefix form names the same parameters.
+    let prefixed = format!("[mode=zarr]{}", at("").trim_end_matches('#'));
+    let r = common::run_env(
+        Host::Ours,
+        "prlimit",
+        &[LOOP_GUARD, "ncdump", "-h", &prefixed],
+        &[("NCZARR_RS_DEBUG", Some("1"))],
+    );
+    assert!(r.success(), "{}", r.describe());
+    assert!(
+        r.stderr
+            .contains(&format!(" is opened as {}", at("mode=zarr,nczarr")))
+    );
     // `#zarr` creates NCZarr with or without the library (libnetcdf's expansion of it), so it
     // is not rewritten into the pure Zarr its words might suggest.
     let nczarr_made = dir.path().join("w.zarr");
@@ -142,6 +156,39 @@ fn mode_words_libnetcdf_490_loops_on_open_and_create() {
         as_made.replace("netcdf y {", ""),
         reference.replace("netcdf z {", "")
     );
+}
+
+/// Every looping form here (a `mode` key with stand-alone macros, two-word macros that shift
+/// the keys after them, a `[...]` prefix) reads on 4.9.0 what the library on 4.10.1, which
+/// never loops, reads from the same name: the repair gives 4.9.0 the words 4.10.1 infers.
+#[test]
+fn looping_names_read_on_4_9_0_as_on_4_10() {
+    if skip_in_reference_mode() {
+        return;
+    }
+    let dir = scratch("loop-as-410");
+    let nczarr = written(dir.path(), "n.zarr", "nczarr,file");
+    let pure = written(dir.path(), "p.zarr", "zarr,file");
+    for store in [&nczarr, &pure] {
+        let file = format!("file://{}", store.display());
+        for name in [
+            format!("{file}#mode=zarr&xarray"),
+            format!("{file}#mode=nczarr&xarray"),
+            format!("{file}#mode=nczarr,file&mode=zarr&xarray"),
+            format!("{file}#xarray&mode=noxarray"),
+            format!("{file}#xarray&xarray&log"),
+            format!("{file}#zarr&zarr&mode=zarr"),
+            format!("{file}#noxarray&zarr&xarray"),
+            format!("[mode=zarr]{file}"),
+            format!("[log][xarray]{file}"),
+            format!("[mode=nczarr]{file}#xarray"),
+        ] {
+            let on_490 = guarded_dump(Host::Ours, &name);
+            let on_410 = run(Host::OursOn410, "ncdump", &[&name]);
+            assert!(on_490.success(), "{name}: {}", on_490.describe());
+            assert_eq!(on_490.output(), on_410.output(), "{name}");
+        }
+    }
 }
 
 #[test]

@@ -8,31 +8,19 @@
 //!   format" for a directory, and would read a zip archive as netCDF. Only plain opens: a path to
 //!   create is the caller's to name, and a caller who chose the format (a user-defined format
 //!   flag, an in-memory open) gets what it chose.
-//! - **A fragment that sends libnetcdf 4.9.0 into an endless loop.** Its mode inference
-//!   (`dinfermodel.c`, `processinferences`) repeats while the *last* word of the first `mode`
-//!   value implies another (`zarr`, `xarray`, `noxarray`, in any case), allocating until the
-//!   process is killed: `#mode=zarr`, `#mode=nczarr,zarr`, and `#xarray`, which it expands to
-//!   `mode=zarr`. Each `mode` value ending so gets a final `nczarr` (which those words imply
-//!   anyway), so every libnetcdf reads the same dataset from it (4.9.0 drops later `mode` keys of
-//!   other values; equal values stay equal). Fragments with other stand-alone mode keys are left
-//!   as they are: 4.9.0 reads them through a quirk of its own (two-word expansions shift the keys
-//!   after them), without looping.
+//! - **URL parameters that send libnetcdf 4.9.0 into an endless loop** (`#mode=zarr`,
+//!   `#xarray`, `#mode=zarr&xarray`, `[mode=zarr]file://...`, ...) become a fragment it reads
+//!   as 4.10.1 reads the original ([`fragment`] says how).
 //!
 //! Owns only this text and the check of what a local path holds; it must not know how a dataset
 //! is read.
+
+mod fragment;
 
 use crate::zmap::ZARR_MARKERS;
 use crate::zmap::zip::ZipStore;
 use crate::zmap::{Store, StorePrefix};
 use std::path::{Path, PathBuf};
-
-/// Mode words from which libnetcdf 4.9.0 infers another one (`dinfermodel.c`, `modeinferences`;
-/// compared without case).
-const INFERRING: [&str; 3] = ["zarr", "xarray", "noxarray"];
-
-/// Fragment keys that stand alone for mode words (`dinfermodel.c`, `macrodefs`; compared with
-/// case).
-const MACROS: [&str; 7] = ["zarr", "dap2", "dap4", "s3", "bytes", "xarray", "noxarray"];
 
 /// Characters a path may hold to be written into a `file://` URL as it is (netcdf-c parses
 /// the URL again, so anything it could read as syntax keeps the path as the caller gave it).
@@ -53,72 +41,53 @@ pub enum Request {
 
 /// The path to give libnetcdf in place of `path`, when it needs repair (see the module doc).
 pub fn repaired(path: &str, request: Request) -> Option<String> {
-    match path.split_once('#') {
-        Some((location, fragment)) if is_url(location) => {
-            repaired_fragment(fragment).map(|f| format!("{location}#{f}"))
-        }
-        Some(_) => None,
-        None if request != Request::Open => None,
-        None => {
-            let local = match path.strip_prefix("file://") {
-                Some(rest) if rest.starts_with('/') => rest,
-                Some(rest) => rest
-                    .strip_prefix("localhost")
-                    .filter(|r| r.starts_with('/'))?,
-                None if is_url(path) => return None,
-                None => path,
-            };
-            zarr_url(Path::new(local))
-        }
+    // libnetcdf drops control characters and reads `\\` as an escape before it parses a URL;
+    // such paths are left to it.
+    if path.chars().any(|c| c < ' ' || c == '\\') {
+        return None;
     }
+    let (prefix, path) = match path.strip_prefix('[') {
+        Some(_) => split_prefix(path)?,
+        None => (String::new(), path),
+    };
+    let (location, fragment) = path.split_once('#').unwrap_or((path, ""));
+    let repaired =
+        url_protocol(location).and_then(|protocol| fragment::repaired(protocol, &prefix, fragment));
+    if let Some(repaired) = repaired {
+        return Some(format!("{location}#{repaired}"));
+    }
+    if !prefix.is_empty() || path.contains('#') || request != Request::Open {
+        return None;
+    }
+    let local = match path.strip_prefix("file://") {
+        Some(rest) if rest.starts_with('/') => rest,
+        Some(rest) => rest
+            .strip_prefix("localhost")
+            .filter(|r| r.starts_with('/'))?,
+        None if url_protocol(path).is_some() => return None,
+        None => path,
+    };
+    zarr_url(Path::new(local))
 }
 
-/// True when `text` starts with a URL scheme (`letters://`).
-fn is_url(text: &str) -> bool {
-    text.split_once("://").is_some_and(|(scheme, _)| {
-        !scheme.is_empty()
-            && scheme
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '+')
-    })
+/// The parameters of a `[k=v][k2]...` prefix joined by `&`, and the rest of `path`, as
+/// libnetcdf splits them (`collectprefixparams`); `None` for a prefix it refuses.
+fn split_prefix(mut path: &str) -> Option<(String, &str)> {
+    let mut params: Vec<&str> = Vec::new();
+    while let Some(rest) = path.strip_prefix('[') {
+        let (inside, after) = rest.split_once(']')?;
+        params.push(inside);
+        path = after;
+    }
+    let params: Vec<&str> = params.into_iter().filter(|p| !p.is_empty()).collect();
+    Some((params.join("&"), path))
 }
 
-/// The fragment with a final `nczarr` in its mode value when libnetcdf 4.9.0 would loop on it;
-/// `None` when it would not, or when its form is not the plain one (see the module doc).
-fn repaired_fragment(fragment: &str) -> Option<String> {
-    let mut parts: Vec<String> = fragment.split('&').map(str::to_string).collect();
-    let is_mode = |p: &String| {
-        p.split_once('=')
-            .is_some_and(|(k, _)| k.eq_ignore_ascii_case("mode"))
-    };
-    let modes: Vec<usize> = (0..parts.len()).filter(|&i| is_mode(&parts[i])).collect();
-    let macros: Vec<usize> = (0..parts.len())
-        .filter(|&i| MACROS.contains(&parts[i].as_str()))
-        .collect();
-    let loops = |value: &str| {
-        let last = value.rsplit(',').next().unwrap_or("");
-        INFERRING.iter().any(|w| last.eq_ignore_ascii_case(w))
-    };
-    match (modes.as_slice(), macros.as_slice()) {
-        ([], [x]) if parts[*x] == "xarray" => parts[*x] = "mode=zarr,nczarr".to_string(),
-        (modes, []) => {
-            // Every value that ends in such a word, so that whichever keys 4.9.0 keeps (it
-            // drops later `mode` keys of other values) and merges, the list ends in `nczarr`;
-            // values equal before stay equal.
-            let mut repaired = false;
-            for &m in modes {
-                if loops(parts[m].split_once('=').map_or("", |(_, v)| v)) {
-                    parts[m].push_str(",nczarr");
-                    repaired = true;
-                }
-            }
-            if !repaired {
-                return None;
-            }
-        }
-        _ => return None,
-    }
-    Some(parts.join("&"))
+/// The scheme of `text` when it is a URL (`letters://...`).
+fn url_protocol(text: &str) -> Option<&str> {
+    let (scheme, _) = text.split_once("://")?;
+    let letters = |c: char| c.is_ascii_alphanumeric() || c == '+';
+    (!scheme.is_empty() && scheme.chars().all(letters)).then_some(scheme)
 }
 
 /// `file://...#mode=nczarr,file` (or `,zip`) for a local Zarr dataset at `path`; `None` for
@@ -162,46 +131,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn fragments_that_loop_end_in_nczarr() {
-        for (given, wanted) in [
-            ("mode=zarr", "mode=zarr,nczarr"),
-            ("mode=nczarr,zarr", "mode=nczarr,zarr,nczarr"),
-            ("mode=xarray", "mode=xarray,nczarr"),
-            ("mode=nczarr,noxarray", "mode=nczarr,noxarray,nczarr"),
-            ("log&MODE=ZARR&", "log&MODE=ZARR,nczarr&"),
-            ("xarray", "mode=zarr,nczarr"),
-            ("xarray&log", "mode=zarr,nczarr&log"),
-            ("mode=zarr&mode=file", "mode=zarr,nczarr&mode=file"),
-            ("mode=zarr&mode=zarr", "mode=zarr,nczarr&mode=zarr,nczarr"),
-        ] {
-            assert_eq!(repaired_fragment(given).as_deref(), Some(wanted), "{given}");
-        }
-    }
-
-    #[test]
-    fn fragments_that_do_not_loop_are_kept() {
-        for given in [
-            "mode=nczarr,file",
-            "mode=zarr,file",
-            "mode=zarr,",
-            "mode=zarr,consolidated",
-            "mode=zarr,nczarr",
-            "mode=dap4",
-            "",
-            "log&show=fetch",
-            // 4.9.0 reads these through its own quirks, without looping.
-            "zarr",
-            "noxarray",
-            "XARRAY",
-            "log&noxarray&mode=s3",
-            "zarr&mode=zarr",
-            "mode=nczarr,file&mode=s3",
-        ] {
-            assert_eq!(repaired_fragment(given), None, "{given}");
-        }
-    }
-
-    #[test]
     fn urls_keep_all_but_the_fragment() {
         assert_eq!(
             repaired("s3://bucket/a#b/key#mode=zarr", Request::Open),
@@ -212,6 +141,21 @@ mod tests {
             repaired("https://h:9000/b/k?x=1#mode=zarr", Request::Other).as_deref(),
             Some("https://h:9000/b/k?x=1#mode=zarr,nczarr")
         );
+        assert_eq!(
+            repaired("[mode=zarr]file:///d/x.zarr", Request::Open).as_deref(),
+            Some("file:///d/x.zarr#mode=zarr,nczarr"),
+            "the prefix's parameters go into the fragment"
+        );
+        assert_eq!(
+            repaired("[log][mode=zarr]s3://b/k#show=fetch", Request::Open).as_deref(),
+            Some("s3://b/k#mode=zarr,s3,nczarr&log&show=fetch")
+        );
+        assert_eq!(
+            repaired("[mode=zarr,file]file:///d/x.zarr", Request::Open),
+            None
+        );
+        assert_eq!(repaired("[mode=zarr file:///d/x.zarr", Request::Open), None);
+        assert_eq!(repaired("s3://b/k", Request::Open), None);
         assert_eq!(repaired("/data/x.nc#mode=zarr", Request::Open), None);
     }
 
