@@ -12,6 +12,7 @@ pub mod json;
 pub mod lenient;
 pub mod number;
 pub mod read;
+pub mod ucs4;
 pub mod write;
 
 /// How a dataset's metadata is laid out.

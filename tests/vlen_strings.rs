@@ -106,20 +106,6 @@ meta = {k: {f: json.load(open(f"{path}/{k}/.zarray"))[f] for f in ("dtype", "fil
 print(json.dumps({"values": out, "meta": meta}))
 "#;
 
-/// Copies the directory tree `from` to `to`.
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
 fn strings(v: &Value) -> Vec<String> {
     serde_json::from_value(v.clone()).unwrap_or_else(|e| panic!("{e}: {v}"))
 }
@@ -176,7 +162,7 @@ fn strings_stored_as_objects_read_and_write_through_libnetcdf() {
 
         // The same from S3, where coded chunks stream through decoding as they arrive.
         let key = format!("vlen/{env}");
-        copy_tree(&store, &server.bucket_dir().join(&key));
+        common::copy_tree(&store, &server.bucket_dir().join(&key));
         let s3 = format!("s3://{BUCKET}/{key}#mode=zarr,s3");
         let vars = ["-v", "station,label,plain,zlib1,lz4,sparse"];
         let from_s3 = common::run_env(Host::Ours, "ncdump", &[vars[0], vars[1], &s3], &s3_env);

@@ -16,11 +16,13 @@ use crate::chunk::projection::{ChunkPiece, Projection};
 use crate::chunk::transpose;
 use crate::codec::{self, PartialDecode};
 use crate::error::{Error, Result};
+use crate::format::ucs4;
 use crate::model::{Endian, GroupId, NcType, StringStorage, Var};
 use crate::zmap::StoreKey;
 use chunk_io::ChunkBuffers;
 use encoded::{EncodeBuffers, WriteBuffers};
 use rayon::prelude::*;
+use std::borrow::Cow;
 use std::ops::Range;
 use worker_buffers::WorkerBuffers;
 
@@ -291,22 +293,22 @@ impl Dataset {
     }
 }
 
-/// A numpy unicode element (UTF-32 code units, NUL padded) as UTF-8; invalid code points
-/// become U+FFFD.
-fn from_utf32(s: &[u8], big: bool) -> Vec<u8> {
-    s.chunks_exact(4)
-        .map(|b| {
-            let b = [b[0], b[1], b[2], b[3]];
-            if big {
-                u32::from_be_bytes(b)
-            } else {
-                u32::from_le_bytes(b)
-            }
+/// The strings as the variable stores them: numpy unicode strings as their code units (each
+/// must be UTF-8), others as they are.
+fn stored_strings<'a>(var: &Var, data: &'a [Vec<u8>]) -> Result<Cow<'a, [Vec<u8>]>> {
+    if var.strings != StringStorage::Ucs4 {
+        return Ok(Cow::Borrowed(data));
+    }
+    data.iter()
+        .map(|s| match std::str::from_utf8(s) {
+            Ok(text) => Ok(ucs4::encode(text, var.endian)),
+            Err(_) => Err(Error::Invalid(format!(
+                "variable {}: a string that is not UTF-8 cannot be stored as numpy unicode (<U)",
+                var.name
+            ))),
         })
-        .take_while(|c| *c != 0)
-        .map(|c| char::from_u32(c).unwrap_or(char::REPLACEMENT_CHARACTER))
-        .collect::<String>()
-        .into_bytes()
+        .collect::<Result<Vec<_>>>()
+        .map(Cow::Owned)
 }
 
 /// The bytes of the slots for the `n` strings of a request, `width` bytes each: refused when
@@ -364,7 +366,10 @@ fn fill_element(var: &Var) -> Vec<u8> {
             bytes[..esize].to_vec()
         }
         Some(crate::model::Values::Strings(s)) if var.ty == NcType::String && !s.is_empty() => {
-            s[0].clone()
+            match var.strings {
+                StringStorage::Ucs4 => ucs4::encode(&String::from_utf8_lossy(&s[0]), var.endian),
+                _ => s[0].clone(),
+            }
         }
         _ if var.no_fill => vec![0; esize],
         _ => match &var.stored_fill {
@@ -622,10 +627,7 @@ impl Dataset {
         let var = &self.tree.group(g).vars[v];
         let slots = slots.chunks_exact(width);
         Ok(match var.strings {
-            StringStorage::Ucs4 => {
-                let big = var.endian == Endian::Big;
-                slots.map(|s| from_utf32(s, big)).collect()
-            }
+            StringStorage::Ucs4 => slots.map(|s| ucs4::decode(s, var.endian)).collect(),
             StringStorage::Objects => slots.map(|s| codec::slot_item(s).to_vec()).collect(),
             StringStorage::Bytes => slots
                 .map(|s| {
@@ -1110,12 +1112,6 @@ impl Dataset {
         if var.ty != NcType::String {
             return Err(Error::Char);
         }
-        if var.strings == StringStorage::Ucs4 {
-            return Err(Error::Unsupported {
-                var: var.name.clone(),
-                why: "writing fixed-width unicode (numpy <U) strings".into(),
-            });
-        }
         let objects = var.strings == StringStorage::Objects;
         let maxstrlen = var.maxstrlen;
         let slab = scalar_slab(var.is_scalar(), slab);
@@ -1128,6 +1124,7 @@ impl Dataset {
         let data = data
             .get(..n)
             .ok_or_else(|| Error::Invalid("too few strings".into()))?;
+        let data = stored_strings(&self.tree.group(g).vars[v], data)?;
         let longest = data.iter().map(Vec::len).max().unwrap_or(0);
         if longest > maxstrlen {
             self.widen_strings(g, v, longest)?;
@@ -1139,7 +1136,7 @@ impl Dataset {
         self.widening_slots(g, v, |ds, geo| {
             let width = geo.esize;
             let mut slots = request_slots(n, width)?;
-            for (dst, s) in slots.chunks_exact_mut(width).zip(data) {
+            for (dst, s) in slots.chunks_exact_mut(width).zip(data.iter()) {
                 if objects {
                     codec::put_slot_item(dst, s);
                 } else {

@@ -535,7 +535,7 @@ impl<'a> Reader<'a> {
             NcType::Char | NcType::String => {
                 let text = fv.as_str().unwrap_or("");
                 Some(if var.strings == StringStorage::Ucs4 {
-                    utf32(text, var.endian)
+                    super::ucs4::encode(text, var.endian)
                 } else if self.nczarr || var.strings == StringStorage::Objects {
                     // zarr-python stores an object array's fill value as the text itself.
                     text.as_bytes().to_vec()
@@ -684,16 +684,6 @@ fn converted(values: &Values, to: NcType) -> Option<Values> {
         out.extend(bytes);
     }
     Some(Values::fixed(to, out))
-}
-
-/// `text` as UTF-32 code units in `endian` byte order (numpy's `<U`/`>U` storage).
-fn utf32(text: &str, endian: crate::model::Endian) -> Vec<u8> {
-    text.chars()
-        .flat_map(|c| match endian {
-            crate::model::Endian::Little => (c as u32).to_le_bytes(),
-            crate::model::Endian::Big => (c as u32).to_be_bytes(),
-        })
-        .collect()
 }
 
 /// How far below a directory without objects of its own Zarr objects are looked for, to take

@@ -133,10 +133,23 @@ pub fn fill_json(var: &Var, nczarr: bool) -> Value {
         })
     };
     match var.ty {
-        NcType::String => match att {
-            Some(crate::model::Values::Strings(s)) if !s.is_empty() => text(&s[0]),
-            _ => text(b""),
-        },
+        NcType::String => {
+            // A fill the metadata gave without a `_FillValue` is kept when it is written again.
+            let fill = match att {
+                Some(crate::model::Values::Strings(s)) if !s.is_empty() => s[0].clone(),
+                _ => match (&var.stored_fill, var.strings) {
+                    (Some(units), StringStorage::Ucs4) => super::ucs4::decode(units, var.endian),
+                    (Some(bytes), _) => bytes.clone(),
+                    (None, _) => Vec::new(),
+                },
+            };
+            if var.strings == StringStorage::Ucs4 {
+                // zarr-python stores a unicode array's fill value as the text itself.
+                Value::String(String::from_utf8_lossy(&fill).into_owned())
+            } else {
+                text(&fill)
+            }
+        }
         NcType::Char => match att {
             Some(crate::model::Values::Fixed { bytes, .. })
                 if bytes.first().is_some_and(|b| *b != 0) =>

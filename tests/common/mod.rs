@@ -392,6 +392,20 @@ impl Report {
     }
 }
 
+/// Copies the directory tree `from` to `to`.
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
 /// A scratch directory that is removed on drop, unless `NCZARR_RS_KEEP_TMP` is set.
 pub fn scratch(label: &str) -> tempfile::TempDir {
     let prefix = format!("nczarr-rs-{label}-");

@@ -1,6 +1,6 @@
 //! The width of a string variable's decoded slots, and what widening it takes: for strings
 //! stored as objects, dropping what was decoded at the old width; for fixed-width strings
-//! (`|S<n>`) already stored, rewriting every stored chunk at the new width, so that a string
+//! (`|S<n>`, numpy unicode `<U<n>`) already stored, rewriting every stored chunk at the new width, so that a string
 //! written later is never cut. Widths grow at least twofold (but for the first write of
 //! fixed-width strings, which takes the longest string's), so strings growing a little at a
 //! time widen a few times only. Knows nothing of requests.
@@ -9,6 +9,7 @@ use super::{Geometry, StoreKey, StringStorage, batch_len};
 use crate::api::dataset::Dataset;
 use crate::chunk::cache::ChunkIndex;
 use crate::error::{Error, Result};
+use crate::format::ucs4;
 use crate::model::{GroupId, NcType};
 use crate::zmap::StorePrefix;
 
@@ -55,17 +56,22 @@ impl Dataset {
     pub(super) fn widen_strings(&mut self, g: GroupId, v: usize, width: usize) -> Result<()> {
         let var = &self.tree.group(g).vars[v];
         let old_width = var.maxstrlen;
-        if var.ty != NcType::String || var.strings == StringStorage::Ucs4 || width <= old_width {
+        if var.ty != NcType::String || width <= old_width {
             return Err(Error::Internal(format!(
                 "the strings of {} cannot widen from {old_width} to {width}",
                 var.name
             )));
         }
-        let rewrite = var.strings == StringStorage::Bytes && var.data_written;
+        let rewrite = var.strings != StringStorage::Objects && var.data_written;
         let width = if var.strings == StringStorage::Objects || rewrite {
             width.max(old_width.saturating_mul(2))
         } else {
             width
+        };
+        // A numpy unicode string is whole code units.
+        let width = match var.strings {
+            StringStorage::Ucs4 => width.div_ceil(ucs4::UNIT).saturating_mul(ucs4::UNIT),
+            _ => width,
         };
         let elems = super::product(&var.chunks).unwrap_or(usize::MAX);
         if !slots_fit(elems.saturating_mul(var.string_slot(width))) {
