@@ -145,6 +145,15 @@ fn numpy_unicode_strings_are_written_in_place_whole() {
             common::python::run_script(env, WRITE, &[store.to_str().unwrap()])
                 .unwrap_or_else(|e| panic!("{e}"));
             let before = read(env, &store);
+            if storage == "file" {
+                // The fill value is the `_FillValue`, as xarray reads it.
+                let dump = common::ncdump(Host::Ours, &["-h"], &url(&store, "zarr,file"))
+                    .unwrap_or_else(|e| panic!("{e}"));
+                for var in ["u", "s"] {
+                    let att = format!("string {var}:_FillValue = \"NA\" ;");
+                    assert!(dump.contains(&att), "{env}: {dump}");
+                }
+            }
             // Where the store is written, and where zarr-python then reads it.
             let (target, tool_env, written) = match storage {
                 "file" => (url(&store, "zarr,file"), vec![], store.clone()),

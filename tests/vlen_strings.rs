@@ -329,11 +329,14 @@ fn hand_made_object_strings_and_their_damage() {
         return;
     }
     let dump = dump.unwrap_or_else(|e| panic!("{e}"));
-    // A fill value longer than the first slots is whole ("" is netCDF's string fill: `_`).
-    let want = format!(
-        " s = _, \"{}\", \"{fill}\", \"{fill}\" ;",
-        "h".repeat(100_000)
+    // A fill value longer than the first slots is whole: it is the `_FillValue` (as xarray
+    // reads it), and the unwritten elements equal it (`_`).
+    assert!(
+        dump.contains(&format!("string s:_FillValue = \"{fill}\" ;")),
+        "{}",
+        &dump[..dump.len().min(2000)]
     );
+    let want = format!(" s = \"\", \"{}\", _, _ ;", "h".repeat(100_000));
     assert!(
         dump.replace("\n    ", "").contains(&want),
         "{}",

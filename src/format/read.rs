@@ -575,6 +575,23 @@ impl<'a> Reader<'a> {
                 values: Values::fixed(var.ty, b),
             });
         }
+        // So is a string fill value other than netCDF's default (`""`), as xarray reads it.
+        if !self.nczarr
+            && var.ty == NcType::String
+            && var.att("_FillValue").is_none()
+            && let Some(stored) = &var.stored_fill
+        {
+            let text = match var.strings {
+                StringStorage::Ucs4 => super::ucs4::decode(stored, var.endian),
+                _ => stored.clone(),
+            };
+            if !text.is_empty() {
+                var.atts.push(Att {
+                    name: "_FillValue".into(),
+                    values: Values::Strings(vec![text]),
+                });
+            }
+        }
         type_fill_attribute(var);
         Ok(())
     }
