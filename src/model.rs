@@ -8,8 +8,8 @@ pub mod types;
 pub mod values;
 
 pub use tree::{
-    Att, CacheSettings, Dim, DimId, Endian, Filter, Group, GroupId, Storage, StringStorage, Tree,
-    Var,
+    Att, COMPLEX_DIMENSION, CacheSettings, Dim, DimId, Endian, Filter, Group, GroupId, Storage,
+    StringStorage, Tree, Var,
 };
 pub use types::NcType;
 pub use values::Values;

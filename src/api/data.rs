@@ -132,6 +132,8 @@ struct Geometry {
     chunk_bytes: usize,
     path: String,
     sep: char,
+    /// Indices a chunk's key holds: one per dimension but the parts of complex numbers.
+    key_rank: usize,
     swap: bool,
     /// Chunks are stored in Fortran order (reordered to C order on decode, back on encode).
     fortran: bool,
@@ -176,6 +178,7 @@ impl Geometry {
     }
 
     fn key(&self, idx: &[u64]) -> Result<StoreKey> {
+        let idx = &idx[..idx.len().min(self.key_rank)];
         let name = if idx.is_empty() {
             "0".to_string()
         } else {
@@ -273,6 +276,7 @@ impl Dataset {
         }
         self.store
             .allow_objects_up_to(largest_stored_chunk(chunk_bytes, var.ty));
+        let key_rank = chunks.len().saturating_sub(usize::from(var.complex));
         Ok(Geometry {
             ty: var.ty,
             scalar: var.is_scalar(),
@@ -287,6 +291,7 @@ impl Dataset {
             chunk_bytes,
             path: crate::format::write::var_path(&self.tree, g, var),
             sep: var.dimension_separator,
+            key_rank,
             swap: var.endian != Endian::native() && var.ty.is_numeric() && esize > 1,
             fortran: var.fortran_order && var.dims.len() > 1,
         })

@@ -22,6 +22,9 @@ pub struct Dtype {
     /// numpy datetimes and time spans (`<M8[ns]`, `<m8[s]`): 64-bit counts of a unit, read as
     /// NC_INT64 with the CF `units` (and `calendar`) saying what they count.
     pub time: Option<TimeCounts>,
+    /// numpy complex numbers (`<c8`, `<c16`): each stored element a pair (real, imaginary) of
+    /// `ty`, read as a trailing dimension of 2 (see [`crate::model::Var::complex`]).
+    pub complex: bool,
 }
 
 /// What the 64-bit integers of a numpy `M8`/`m8` array count, as CF attributes.
@@ -98,6 +101,7 @@ pub fn parse(dtype: &str, nczarr: bool) -> Result<Dtype> {
                 instant: kind == 'M',
                 unit,
             }),
+            complex: false,
         });
     }
     if body == "O" {
@@ -107,6 +111,7 @@ pub fn parse(dtype: &str, nczarr: bool) -> Result<Dtype> {
             width: OBJECT_SLOTS_AT_FIRST,
             strings: StringStorage::Objects,
             time: None,
+            complex: false,
         });
     }
     let width: usize = body[kind.len_utf8()..]
@@ -134,10 +139,26 @@ pub fn parse(dtype: &str, nczarr: bool) -> Result<Dtype> {
                 width: 4 * n,
                 strings: StringStorage::Ucs4,
                 time: None,
+                complex: false,
             });
         }
         ('f', 2) => return Err(bad("half-precision floats have no netCDF type")),
-        ('c', _) => return Err(bad("complex numbers have no netCDF type")),
+        ('c', 8 | 16) => {
+            let ty = if width == 8 {
+                NcType::Float
+            } else {
+                NcType::Double
+            };
+            return Ok(Dtype {
+                ty,
+                endian,
+                width: ty.size(),
+                strings: StringStorage::Bytes,
+                time: None,
+                complex: true,
+            });
+        }
+        ('c', _) => return Err(bad("complex numbers of this width have no netCDF type")),
         _ => return Err(bad("unknown type")),
     };
     let width = if ty == NcType::String {
@@ -151,6 +172,7 @@ pub fn parse(dtype: &str, nczarr: bool) -> Result<Dtype> {
         width,
         strings: StringStorage::Bytes,
         time: None,
+        complex: false,
     })
 }
 
@@ -236,7 +258,7 @@ mod tests {
             )
         );
         for bad in [
-            "<f2", "<c8", "<M8[Y]", "<m8[10s]", "<M8", "<U0", "", "x", "<i3", "|O2",
+            "<f2", "<c4", "<c32", "<M8[Y]", "<m8[10s]", "<M8", "<U0", "", "x", "<i3", "|O2",
         ] {
             assert!(parse(bad, false).is_err(), "{bad}");
         }

@@ -15,7 +15,9 @@ use super::json::{Json, Object};
 use super::write::{ARRAY, ARRAY_DIMENSIONS, ATTR, GROUP, NCPROPERTIES, SUPERBLOCK};
 use super::{Layout, attrs, dtype, number};
 use crate::error::{Error, Result};
-use crate::model::{Att, DimId, GroupId, NcType, Storage, StringStorage, Tree, Values, Var};
+use crate::model::{
+    Att, COMPLEX_DIMENSION, DimId, GroupId, NcType, Storage, StringStorage, Tree, Values, Var,
+};
 use crate::zmap::{Store, StoreKey};
 use meta::{Meta, join};
 use std::cell::Cell;
@@ -147,6 +149,8 @@ struct Reader<'a> {
     /// Some array stores numpy datetimes (read with attributes of our making, which writing
     /// would store, and under a dtype writing would not keep).
     numpy_times: bool,
+    /// Some array holds numpy complex numbers (the dataset then opens read-only).
+    numpy_complex: bool,
     /// Listings the search for Zarr objects below groups may still make.
     search_budget: Cell<usize>,
 }
@@ -300,6 +304,7 @@ impl<'a> Reader<'a> {
                     width: 1,
                     strings: crate::model::StringStorage::Bytes,
                     time: None,
+                    complex: false,
                 }
             }
         };
@@ -316,6 +321,7 @@ impl<'a> Reader<'a> {
         var.endian = dt.endian;
         var.maxstrlen = dt.width;
         var.strings = dt.strings;
+        var.complex = dt.complex;
         var.stored_path = Some(path.to_string());
         var.unreadable = unreadable;
         var.atts = read_atts(&zattrs, &ak)?;
@@ -354,6 +360,10 @@ impl<'a> Reader<'a> {
             Some("C") | None => {}
             Some(other) => return Err(Error::metadata(&zk, format!("bad order {other:?}"))),
         }
+        if var.complex && var.fortran_order {
+            var.unreadable
+                .get_or_insert_with(|| "complex numbers in Fortran order are not read".to_string());
+        }
         self.read_codecs(&zarray, &mut var);
         check_object_codec(&mut var);
         self.read_fill(&zarray, &mut var, &zk, dt.time.is_some())?;
@@ -370,6 +380,7 @@ impl<'a> Reader<'a> {
                 .max(stored.unwrap_or(0));
         }
         self.numpy_times |= dt.time.is_some();
+        self.numpy_complex |= dt.complex;
 
         // Dimensions.
         let refs = ainfo
@@ -380,9 +391,17 @@ impl<'a> Reader<'a> {
             && (scalar_flag || shape == [1] || shape.is_empty())
         {
             var.scalar_as_1d = !shape.is_empty();
+            if var.complex {
+                // Its one element's parts: the shape [1] of an NCZarr scalar is not stored.
+                var.scalar_as_1d = false;
+                var.unreadable.get_or_insert_with(|| {
+                    "a complex NCZarr scalar is not read".to_string()
+                });
+            }
             return Ok(var);
         }
         if shape.is_empty() {
+            self.add_complex_parts(&mut var);
             return Ok(var);
         }
         let dims = match refs.filter(|_| self.nczarr) {
@@ -422,7 +441,27 @@ impl<'a> Reader<'a> {
         }
         var.dims = dims;
         var.chunks = chunks;
+        self.add_complex_parts(&mut var);
         Ok(var)
+    }
+
+    /// A complex variable's last dimension: its two parts, the root group's
+    /// [`COMPLEX_DIMENSION`].
+    fn add_complex_parts(&mut self, var: &mut Var) {
+        if !var.complex {
+            return;
+        }
+        let parts = match self.tree.find_dim_in_scope(Tree::ROOT, COMPLEX_DIMENSION) {
+            Some(d) => d,
+            None => self.tree.add_dim(Tree::ROOT, COMPLEX_DIMENSION, 2, false),
+        };
+        if self.tree.dim(parts).len != 2 {
+            var.unreadable.get_or_insert_with(|| {
+                format!("dimension {COMPLEX_DIMENSION} is not of length 2")
+            });
+        }
+        var.dims.push(parts);
+        var.chunks.push(2);
     }
 
     /// A dimension reference naming no declared dimension: create it where the name says.
@@ -531,6 +570,19 @@ impl<'a> Reader<'a> {
             }
             Some(fv) => fv,
         };
+        // A complex fill value is its two parts: one fill serves both when they are the same.
+        let fv = match fv {
+            Json::Array(parts) if var.complex => match parts.as_slice() {
+                [re, im] if re == im => re,
+                _ => {
+                    var.unreadable.get_or_insert_with(|| {
+                        format!("complex fill value {fv} has parts that differ")
+                    });
+                    return Ok(());
+                }
+            },
+            other => other,
+        };
         var.stored_fill = match var.ty {
             NcType::Char | NcType::String => {
                 let text = fv.as_str().unwrap_or("");
@@ -562,9 +614,11 @@ impl<'a> Reader<'a> {
             },
         };
         // Pure Zarr: a fill value other than netCDF's default is the variable's `_FillValue`
-        // (as netcdf-c and xarray read it), unless an attribute says so already.
+        // (as netcdf-c and xarray read it), unless an attribute says so already. Not for the
+        // parts of complex numbers: a part equal to the fill is no missing number.
         if !self.nczarr
             && var.ty.is_numeric()
+            && !var.complex
             && var.att("_FillValue").is_none()
             && let Some(b) = var.stored_fill.clone()
             && b != var.ty.default_fill()
@@ -809,6 +863,7 @@ pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opene
         tree: Tree::new(),
         pending_vars: Vec::new(),
         numpy_times: false,
+        numpy_complex: false,
         search_budget: Cell::new(SEARCH_LISTINGS),
     };
     reader.read_group(Tree::ROOT, "")?;
@@ -840,6 +895,8 @@ pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opene
             Some("the dataset uses an older NCZarr layout".to_string())
         } else if reader.numpy_times {
             Some("writing numpy datetime arrays is not supported yet".to_string())
+        } else if reader.numpy_complex {
+            Some("writing numpy complex arrays is not supported yet".to_string())
         } else if implicit_root {
             // Its arrays may carry NCZarr metadata that a pure-Zarr root would contradict.
             Some("the dataset has no root group object (.zgroup)".to_string())

@@ -165,7 +165,14 @@ pub struct Var {
     /// Fill value recorded in the array metadata when no `_FillValue` attribute gives one
     /// (native-endian bytes of `ty`; for strings the fill text).
     pub stored_fill: Option<Vec<u8>>,
+    /// numpy complex numbers: each stored element is a pair (real, imaginary) of `ty`, served
+    /// as a last dimension of 2 ([`COMPLEX_DIMENSION`]) that chunk keys leave out.
+    pub complex: bool,
 }
+
+/// The dimension of a complex variable's two parts: the name of the nc-complex convention,
+/// which netCDF4-python reads as complex numbers (`auto_complex=True`).
+pub const COMPLEX_DIMENSION: &str = "_pfnc_complex";
 
 impl Var {
     /// A new variable with netCDF defaults; chunking is decided later.
@@ -191,6 +198,7 @@ impl Var {
             fortran_order: false,
             scalar_as_1d: false,
             stored_fill: None,
+            complex: false,
         }
     }
 
