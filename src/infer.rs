@@ -39,24 +39,59 @@ pub enum Request {
     Other,
 }
 
-/// The path to give libnetcdf in place of `path`, when it needs repair (see the module doc).
-pub fn repaired(path: &str, request: Request) -> Option<String> {
-    // libnetcdf drops control characters and reads `\\` as an escape before it parses a URL;
-    // such paths are left to it.
-    if path.chars().any(|c| c < ' ' || c == '\\') {
-        return None;
+/// What to give libnetcdf in place of a path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Repair {
+    /// This path.
+    Path(String),
+    /// Nothing: the open or create fails with `NC_EURL`. For a name libnetcdf 4.9.0 would
+    /// loop on that cannot be rewritten so that it reads it back as it is.
+    Refuse,
+}
+
+/// What to give libnetcdf in place of `path`, when it needs repair (see the module doc).
+pub fn repaired(path: &str, request: Request) -> Option<Repair> {
+    if let Some(repair) = repaired_fragment(path) {
+        return Some(repair);
     }
-    let (prefix, path) = match path.strip_prefix('[') {
-        Some(_) => split_prefix(path)?,
-        None => (String::new(), path),
+    local_dataset(path, request).map(Repair::Path)
+}
+
+/// The repair of a URL whose parameters send libnetcdf 4.9.0 into its endless loop, read as
+/// libnetcdf reads them: first its clean-up (control characters dropped, the first of each
+/// pair of backslashes too), then a `[...]` prefix, the protocol before the first `:`, the
+/// fragment after the first `#` that no backslash escapes.
+fn repaired_fragment(path: &str) -> Option<Repair> {
+    let cleaned = libnetcdf_cleaned(path);
+    let (prefix, rest) = match cleaned.strip_prefix('[') {
+        Some(_) => split_prefix(&cleaned)?,
+        None => (String::new(), cleaned.as_str()),
     };
-    let (location, fragment) = path.split_once('#').unwrap_or((path, ""));
-    let repaired =
-        url_protocol(location).and_then(|protocol| fragment::repaired(protocol, &prefix, fragment));
-    if let Some(repaired) = repaired {
-        return Some(format!("{location}#{repaired}"));
-    }
-    if !prefix.is_empty() || path.contains('#') || request != Request::Open {
+    let location = fragment::split_unescaped(rest, '#')[0];
+    let fragment = rest.get(location.len() + 1..).unwrap_or("");
+    let protocol = location.split_once(':').map(|(p, _)| p)?;
+    Some(match fragment::repaired(protocol, &prefix, fragment)? {
+        fragment::Looping::Fragment(f) => Repair::Path(format!("{location}#{f}")),
+        fragment::Looping::Refused => Repair::Refuse,
+    })
+}
+
+/// `path` as libnetcdf's URL parser first cleans it (`ncuriparse`): without control
+/// characters, and without each backslash that another follows.
+fn libnetcdf_cleaned(path: &str) -> String {
+    let chars: Vec<char> = path.chars().collect();
+    chars
+        .iter()
+        .enumerate()
+        .filter(|&(i, &c)| c >= ' ' && !(c == '\\' && chars.get(i + 1) == Some(&'\\')))
+        .map(|(_, &c)| c)
+        .collect()
+}
+
+/// A local Zarr dataset named by plain path or bare `file://` URL, as its URL.
+fn local_dataset(path: &str, request: Request) -> Option<String> {
+    let plain = !path.chars().any(|c| c < ' ' || "\\[#".contains(c));
+    if !plain || request != Request::Open {
         return None;
     }
     let local = match path.strip_prefix("file://") {
@@ -71,13 +106,14 @@ pub fn repaired(path: &str, request: Request) -> Option<String> {
 }
 
 /// The parameters of a `[k=v][k2]...` prefix joined by `&`, and the rest of `path`, as
-/// libnetcdf splits them (`collectprefixparams`); `None` for a prefix it refuses.
+/// libnetcdf splits them (`collectprefixparams`: a `]` a backslash escapes closes nothing);
+/// `None` for a prefix it refuses.
 fn split_prefix(mut path: &str) -> Option<(String, &str)> {
     let mut params: Vec<&str> = Vec::new();
     while let Some(rest) = path.strip_prefix('[') {
-        let (inside, after) = rest.split_once(']')?;
+        let inside = fragment::split_unescaped(rest, ']')[0];
+        path = rest.get(inside.len() + 1..)?;
         params.push(inside);
-        path = after;
     }
     let params: Vec<&str> = params.into_iter().filter(|p| !p.is_empty()).collect();
     Some((params.join("&"), path))
@@ -130,33 +166,61 @@ fn is_zarr_zip(path: &Path) -> bool {
 mod tests {
     use super::*;
 
+    /// The repaired path, or `<refused>`.
+    fn path(path: &str, request: Request) -> Option<String> {
+        repaired(path, request).map(|r| match r {
+            Repair::Path(p) => p,
+            Repair::Refuse => "<refused>".to_string(),
+        })
+    }
+
     #[test]
     fn urls_keep_all_but_the_fragment() {
         assert_eq!(
-            repaired("s3://bucket/a#b/key#mode=zarr", Request::Open),
+            path("s3://bucket/a#b/key#mode=zarr", Request::Open),
             None,
             "the first '#' starts the fragment, as in netcdf-c"
         );
         assert_eq!(
-            repaired("https://h:9000/b/k?x=1#mode=zarr", Request::Other).as_deref(),
+            path("https://h:9000/b/k?x=1#mode=zarr", Request::Other).as_deref(),
             Some("https://h:9000/b/k?x=1#mode=zarr,nczarr")
         );
         assert_eq!(
-            repaired("[mode=zarr]file:///d/x.zarr", Request::Open).as_deref(),
+            path("[mode=zarr]file:///d/x.zarr", Request::Open).as_deref(),
             Some("file:///d/x.zarr#mode=zarr,nczarr"),
             "the prefix's parameters go into the fragment"
         );
         assert_eq!(
-            repaired("[log][mode=zarr]s3://b/k#show=fetch", Request::Open).as_deref(),
+            path("[log][mode=zarr]s3://b/k#show=fetch", Request::Open).as_deref(),
             Some("s3://b/k#mode=zarr,s3,nczarr&log&show=fetch")
         );
         assert_eq!(
-            repaired("[mode=zarr,file]file:///d/x.zarr", Request::Open),
+            path("[mode=zarr,file]file:///d/x.zarr", Request::Open),
             None
         );
-        assert_eq!(repaired("[mode=zarr file:///d/x.zarr", Request::Open), None);
-        assert_eq!(repaired("s3://b/k", Request::Open), None);
-        assert_eq!(repaired("/data/x.nc#mode=zarr", Request::Open), None);
+        assert_eq!(path("[mode=zarr file:///d/x.zarr", Request::Open), None);
+        assert_eq!(path("s3://b/k", Request::Open), None);
+        // libnetcdf's URL parser wants only a `:` after the protocol, drops control
+        // characters, and the first of two backslashes.
+        assert_eq!(
+            path("file:/d/x.zarr#mode=zarr", Request::Open).as_deref(),
+            Some("file:/d/x.zarr#mode=zarr,nczarr")
+        );
+        assert_eq!(
+            path("file:///d/x.zarr#mode=file,zarr\t", Request::Open).as_deref(),
+            Some("file:///d/x.zarr#mode=zarr,file,nczarr")
+        );
+        assert_eq!(
+            path("file:///d/x.zarr#mode=zarr&x=a\\\\b", Request::Open).as_deref(),
+            Some("file:///d/x.zarr#mode=zarr,nczarr&x=a\\b")
+        );
+        // Two backslashes left once a control character between them goes: libnetcdf would
+        // read the rewrite back otherwise.
+        assert_eq!(
+            path("file:///d/x.zarr#mode=zarr&x=a\\\t\\b", Request::Open).as_deref(),
+            Some("<refused>")
+        );
+        assert_eq!(path("/data/x.nc#mode=zarr", Request::Open), None);
     }
 
     #[test]
@@ -166,31 +230,31 @@ mod tests {
         std::fs::create_dir(&store).unwrap();
         let text = store.to_str().unwrap();
         assert_eq!(
-            repaired(text, Request::Open),
+            path(text, Request::Open),
             None,
             "an empty directory is no dataset"
         );
         std::fs::write(store.join(".zgroup"), br#"{"zarr_format":2}"#).unwrap();
         let wanted = format!("file://{text}#mode=nczarr,file");
-        assert_eq!(repaired(text, Request::Open), Some(wanted.clone()));
+        assert_eq!(path(text, Request::Open), Some(wanted.clone()));
         assert_eq!(
-            repaired(&format!("file://{text}"), Request::Open),
+            path(&format!("file://{text}"), Request::Open),
             Some(wanted.clone())
         );
         assert_eq!(
-            repaired(&format!("file://localhost{text}"), Request::Open),
+            path(&format!("file://localhost{text}"), Request::Open),
             Some(wanted)
         );
-        assert_eq!(repaired("file://localhostx.zarr", Request::Open), None);
+        assert_eq!(path("file://localhostx.zarr", Request::Open), None);
         assert_eq!(
-            repaired(text, Request::Other),
+            path(text, Request::Other),
             None,
             "created paths are not renamed"
         );
         let spaced = dir.path().join("a b.zarr");
         std::fs::create_dir(&spaced).unwrap();
         std::fs::write(spaced.join(".zgroup"), b"{}").unwrap();
-        assert_eq!(repaired(spaced.to_str().unwrap(), Request::Open), None);
+        assert_eq!(path(spaced.to_str().unwrap(), Request::Open), None);
         let zip = dir.path().join("x.zip");
         let archive = ZipStore::create(&zip, false).unwrap();
         archive
@@ -199,11 +263,11 @@ mod tests {
         archive.flush().unwrap();
         let text = zip.to_str().unwrap();
         assert_eq!(
-            repaired(text, Request::Open),
+            path(text, Request::Open),
             Some(format!("file://{text}#mode=nczarr,zip"))
         );
         let netcdf = dir.path().join("x.nc");
         std::fs::write(&netcdf, b"CDF\x01").unwrap();
-        assert_eq!(repaired(netcdf.to_str().unwrap(), Request::Open), None);
+        assert_eq!(path(netcdf.to_str().unwrap(), Request::Open), None);
     }
 }

@@ -2,11 +2,12 @@
 //! `NCZ_initialize` is): every `nc_open` and `nc_create` passes its path through it before
 //! libnetcdf decides which dispatcher serves the dataset. The path is repaired as
 //! [`crate::infer`] says (a local Zarr dataset named by plain path; a fragment that would send
-//! libnetcdf 4.9.0 into an endless loop), then libnetcdf's own inference runs on it.
+//! libnetcdf 4.9.0 into an endless loop, or `NC_EURL` where it cannot be rewritten), then
+//! libnetcdf's own inference runs on it.
 
-use super::codes::{NC_EINTERNAL, NC_INMEMORY, NC_MMAP, NC_UDF0, NC_UDF1};
+use super::codes::{NC_EINTERNAL, NC_EURL, NC_INMEMORY, NC_MMAP, NC_UDF0, NC_UDF1};
 use super::install::netcdf_symbol;
-use crate::infer::Request;
+use crate::infer::{Repair, Request};
 use std::ffi::{CStr, CString};
 use std::io::Write;
 use std::os::raw::{c_char, c_int, c_void};
@@ -49,20 +50,25 @@ const FORMAT_CHOSEN: c_int = NC_UDF0
     | NC_INMEMORY
     | NC_MMAP;
 
-/// The repaired path for `path`, when it needs one.
-fn repaired(path: *const c_char, request: Request) -> Option<CString> {
+/// What to give libnetcdf for `path`, when it needs repair.
+fn repaired(path: *const c_char, request: Request) -> Option<Repair> {
     if path.is_null() {
         return None;
     }
     // SAFETY: libnetcdf passes the NUL-terminated path its caller gave.
     let text = unsafe { CStr::from_ptr(path) }.to_str().ok()?;
-    let new = std::panic::catch_unwind(|| crate::infer::repaired(text, request))
+    let repair = std::panic::catch_unwind(|| crate::infer::repaired(text, request))
         .ok()
         .flatten()?;
     if std::env::var_os("NCZARR_RS_DEBUG").is_some() {
-        let _ = writeln!(std::io::stderr(), "nczarr-rs: {text} is opened as {new}");
+        let _ = match &repair {
+            Repair::Path(new) => {
+                writeln!(std::io::stderr(), "nczarr-rs: {text} is opened as {new}")
+            }
+            Repair::Refuse => writeln!(std::io::stderr(), "nczarr-rs: {text} is refused"),
+        };
     }
-    CString::new(new).ok()
+    Some(repair)
 }
 
 /// The caller's mode flags, which libnetcdf passes in `omodep` (null is read as none).
@@ -92,7 +98,17 @@ pub extern "C" fn NC_infermodel(
     } else {
         Request::Open
     };
-    let new = repaired(path, request);
+    let new = match repaired(path, request) {
+        Some(Repair::Refuse) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "nczarr-rs: libnetcdf would never finish reading the mode words of this name"
+            );
+            return NC_EURL;
+        }
+        Some(Repair::Path(new)) => CString::new(new).ok(),
+        None => None,
+    };
     let path = new.as_ref().map_or(path, |p| p.as_ptr());
     real(path, omodep, iscreate, useparallel, params, model, newpathp)
 }

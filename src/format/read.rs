@@ -394,9 +394,8 @@ impl<'a> Reader<'a> {
             if var.complex {
                 // Its one element's parts: the shape [1] of an NCZarr scalar is not stored.
                 var.scalar_as_1d = false;
-                var.unreadable.get_or_insert_with(|| {
-                    "a complex NCZarr scalar is not read".to_string()
-                });
+                var.unreadable
+                    .get_or_insert_with(|| "a complex NCZarr scalar is not read".to_string());
             }
             return Ok(var);
         }
@@ -456,9 +455,8 @@ impl<'a> Reader<'a> {
             None => self.tree.add_dim(Tree::ROOT, COMPLEX_DIMENSION, 2, false),
         };
         if self.tree.dim(parts).len != 2 {
-            var.unreadable.get_or_insert_with(|| {
-                format!("dimension {COMPLEX_DIMENSION} is not of length 2")
-            });
+            var.unreadable
+                .get_or_insert_with(|| format!("dimension {COMPLEX_DIMENSION} is not of length 2"));
         }
         var.dims.push(parts);
         var.chunks.push(2);

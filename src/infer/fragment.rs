@@ -17,11 +17,19 @@
 //!
 //! Owns only this text; it must not know how a dataset is read.
 
-/// Mode words that imply another (`modeinferences`; compared without case).
-const INFERENCES: [(&str, &str); 3] = [
+/// Mode words that imply another in 4.9.0 (`modeinferences`; compared without case).
+const INFERENCES_490: &[(&str, &str)] = &[
     ("zarr", "nczarr"),
     ("xarray", "zarr"),
     ("noxarray", "nczarr"),
+];
+
+/// The same in 4.10.1, which also has `noxarray` imply `zarr`.
+const INFERENCES_410: &[(&str, &str)] = &[
+    ("zarr", "nczarr"),
+    ("xarray", "zarr"),
+    ("noxarray", "nczarr"),
+    ("noxarray", "zarr"),
 ];
 
 /// Mode words that remove others (`modenegations`; compared without case).
@@ -31,8 +39,11 @@ const NEGATIONS: [(&str, &str); 3] = [
     ("noxarray", "xarray"),
 ];
 
-/// Stand-alone keys and the `mode` words each stands for (`macrodefs`; compared with case).
-const MACROS: [(&str, &[&str]); 7] = [
+/// A stand-alone key and the `mode` words it stands for (`macrodefs`; compared with case).
+type Macro = (&'static str, &'static [&'static str]);
+
+/// The macros of 4.9.0.
+const MACROS: &[Macro] = &[
     ("zarr", &["nczarr", "zarr"]),
     ("dap2", &["dap2"]),
     ("dap4", &["dap4"]),
@@ -42,55 +53,102 @@ const MACROS: [(&str, &[&str]); 7] = [
     ("noxarray", &["nczarr", "noxarray"]),
 ];
 
+/// The macro 4.10.1 adds: Google's S3.
+const GS3: Macro = ("gs3", &["gs3", "nczarr"]);
+
+/// The macros of 4.10.1 (`true`) or 4.9.0.
+fn macros(of_410: bool) -> impl Iterator<Item = &'static Macro> {
+    MACROS.iter().chain(of_410.then_some(&GS3))
+}
+
 /// A `key=value` parameter; a key alone has the empty value.
 type Param = (String, String);
 
-/// The repaired fragment for a URL of `protocol` whose prefix (`[...]`) parameters are
-/// `prefix` and whose fragment is `fragment`; `None` where libnetcdf 4.9.0 does not loop.
-pub(super) fn repaired(protocol: &str, prefix: &str, fragment: &str) -> Option<String> {
+/// What becomes of a name whose fragment sends libnetcdf 4.9.0 into its endless loop.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Looping {
+    /// Its fragment, rewritten.
+    Fragment(String),
+    /// Refused: the rewrite could not be written so that libnetcdf reads it back as it is
+    /// (backslashes that libnetcdf's own clean-up would take away).
+    Refused,
+}
+
+/// What becomes of the fragment of a URL of `protocol` whose prefix (`[...]`) parameters are
+/// `prefix` and whose fragment is `fragment` (both as libnetcdf cleaned them: no control
+/// characters, `\\` as `\`); `None` where libnetcdf 4.9.0 does not loop.
+pub(super) fn repaired(protocol: &str, prefix: &str, fragment: &str) -> Option<Looping> {
     let implied = match protocol {
         "http" | "https" | "file" => None,
         "dods" => Some("mode=dap2"),
         "dap4" => Some("mode=dap4"),
         "s3" => Some("mode=s3"),
-        // libnetcdf refuses other protocols before it infers anything.
+        // libnetcdf 4.9.0 refuses other protocols before it infers anything.
         _ => return None,
     };
     let mut given = parsed(prefix);
     given.extend(parsed(fragment));
-    let read = |kept: Vec<Param>| {
+    let read = |kept: Vec<Param>, of_410: bool| {
         let mut params = implied.map(parsed).unwrap_or_default();
         params.extend(kept);
-        joined(&expanded(params))
+        joined(&expanded(params, of_410))
     };
-    let as_490 = read(without_later(&given, |same_value| !same_value));
+    let as_490 = read(without_later(&given, |same_value| !same_value), false);
     let mode_490 = as_490
         .iter()
         .find(|(k, _)| k.eq_ignore_ascii_case("mode"))?;
     let last = mode_490.1.rsplit(',').next().unwrap_or("");
-    if !INFERENCES.iter().any(|(w, _)| w.eq_ignore_ascii_case(last)) {
+    if !implies(INFERENCES_490, last) {
         return None;
     }
-    let mut joined = read(without_later(&given, |same_value| same_value));
+    if format!("{prefix}{fragment}").contains("\\\\") {
+        return Some(Looping::Refused);
+    }
+    let mut joined = read(without_later(&given, |same_value| same_value), true);
     let mode = joined
         .iter_mut()
         .find(|(k, _)| k.eq_ignore_ascii_case("mode"))?;
     mode.1 = inferred(&mode.1).join(",");
     let kept: Vec<String> = joined
         .into_iter()
-        // A macro's name as a key alone would be expanded again; as a key it means nothing.
+        // A macro's name as a key alone would be expanded again, and a key holding `=` read
+        // as a key and a value; as keys they mean nothing.
         .filter(|(k, v)| {
-            let expands_again = v.is_empty() && MACROS.iter().any(|(m, _)| m == k);
-            !k.is_empty() && !expands_again
+            let expands_again = v.is_empty() && macros(true).any(|(m, _)| m == k);
+            !(k.is_empty() || k.contains('=') || expands_again)
         })
         .map(|(k, v)| if v.is_empty() { k } else { format!("{k}={v}") })
         .collect();
-    Some(kept.join("&"))
+    Some(Looping::Fragment(kept.join("&")))
+}
+
+/// True when `word` implies another mode word by `inferences`.
+fn implies(inferences: &[(&str, &str)], word: &str) -> bool {
+    inferences.iter().any(|(w, _)| w.eq_ignore_ascii_case(word))
+}
+
+/// `text` split at each `separator` that no backslash escapes (`nclocate`).
+pub(super) fn split_unescaped(text: &str, separator: char) -> Vec<&str> {
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    let mut escaped = false;
+    for (i, c) in text.char_indices() {
+        if escaped {
+            escaped = false;
+        } else if c == '\\' {
+            escaped = true;
+        } else if c == separator {
+            pieces.push(&text[start..i]);
+            start = i + c.len_utf8();
+        }
+    }
+    pieces.push(&text[start..]);
+    pieces
 }
 
 /// `parselist`: the `&`-separated parameters of `text` (a final empty one is not one).
 fn parsed(text: &str) -> Vec<Param> {
-    let mut pieces: Vec<&str> = text.split('&').collect();
+    let mut pieces = split_unescaped(text, '&');
     if pieces.last() == Some(&"") {
         pieces.pop();
     }
@@ -119,12 +177,13 @@ fn without_later(params: &[Param], drops: impl Fn(bool) -> bool) -> Vec<Param> {
     kept
 }
 
-/// `processmacros`: the keys and values in one list, each stand-alone macro key replaced by
-/// `mode` and its words (so a macro of two words shifts the pairing of everything after it).
-fn expanded(params: Vec<Param>) -> Vec<String> {
+/// `processmacros` (of 4.10.1 or 4.9.0): the keys and values in one list, each stand-alone
+/// macro key replaced by `mode` and its words (so a macro of two words shifts the pairing of
+/// everything after it).
+fn expanded(params: Vec<Param>, of_410: bool) -> Vec<String> {
     let mut flat = Vec::with_capacity(params.len() * 2);
     for (k, v) in params {
-        match MACROS.iter().find(|(m, _)| v.is_empty() && *m == k) {
+        match macros(of_410).find(|(m, _)| v.is_empty() && *m == k) {
             Some((_, words)) => {
                 flat.push("mode".to_string());
                 flat.extend(words.iter().map(|w| w.to_string()));
@@ -176,7 +235,7 @@ fn inferred(value: &str) -> Vec<String> {
     while !current.is_empty() {
         let mut next: Vec<String> = Vec::new();
         for word in &current {
-            for (w, implied) in INFERENCES {
+            for (w, implied) in INFERENCES_410 {
                 if same(w, word) && !next.iter().any(|n| same(n, implied)) {
                     next.push(implied.to_string());
                 }
@@ -197,7 +256,8 @@ fn inferred(value: &str) -> Vec<String> {
     words.retain(|w| !removed.iter().any(|gone| same(gone, w)));
     let (implying, rest): (Vec<String>, Vec<String>) = words
         .into_iter()
-        .partition(|w| INFERENCES.iter().any(|(i, _)| same(i, w)));
+        // What 4.9.0 infers from must not be last.
+        .partition(|w| implies(INFERENCES_490, w));
     implying.into_iter().chain(rest).collect()
 }
 
@@ -205,8 +265,16 @@ fn inferred(value: &str) -> Vec<String> {
 mod tests {
     use super::*;
 
+    /// The rewritten fragment, or `<refused>`.
+    fn text(protocol: &str, prefix: &str, fragment: &str) -> Option<String> {
+        repaired(protocol, prefix, fragment).map(|l| match l {
+            Looping::Fragment(f) => f,
+            Looping::Refused => "<refused>".to_string(),
+        })
+    }
+
     fn file(fragment: &str) -> Option<String> {
-        repaired("file", "", fragment)
+        text("file", "", fragment)
     }
 
     #[test]
@@ -215,7 +283,10 @@ mod tests {
             ("mode=zarr", "mode=zarr,nczarr"),
             ("mode=nczarr,zarr", "mode=zarr,nczarr"),
             ("mode=xarray", "mode=xarray,zarr,nczarr"),
-            ("mode=nczarr,noxarray", "mode=noxarray,nczarr"),
+            // 4.10.1 has `noxarray` imply `zarr` too.
+            ("mode=nczarr,noxarray", "mode=noxarray,zarr,nczarr"),
+            // 4.10.1 expands a stand-alone `gs3`; 4.9.0 does not.
+            ("mode=zarr&gs3", "mode=zarr,gs3,nczarr&nczarr"),
             ("log&MODE=ZARR&", "log&MODE=ZARR,nczarr"),
             ("xarray", "mode=zarr,nczarr"),
             ("xarray&log", "mode=zarr,nczarr&log"),
@@ -247,6 +318,24 @@ mod tests {
     }
 
     #[test]
+    fn shifted_keys_holding_a_value_are_dropped() {
+        // Shifted, `x=mode=s3` makes a key `mode=s3`: written out, it would be read as a mode.
+        let got = file("zarr&zarr&mode=xarray&x=mode=s3").unwrap();
+        assert!(got.split('&').all(|p| p.matches('=').count() <= 1), "{got}");
+        assert!(!got.contains("s3"), "{got}");
+    }
+
+    #[test]
+    fn escaped_separators_and_doubled_backslashes() {
+        assert_eq!(file("x=a\\&mode=zarr"), None, "an escaped & joins the two");
+        assert_eq!(
+            file("mode=zarr&x=a\\b").as_deref(),
+            Some("mode=zarr,nczarr&x=a\\b")
+        );
+        assert_eq!(file("mode=zarr&x=a\\\\b").as_deref(), Some("<refused>"));
+    }
+
+    #[test]
     fn fragments_4_9_0_reads_without_looping_are_kept() {
         for given in [
             "mode=nczarr,file",
@@ -272,25 +361,25 @@ mod tests {
     #[test]
     fn the_protocol_and_the_prefix_count() {
         assert_eq!(
-            repaired("s3", "", "mode=zarr").as_deref(),
+            text("s3", "", "mode=zarr").as_deref(),
             Some("mode=zarr,s3,nczarr")
         );
-        assert_eq!(repaired("s3", "", "mode=nczarr"), None);
+        assert_eq!(text("s3", "", "mode=nczarr"), None);
         assert_eq!(
-            repaired("ftp", "", "mode=zarr"),
+            text("ftp", "", "mode=zarr"),
             None,
             "refused before inference"
         );
         assert_eq!(
-            repaired("file", "mode=zarr", "").as_deref(),
+            text("file", "mode=zarr", "").as_deref(),
             Some("mode=zarr,nczarr")
         );
         assert_eq!(
-            repaired("file", "log&mode=zarr", "show=fetch").as_deref(),
+            text("file", "log&mode=zarr", "show=fetch").as_deref(),
             Some("log&mode=zarr,nczarr&show=fetch")
         );
         assert_eq!(
-            repaired("file", "mode=nczarr,file", "mode=zarr"),
+            text("file", "mode=nczarr,file", "mode=zarr"),
             None,
             "the prefix's mode first"
         );
