@@ -124,32 +124,21 @@ pub fn fill_json(var: &Var, nczarr: bool) -> Value {
     }
     let att = var.att("_FillValue").map(|a| &a.values);
     // Byte strings: NCZarr stores the text, pure Zarr its base64 (as zarr-python reads it),
-    // except for strings stored as objects, whose fill zarr-python stores as the text.
+    // except for strings stored as objects or as numpy unicode, whose fill zarr-python stores
+    // as the text. A fill value the metadata gave is the `_FillValue` by now (as it is read).
     let text = |b: &[u8]| {
-        Value::String(if nczarr || var.strings == StringStorage::Objects {
+        let as_text = nczarr || matches!(var.strings, StringStorage::Objects | StringStorage::Ucs4);
+        Value::String(if as_text {
             String::from_utf8_lossy(b).into_owned()
         } else {
             super::base64::encode(b)
         })
     };
     match var.ty {
-        NcType::String => {
-            // A fill the metadata gave without a `_FillValue` is kept when it is written again.
-            let fill = match att {
-                Some(crate::model::Values::Strings(s)) if !s.is_empty() => s[0].clone(),
-                _ => match (&var.stored_fill, var.strings) {
-                    (Some(units), StringStorage::Ucs4) => super::ucs4::decode(units, var.endian),
-                    (Some(bytes), _) => bytes.clone(),
-                    (None, _) => Vec::new(),
-                },
-            };
-            if var.strings == StringStorage::Ucs4 {
-                // zarr-python stores a unicode array's fill value as the text itself.
-                Value::String(String::from_utf8_lossy(&fill).into_owned())
-            } else {
-                text(&fill)
-            }
-        }
+        NcType::String => match att {
+            Some(crate::model::Values::Strings(s)) if !s.is_empty() => text(&s[0]),
+            _ => text(b""),
+        },
         NcType::Char => match att {
             Some(crate::model::Values::Fixed { bytes, .. })
                 if bytes.first().is_some_and(|b| *b != 0) =>
