@@ -18,19 +18,19 @@
 //! Owns only this text; it must not know how a dataset is read.
 
 /// Mode words that imply another in 4.9.0 (`modeinferences`; compared without case).
-const INFERENCES_490: &[(&str, &str)] = &[
+const INFERENCES: &[(&str, &str)] = &[
     ("zarr", "nczarr"),
     ("xarray", "zarr"),
     ("noxarray", "nczarr"),
 ];
 
-/// The same in 4.10.1, which also has `noxarray` imply `zarr`.
-const INFERENCES_410: &[(&str, &str)] = &[
-    ("zarr", "nczarr"),
-    ("xarray", "zarr"),
-    ("noxarray", "nczarr"),
-    ("noxarray", "zarr"),
-];
+/// The inference 4.10.1 adds.
+const NOXARRAY_ZARR: (&str, &str) = ("noxarray", "zarr");
+
+/// The inferences of 4.10.1 (`true`) or 4.9.0.
+fn inferences(of_410: bool) -> impl Iterator<Item = &'static (&'static str, &'static str)> {
+    INFERENCES.iter().chain(of_410.then_some(&NOXARRAY_ZARR))
+}
 
 /// Mode words that remove others (`modenegations`; compared without case).
 const NEGATIONS: [(&str, &str); 3] = [
@@ -98,7 +98,7 @@ pub(super) fn repaired(protocol: &str, prefix: &str, fragment: &str) -> Option<L
         .iter()
         .find(|(k, _)| k.eq_ignore_ascii_case("mode"))?;
     let last = mode_490.1.rsplit(',').next().unwrap_or("");
-    if !implies(INFERENCES_490, last) {
+    if !implies(false, last) {
         return None;
     }
     if format!("{prefix}{fragment}").contains("\\\\") {
@@ -122,9 +122,9 @@ pub(super) fn repaired(protocol: &str, prefix: &str, fragment: &str) -> Option<L
     Some(Looping::Fragment(kept.join("&")))
 }
 
-/// True when `word` implies another mode word by `inferences`.
-fn implies(inferences: &[(&str, &str)], word: &str) -> bool {
-    inferences.iter().any(|(w, _)| w.eq_ignore_ascii_case(word))
+/// True when `word` implies another mode word (in 4.10.1, or in 4.9.0).
+fn implies(of_410: bool, word: &str) -> bool {
+    inferences(of_410).any(|(w, _)| w.eq_ignore_ascii_case(word))
 }
 
 /// `text` split at each `separator` that no backslash escapes (`nclocate`).
@@ -235,7 +235,7 @@ fn inferred(value: &str) -> Vec<String> {
     while !current.is_empty() {
         let mut next: Vec<String> = Vec::new();
         for word in &current {
-            for (w, implied) in INFERENCES_410 {
+            for (w, implied) in inferences(true) {
                 if same(w, word) && !next.iter().any(|n| same(n, implied)) {
                     next.push(implied.to_string());
                 }
@@ -257,7 +257,7 @@ fn inferred(value: &str) -> Vec<String> {
     let (implying, rest): (Vec<String>, Vec<String>) = words
         .into_iter()
         // What 4.9.0 infers from must not be last.
-        .partition(|w| implies(INFERENCES_490, w));
+        .partition(|w| implies(false, w));
     implying.into_iter().chain(rest).collect()
 }
 
