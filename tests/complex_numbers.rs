@@ -2,12 +2,13 @@
 //! through libnetcdf as their parts: a `float` or `double` variable with a last dimension
 //! `_pfnc_complex` of 2 (the nc-complex convention), which netCDF4-python reads back as
 //! complex numbers with `auto_complex=True`. Chunks (whole, partial, never written, 0-d) and
-//! both byte orders read as zarr-python reads them, from a directory and a zip archive; strided
+//! both byte orders read as zarr-python reads them, from a directory, a zip archive and S3; strided
 //! reads too. A fill value whose parts differ leaves its array listed but unreadable, the rest
 //! of the dataset readable; such datasets open read-only.
 
 mod common;
 
+use common::s3::{BUCKET, Kind, Server};
 use common::{Host, ncdump, run, scratch, url};
 use serde_json::Value;
 
@@ -57,10 +58,7 @@ print(json.dumps(out))
 "#;
 
 fn netcdf4(target: &str, arrays: &str) -> Value {
-    let common::Subject::Preload(lib) = common::subject() else {
-        panic!("netCDF4-python through the library needs the library");
-    };
-    let out = common::python::run_with("netcdf4", &["-c", READ_NETCDF4, target, arrays], Some(lib))
+    let out = common::python::run_netcdf4_preloaded(READ_NETCDF4, &[target, arrays])
         .unwrap_or_else(|e| panic!("{e}"));
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
 }
@@ -72,6 +70,9 @@ fn numpy_complex_numbers_read_as_their_parts() {
         return;
     }
     let dir = scratch("complex");
+    let server = Server::start(Kind::S3sFs);
+    let endpoint = server.endpoint();
+    let s3_env = common::s3::tool_env(&endpoint);
     let arrays = "wave,grid,big,point";
     for env in ["zarr2", "zarr3"] {
         let store = dir.path().join(format!("{env}.zarr"));
@@ -117,6 +118,19 @@ fn numpy_complex_numbers_read_as_their_parts() {
                 Value::from(want.into_iter().cloned().collect::<Vec<_>>())
             );
         }
+
+        // From S3 (s3s-fs on loopback), stock `ncdump` dumps what it dumps from the directory.
+        let key = format!("complex/{env}");
+        common::copy_tree(&store, &server.bucket_dir().join(&key));
+        let s3 = format!("s3://{BUCKET}/{key}#mode=zarr,s3");
+        let vars = ["-v", arrays];
+        let from_s3 = common::run_env(Host::Ours, "ncdump", &[vars[0], vars[1], &s3], &s3_env);
+        let from_file = ncdump(Host::Ours, &vars, &u).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            common::dump::normalise_name(&from_s3.output().unwrap_or_else(|e| panic!("{e}"))),
+            common::dump::normalise_name(&from_file),
+            "{env}: S3"
+        );
 
         // A fill value whose parts differ: listed, failing alone.
         assert!(

@@ -115,16 +115,6 @@ fn python(env: &str, script: &str, args: &[&str]) -> Value {
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
 }
 
-/// netCDF4-python through the library under test.
-fn netcdf4(script: &str, args: &[&str]) -> Result<String, String> {
-    let common::Subject::Preload(lib) = common::subject() else {
-        panic!("netCDF4-python through the library needs the library");
-    };
-    let mut all = vec!["-c", script];
-    all.extend_from_slice(args);
-    common::python::run_with("netcdf4", &all, Some(lib))
-}
-
 #[test]
 fn strings_stored_as_objects_read_and_write_through_libnetcdf() {
     if common::reference_only() {
@@ -148,7 +138,8 @@ fn strings_stored_as_objects_read_and_write_through_libnetcdf() {
         let u = url(&store, "zarr,file");
 
         // Read through libnetcdf, every value as zarr-python reads it.
-        let read = netcdf4(READ_NETCDF4, &[&u, &names.join(",")]).unwrap_or_else(|e| panic!("{e}"));
+        let read = common::python::run_netcdf4_preloaded(READ_NETCDF4, &[&u, &names.join(",")])
+            .unwrap_or_else(|e| panic!("{e}"));
         let read: Value = serde_json::from_str(&read).unwrap();
         for name in &names {
             assert_eq!(
@@ -212,7 +203,8 @@ fn strings_stored_as_objects_read_and_write_through_libnetcdf() {
 
         // Written in place by netCDF4-python, read back by zarr-python and xarray.
         let metadata_before = python(env, READ_ZARR, &[path, "plain,zlib1,sparse,station,label"]);
-        netcdf4(WRITE_NETCDF4, &[path]).unwrap_or_else(|e| panic!("{env}: {e}"));
+        common::python::run_netcdf4_preloaded(WRITE_NETCDF4, &[path])
+            .unwrap_or_else(|e| panic!("{env}: {e}"));
         let after = python(env, READ_ZARR, &[path, "plain,zlib1,sparse,station,label"]);
         let mut want = written.clone();
         want["plain"][0] = json!("short");

@@ -51,6 +51,17 @@ pub fn run_script(env: &str, script: &str, args: &[&str]) -> Result<String, Stri
     run(env, &all)
 }
 
+/// Runs the script text `script` with `args` in netCDF4-python (the wheel's netcdf-c 4.10.1)
+/// with the library under test preloaded. Panics in reference-only mode.
+pub fn run_netcdf4_preloaded(script: &str, args: &[&str]) -> Result<String, String> {
+    let super::Subject::Preload(lib) = super::subject() else {
+        panic!("netCDF4-python through the library needs the library");
+    };
+    let mut all = vec!["-c", script];
+    all.extend_from_slice(args);
+    run_with("netcdf4", &all, Some(lib))
+}
+
 /// netCDF4-python (the wheel's netcdf-c 4.10.1) with the library under test preloaded: opens
 /// the dataset directory `path` for writing and sets a global attribute; `Ok(None)` when it
 /// wrote, `Ok(Some(why))` when netCDF refused, `Err` when it could not run. By plain path:
@@ -66,11 +77,8 @@ try:
 except Exception as e:
     print("refused:", e)
 "#;
-    let super::Subject::Preload(lib) = super::subject() else {
-        panic!("netCDF4-python through the library needs the library");
-    };
     let path = path.to_str().ok_or("a path that is not UTF-8")?;
-    let out = run_with("netcdf4", &["-c", SCRIPT, path], Some(lib))?;
+    let out = run_netcdf4_preloaded(SCRIPT, &[path])?;
     Ok(out.trim().strip_prefix("refused: ").map(String::from))
 }
 
