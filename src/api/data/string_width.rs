@@ -1,7 +1,8 @@
 //! The width of a string variable's decoded slots, and what widening it takes: for strings
 //! stored as objects, dropping what was decoded at the old width; for fixed-width strings
-//! (`|S<n>`, numpy unicode `<U<n>`) already stored, rewriting every stored chunk at the new width, so that a string
-//! written later is never cut. Widths grow at least twofold (but for the first write of
+//! (`|S<n>`, numpy unicode `<U<n>`, whose widths are whole code units as written) already
+//! stored, rewriting every stored chunk at the new width, so that a string written later is
+//! never cut. Widths grow at least twofold (but for the first write of
 //! fixed-width strings, which takes the longest string's), so strings growing a little at a
 //! time widen a few times only. Knows nothing of requests.
 
@@ -9,7 +10,6 @@ use super::{Geometry, StoreKey, StringStorage, batch_len};
 use crate::api::dataset::Dataset;
 use crate::chunk::cache::ChunkIndex;
 use crate::error::{Error, Result};
-use crate::format::ucs4;
 use crate::model::{GroupId, NcType};
 use crate::zmap::StorePrefix;
 
@@ -67,11 +67,6 @@ impl Dataset {
             width.max(old_width.saturating_mul(2))
         } else {
             width
-        };
-        // A numpy unicode string is whole code units.
-        let width = match var.strings {
-            StringStorage::Ucs4 => width.div_ceil(ucs4::UNIT).saturating_mul(ucs4::UNIT),
-            _ => width,
         };
         let elems = super::product(&var.chunks).unwrap_or(usize::MAX);
         if !slots_fit(elems.saturating_mul(var.string_slot(width))) {
