@@ -9,6 +9,7 @@
 
 mod blosc;
 mod bz2;
+mod crc32c;
 mod delta;
 mod fletcher32;
 mod gzip;
@@ -16,6 +17,8 @@ mod lz4;
 mod params;
 pub mod quantize;
 mod reused;
+mod sharding;
+pub use sharding::ID as SHARDING;
 mod shuffle;
 mod stage_buffer;
 mod stream;
@@ -204,6 +207,8 @@ pub fn from_config(cfg: &Config, ctx: Context) -> Result<Arc<dyn Codec>> {
         "shuffle" => Arc::new(shuffle::Shuffle::from_config(cfg, ctx)?),
         "delta" => Arc::new(delta::Delta::from_config(cfg)?),
         "fletcher32" => Arc::new(fletcher32::Fletcher32::from_config(cfg)?),
+        crc32c::ID => Arc::new(crc32c::Crc32c::from_config(cfg)?),
+        sharding::ID => Arc::new(sharding::Sharding::from_config(cfg, ctx)?),
         vlen::UTF8 | vlen::BYTES => Arc::new(vlen::Vlen::from_config(id, cfg, ctx)?),
         other => {
             return Err(Error::NoFilter {

@@ -1,0 +1,442 @@
+//! `sharding_indexed` (Zarr v3): one stored object (a shard) holding a grid of inner chunks,
+//! each coded by its own chain, and an index of where each one lies. Reached through the
+//! configuration the metadata reader builds from the Zarr v3 codec (this crate's own form, not
+//! a numcodecs one):
+//!
+//! ```json
+//! {"id": "sharding_indexed", "shard_shape": [4, 6], "chunk_shape": [2, 3],
+//!  "codecs": [{"id": "zstd", "level": 0}], "index_location": "end",
+//!  "index_checksum": true, "fill": [0, 0]}
+//! ```
+//!
+//! `codecs` are the inner chunks' byte codecs (their element order and byte order are the
+//! shard's); the index is `(offset, nbytes)` pairs of little-endian u64 in C order of the inner
+//! grid, followed by its CRC-32C when `index_checksum` is set; an inner chunk never written is
+//! the pair of `u64::MAX` and decodes to `fill` (one element's bytes as stored). Decoding checks every offset against the shard
+//! and every inner chunk's decoded size. Encoding leaves out inner chunks that are all fill, as
+//! zarr-python does.
+
+use super::crc32c::{self, Crc32c};
+use super::{Chain, Codec, Config, Context, bad_config, failed, past_limit};
+use crate::error::Result;
+use serde_json::Value;
+
+pub const ID: &str = "sharding_indexed";
+
+/// The index entry of an inner chunk never written.
+const ABSENT: u64 = u64::MAX;
+
+#[derive(Debug, Clone)]
+pub struct Sharding {
+    config: Config,
+    shard_shape: Vec<usize>,
+    chunk_shape: Vec<usize>,
+    /// Inner chunks along each dimension.
+    grid: Vec<usize>,
+    inner: Chain,
+    index_at_start: bool,
+    index_checksum: bool,
+    fill: Vec<u8>,
+    elem_size: usize,
+}
+
+fn shape(cfg: &Config, key: &str) -> Result<Vec<usize>> {
+    let bad = || bad_config(ID, format!("{key} is not a list of positive lengths"));
+    let list = cfg.get(key).and_then(Value::as_array).ok_or_else(bad)?;
+    list.iter()
+        .map(|v| {
+            v.as_u64()
+                .and_then(|n| usize::try_from(n).ok())
+                .filter(|&n| n > 0)
+                .ok_or_else(bad)
+        })
+        .collect()
+}
+
+impl Sharding {
+    pub fn from_config(cfg: &Config, ctx: Context) -> Result<Sharding> {
+        let shard_shape = shape(cfg, "shard_shape")?;
+        let chunk_shape = shape(cfg, "chunk_shape")?;
+        if shard_shape.len() != chunk_shape.len() {
+            return Err(bad_config(ID, "chunk_shape and shard_shape differ in rank"));
+        }
+        let grid = shard_shape
+            .iter()
+            .zip(&chunk_shape)
+            .map(|(s, c)| (s % c == 0).then_some(s / c))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| {
+                bad_config(
+                    ID,
+                    format!("inner chunks {chunk_shape:?} do not divide shards {shard_shape:?}"),
+                )
+            })?;
+        let inner_cfgs: Vec<Config> = match cfg.get("codecs") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(list)) => list
+                .iter()
+                .map(|c| {
+                    c.as_object()
+                        .cloned()
+                        .ok_or_else(|| bad_config(ID, "an inner codec is not an object"))
+                })
+                .collect::<Result<_>>()?,
+            Some(_) => return Err(bad_config(ID, "codecs is not a list")),
+        };
+        let inner = Chain::from_configs("", &inner_cfgs, ctx)?;
+        let index_at_start = match cfg.get("index_location").and_then(Value::as_str) {
+            None | Some("end") => false,
+            Some("start") => true,
+            Some(other) => return Err(bad_config(ID, format!("index_location {other:?}"))),
+        };
+        let fill = match cfg.get("fill") {
+            None | Some(Value::Null) => vec![0; ctx.elem_size],
+            Some(Value::Array(bytes)) => bytes
+                .iter()
+                .map(|b| b.as_u64().and_then(|b| u8::try_from(b).ok()))
+                .collect::<Option<Vec<u8>>>()
+                .ok_or_else(|| bad_config(ID, "fill is not a list of bytes"))?,
+            Some(_) => return Err(bad_config(ID, "fill is not a list of bytes")),
+        };
+        if fill.len() != ctx.elem_size {
+            return Err(bad_config(
+                ID,
+                format!(
+                    "fill of {} bytes for elements of {}",
+                    fill.len(),
+                    ctx.elem_size
+                ),
+            ));
+        }
+        Ok(Sharding {
+            config: cfg.clone(),
+            shard_shape,
+            chunk_shape,
+            grid,
+            inner,
+            index_at_start,
+            index_checksum: cfg.get("index_checksum").and_then(Value::as_bool) == Some(true),
+            fill,
+            elem_size: ctx.elem_size,
+        })
+    }
+
+    fn inner_count(&self) -> Result<usize> {
+        self.grid
+            .iter()
+            .try_fold(1usize, |n, &g| n.checked_mul(g))
+            .ok_or_else(|| failed(ID, "too many inner chunks"))
+    }
+
+    fn bytes_of(&self, shape: &[usize]) -> Result<usize> {
+        shape
+            .iter()
+            .try_fold(self.elem_size, |n, &d| n.checked_mul(d))
+            .ok_or_else(|| failed(ID, format!("a chunk of {shape:?} is too large")))
+    }
+
+    fn index_len(&self, n: usize) -> Result<usize> {
+        n.checked_mul(16)
+            .and_then(|b| b.checked_add(if self.index_checksum { 4 } else { 0 }))
+            .ok_or_else(|| failed(ID, "too many inner chunks"))
+    }
+
+    /// The `(offset, nbytes)` entries of a shard's index, checked.
+    fn index(&self, shard: &[u8]) -> Result<Vec<(u64, u64)>> {
+        let n = self.inner_count()?;
+        let len = self.index_len(n)?;
+        if shard.len() < len {
+            return Err(failed(
+                ID,
+                format!("{} bytes cannot hold an index of {len}", shard.len()),
+            ));
+        }
+        let raw = if self.index_at_start {
+            &shard[..len]
+        } else {
+            &shard[shard.len() - len..]
+        };
+        let entries = if self.index_checksum {
+            Crc32c::AT_END.verified(raw)?
+        } else {
+            raw
+        };
+        Ok(entries
+            .chunks_exact(16)
+            .map(|e| {
+                let word = |i: usize| u64::from_le_bytes(e[i..i + 8].try_into().unwrap_or([0; 8]));
+                (word(0), word(8))
+            })
+            .collect())
+    }
+
+    /// The byte offset in the shard of the first element of inner chunk number `i` (C order
+    /// of the inner grid), and the shard's strides in bytes.
+    fn origin(&self, i: usize, strides: &[usize]) -> usize {
+        let mut rest = i;
+        let mut offset = 0;
+        for d in (0..self.grid.len()).rev() {
+            offset += (rest % self.grid[d]) * self.chunk_shape[d] * strides[d];
+            rest /= self.grid[d];
+        }
+        offset
+    }
+
+    /// Calls `f(shard offset, inner offset, bytes)` for each contiguous row of inner chunk
+    /// number `i`.
+    fn rows(&self, i: usize, mut f: impl FnMut(usize, usize, usize)) {
+        let rank = self.shard_shape.len();
+        let mut strides = vec![self.elem_size; rank];
+        for d in (0..rank.saturating_sub(1)).rev() {
+            strides[d] = strides[d + 1] * self.shard_shape[d + 1];
+        }
+        let origin = self.origin(i, &strides);
+        let row = self.chunk_shape.last().copied().unwrap_or(1) * self.elem_size;
+        let rows: usize = self.chunk_shape[..rank.saturating_sub(1)].iter().product();
+        let mut at = vec![0usize; rank.saturating_sub(1)];
+        for r in 0..rows {
+            let offset: usize = at.iter().zip(&strides).map(|(a, s)| a * s).sum();
+            f(origin + offset, r * row, row);
+            for d in (0..at.len()).rev() {
+                at[d] += 1;
+                if at[d] < self.chunk_shape[d] {
+                    break;
+                }
+                at[d] = 0;
+            }
+        }
+    }
+
+    fn is_fill(&self, bytes: &[u8]) -> bool {
+        bytes
+            .chunks_exact(self.elem_size.max(1))
+            .all(|e| e == self.fill)
+    }
+}
+
+impl Codec for Sharding {
+    fn id(&self) -> &'static str {
+        ID
+    }
+
+    fn config(&self) -> Config {
+        self.config.clone()
+    }
+
+    fn hdf5(&self) -> Option<(u32, Vec<u32>)> {
+        None
+    }
+
+    fn encode_into(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
+        let n = self.inner_count()?;
+        let inner_bytes = self.bytes_of(&self.chunk_shape)?;
+        if raw.len() != self.bytes_of(&self.shard_shape)? {
+            return Err(failed(ID, format!("a shard of {} bytes", raw.len())));
+        }
+        let index_len = self.index_len(n)?;
+        let mut chunks = Vec::new();
+        let mut index = Vec::with_capacity(index_len);
+        let mut inner = vec![0u8; inner_bytes];
+        let base = if self.index_at_start { index_len } else { 0 };
+        for i in 0..n {
+            self.rows(i, |shard_at, inner_at, len| {
+                inner[inner_at..inner_at + len].copy_from_slice(&raw[shard_at..shard_at + len]);
+            });
+            if self.is_fill(&inner) {
+                index.extend_from_slice(&ABSENT.to_le_bytes());
+                index.extend_from_slice(&ABSENT.to_le_bytes());
+                continue;
+            }
+            let coded = self.inner.encode(inner.clone())?;
+            index.extend_from_slice(&((base + chunks.len()) as u64).to_le_bytes());
+            index.extend_from_slice(&(coded.len() as u64).to_le_bytes());
+            chunks.extend_from_slice(&coded);
+        }
+        if self.index_checksum {
+            index.extend_from_slice(&crc32c::checksum(&index).to_le_bytes());
+        }
+        out.clear();
+        if self.index_at_start {
+            out.extend_from_slice(&index);
+            out.extend_from_slice(&chunks);
+        } else {
+            out.extend_from_slice(&chunks);
+            out.extend_from_slice(&index);
+        }
+        Ok(())
+    }
+
+    fn decode(&self, encoded: &[u8], limit: usize) -> Result<Vec<u8>> {
+        let size = self.bytes_of(&self.shard_shape)?;
+        if size > limit {
+            return Err(past_limit(
+                ID,
+                format!("a shard of {size} bytes, more than the expected {limit}"),
+            ));
+        }
+        let mut out = vec![0u8; size];
+        self.decode_into(encoded, &mut out)?;
+        Ok(out)
+    }
+
+    fn decode_into(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize> {
+        let size = self.bytes_of(&self.shard_shape)?;
+        if size > out.len() {
+            return Err(past_limit(
+                ID,
+                format!(
+                    "a shard of {size} bytes, more than the expected {}",
+                    out.len()
+                ),
+            ));
+        }
+        let inner_bytes = self.bytes_of(&self.chunk_shape)?;
+        let mut inner = vec![0u8; inner_bytes];
+        for (i, (offset, nbytes)) in self.index(encoded)?.into_iter().enumerate() {
+            if offset == ABSENT && nbytes == ABSENT {
+                self.rows(i, |shard_at, _, len| {
+                    for e in out[shard_at..shard_at + len].chunks_exact_mut(self.elem_size.max(1)) {
+                        e.copy_from_slice(&self.fill);
+                    }
+                });
+                continue;
+            }
+            let stored = usize::try_from(offset)
+                .ok()
+                .zip(usize::try_from(nbytes).ok())
+                .and_then(|(o, n)| encoded.get(o..o.checked_add(n)?))
+                .ok_or_else(|| {
+                    failed(
+                        ID,
+                        format!(
+                            "inner chunk {i} at {offset} ({nbytes} bytes) lies outside the \
+                             shard of {} bytes",
+                            encoded.len()
+                        ),
+                    )
+                })?;
+            let got = self.inner.decode_into(stored, &mut inner)?;
+            if got != inner_bytes {
+                return Err(failed(
+                    ID,
+                    format!("inner chunk {i} decodes to {got} bytes, not {inner_bytes}"),
+                ));
+            }
+            self.rows(i, |shard_at, inner_at, len| {
+                out[shard_at..shard_at + len].copy_from_slice(&inner[inner_at..inner_at + len]);
+            });
+        }
+        Ok(size)
+    }
+
+    fn writes_in_place(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn sharding(extra: Value, elem_size: usize) -> Sharding {
+        let mut cfg = json!({"id": ID, "shard_shape": [4, 6], "chunk_shape": [2, 3],
+            "codecs": [{"id": "zstd", "level": 1}], "index_checksum": true});
+        for (k, v) in extra.as_object().unwrap() {
+            cfg[k] = v.clone();
+        }
+        Sharding::from_config(cfg.as_object().unwrap(), Context { elem_size }).unwrap()
+    }
+
+    #[test]
+    fn shards_round_trip_with_the_index_at_either_end() {
+        let raw: Vec<u8> = (0..24u16).flat_map(|v| v.to_le_bytes()).collect();
+        for location in ["end", "start"] {
+            let s = sharding(json!({"index_location": location}), 2);
+            let enc = s.encode(&raw).unwrap();
+            assert_eq!(s.decode(&enc, raw.len()).unwrap(), raw, "{location}");
+        }
+    }
+
+    /// An inner chunk all fill is left out of the shard and decodes to fill; the layout of a
+    /// shard with one inner chunk written, as zarr-python 3.1 writes it (zarr.create_array(
+    /// shape=(4, 6), shards=(4, 6), chunks=(2, 3), dtype="u2", fill_value=7,
+    /// compressors=None) then a[0:2, 3:6] = [[1, 2, 3], [4, 5, 6]]).
+    #[test]
+    fn absent_inner_chunks_are_fill() {
+        let s = Sharding::from_config(
+            json!({"id": ID, "shard_shape": [4, 6], "chunk_shape": [2, 3],
+                "index_checksum": true, "fill": [7, 0]})
+            .as_object()
+            .unwrap(),
+            Context { elem_size: 2 },
+        )
+        .unwrap();
+        let mut raw: Vec<u8> = std::iter::repeat_n([7u8, 0], 24).flatten().collect();
+        for (k, v) in [(3, 1u16), (4, 2), (5, 3), (9, 4), (10, 5), (11, 6)] {
+            raw[2 * k..2 * k + 2].copy_from_slice(&v.to_le_bytes());
+        }
+        let enc = s.encode(&raw).unwrap();
+        // 12 bytes of one inner chunk, an index of 4 entries and its checksum.
+        assert_eq!(enc.len(), 12 + 64 + 4);
+        assert_eq!(&enc[..12], &[1, 0, 2, 0, 3, 0, 4, 0, 5, 0, 6, 0]);
+        assert_eq!(&enc[12..28], &[0xff; 16]);
+        assert_eq!(&enc[28..36], &0u64.to_le_bytes());
+        assert_eq!(&enc[36..44], &12u64.to_le_bytes());
+        assert_eq!(s.decode(&enc, raw.len()).unwrap(), raw);
+    }
+
+    #[test]
+    fn damaged_shards_are_errors() {
+        let s = sharding(json!({}), 2);
+        let raw: Vec<u8> = (0..24u16).flat_map(|v| v.to_le_bytes()).collect();
+        let enc = s.encode(&raw).unwrap();
+        let mut bad_sum = enc.clone();
+        let last = bad_sum.len() - 1;
+        bad_sum[last] ^= 1;
+        assert!(
+            s.decode(&bad_sum, 48)
+                .unwrap_err()
+                .to_string()
+                .contains("checksum")
+        );
+        assert!(s.decode(&enc[..10], 48).is_err(), "too short for its index");
+        assert!(s.decode(&enc, 47).is_err(), "past the limit");
+
+        // An offset past the end, and one whose end overflows.
+        let unchecked = sharding(json!({"index_checksum": false}), 2);
+        let mut enc = unchecked.encode(&raw).unwrap();
+        let at = enc.len() - 64;
+        enc[at..at + 8].copy_from_slice(&(1u64 << 40).to_le_bytes());
+        let err = unchecked.decode(&enc, 48).unwrap_err().to_string();
+        assert!(err.contains("outside the shard"), "{err}");
+        enc[at..at + 8].copy_from_slice(&5u64.to_le_bytes());
+        enc[at + 8..at + 16].copy_from_slice(&(u64::MAX - 2).to_le_bytes());
+        assert!(unchecked.decode(&enc, 48).is_err());
+        // An inner chunk of the wrong size.
+        let plain = sharding(json!({"index_checksum": false, "codecs": []}), 2);
+        let mut enc = plain.encode(&raw).unwrap();
+        let at = enc.len() - 64 + 8;
+        enc[at..at + 8].copy_from_slice(&10u64.to_le_bytes());
+        let err = plain.decode(&enc, 48).unwrap_err().to_string();
+        assert!(err.contains("decodes to 10 bytes"), "{err}");
+    }
+
+    #[test]
+    fn unusable_configurations_are_refused() {
+        let ctx = Context { elem_size: 4 };
+        for cfg in [
+            json!({"id": ID, "shard_shape": [4], "chunk_shape": [3]}),
+            json!({"id": ID, "shard_shape": [4], "chunk_shape": [2, 2]}),
+            json!({"id": ID, "shard_shape": [4], "chunk_shape": [0]}),
+            json!({"id": ID, "shard_shape": [4], "chunk_shape": [2], "fill": [0]}),
+            json!({"id": ID, "shard_shape": [4], "chunk_shape": [2], "index_location": "x"}),
+            json!({"id": ID, "chunk_shape": [2]}),
+        ] {
+            assert!(
+                Sharding::from_config(cfg.as_object().unwrap(), ctx).is_err(),
+                "{cfg}"
+            );
+        }
+    }
+}
