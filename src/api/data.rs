@@ -132,6 +132,8 @@ struct Geometry {
     chunk_bytes: usize,
     path: String,
     sep: char,
+    /// Chunk keys are Zarr v3's default encoding ([`Var::v3_chunk_keys`]).
+    v3_keys: bool,
     /// Indices a chunk's key holds: one per dimension but the parts of complex numbers.
     key_rank: usize,
     swap: bool,
@@ -179,13 +181,16 @@ impl Geometry {
 
     fn key(&self, idx: &[u64]) -> Result<StoreKey> {
         let idx = &idx[..idx.len().min(self.key_rank)];
-        let name = if idx.is_empty() {
-            "0".to_string()
-        } else {
-            idx.iter()
-                .map(u64::to_string)
-                .collect::<Vec<_>>()
-                .join(&self.sep.to_string())
+        let indices = idx
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(&self.sep.to_string());
+        let name = match (self.v3_keys, idx.is_empty() || self.scalar) {
+            (true, true) => "c".to_string(),
+            (true, false) => format!("c{}{indices}", self.sep),
+            (false, true) if idx.is_empty() => "0".to_string(),
+            (false, _) => indices,
         };
         StoreKey::new(&format!("{}/{}", self.path, name))
     }
@@ -209,9 +214,25 @@ fn largest_stored_chunk(chunk_bytes: usize, ty: NcType) -> u64 {
         .saturating_add(1 << 20)
 }
 
-/// The codec chain of a variable; an unknown codec is `Error::NoFilter` naming it.
+/// The codec chain of a variable; an unknown codec is `Error::NoFilter` naming it. Zarr v3
+/// shards are told the fill element, as stored, for their inner chunks never written.
 pub fn codec_chain(var: &Var) -> Result<codec::Chain> {
-    let cfgs: Vec<codec::Config> = var.filters.iter().map(|f| f.codec.clone()).collect();
+    let cfgs: Vec<codec::Config> = var
+        .filters
+        .iter()
+        .map(|f| {
+            let mut cfg = f.codec.clone();
+            if f.codec_id() == codec::SHARDING {
+                let mut fill = fill_element(var);
+                let esize = fill.len();
+                if var.endian != Endian::native() && var.ty.is_numeric() && esize > 1 {
+                    convert::swap_bytes_in_place(&mut fill, esize);
+                }
+                cfg.insert("fill".into(), fill.into());
+            }
+            cfg
+        })
+        .collect();
     codec::Chain::from_configs(
         &var.name,
         &cfgs,
@@ -291,6 +312,7 @@ impl Dataset {
             chunk_bytes,
             path: crate::format::write::var_path(&self.tree, g, var),
             sep: var.dimension_separator,
+            v3_keys: var.v3_chunk_keys,
             key_rank,
             swap: var.endian != Endian::native() && var.ty.is_numeric() && esize > 1,
             fortran: var.fortran_order && var.dims.len() > 1,
@@ -349,12 +371,13 @@ fn scalar_slab(scalar: bool, slab: &Slab) -> Slab {
     }
 }
 
-/// The fill element of a variable in native order (`stored_esize` bytes).
+/// The fill element of a variable in native order (`stored_esize` bytes): what its chunks
+/// never written hold.
 fn fill_element(var: &Var) -> Vec<u8> {
     let esize = stored_esize(var);
     if var.strings == StringStorage::Objects && var.ty == NcType::String {
         let text = match var.att("_FillValue").map(|a| &a.values) {
-            Some(crate::model::Values::Strings(s)) => s.first().cloned(),
+            Some(crate::model::Values::Strings(s)) if !var.zarr_v3 => s.first().cloned(),
             _ => None,
         };
         let mut slot = vec![0u8; esize];
@@ -365,6 +388,9 @@ fn fill_element(var: &Var) -> Vec<u8> {
         return slot;
     }
     let mut e = match var.att("_FillValue").map(|a| &a.values) {
+        _ if var.zarr_v3 && var.stored_fill.is_some() => {
+            var.stored_fill.clone().unwrap_or_default()
+        }
         Some(crate::model::Values::Fixed { ty, bytes })
             if *ty == var.ty && bytes.len() >= esize =>
         {

@@ -2,14 +2,16 @@
 //!
 //! Understands the current NCZarr layout (attributes in `.zattrs`), the 2.0.0 layout with the
 //! NCZarr keys inside `.zgroup`/`.zarray` (either case), and pure Zarr v2 (groups found by
-//! listing, dimensions from `_ARRAY_DIMENSIONS` or anonymous), and the V1 layout of separate
-//! `.ncz*` objects ([`v1`]), whose content is folded into the 2.0.0 keys it equals. Uses
-//! `.zmetadata` when present.
+//! listing, dimensions from `_ARRAY_DIMENSIONS` or anonymous), the V1 layout of separate
+//! `.ncz*` objects ([`v1`]), whose content is folded into the 2.0.0 keys it equals, and Zarr v3
+//! (`zarr.json`, [`v3`]), whose arrays are read in the terms of v2 ones. Uses `.zmetadata`, or
+//! v3's inline consolidated metadata, when present.
 //! A variable whose metadata uses something we cannot serve is still listed; it carries the
 //! reason in `Var::unreadable` and fails at its first data access. Never reads chunks.
 
 mod meta;
 mod v1;
+mod v3;
 
 use super::json::{Json, Object};
 use super::write::{ARRAY, ARRAY_DIMENSIONS, ATTR, GROUP, NCPROPERTIES, SUPERBLOCK};
@@ -21,6 +23,7 @@ use crate::model::{
 use crate::zmap::{Store, StoreKey};
 use meta::{Meta, join};
 use std::cell::Cell;
+use std::collections::HashMap;
 use typed_arena::Arena;
 
 type Obj<'a> = Object<'a>;
@@ -153,6 +156,10 @@ struct Reader<'a> {
     numpy_complex: bool,
     /// Listings the search for Zarr objects below groups may still make.
     search_budget: Cell<usize>,
+    /// Zarr v3: groups and arrays are `zarr.json` objects.
+    v3: bool,
+    /// Zarr v3: the `zarr.json` of each array found, by the array's path.
+    v3_arrays: HashMap<String, Obj<'a>>,
 }
 
 impl<'a> Reader<'a> {
@@ -271,6 +278,30 @@ impl<'a> Reader<'a> {
     }
 
     fn read_var(&mut self, g: GroupId, path: &str) -> Result<Var> {
+        if self.v3 {
+            let key = join(path, v3::ZARR_JSON);
+            let obj = self
+                .v3_arrays
+                .remove(path)
+                .ok_or_else(|| Error::metadata(&key, "missing"))?;
+            let array = v3::array(&obj, &key)?;
+            let names = array.dimension_names.clone();
+            let (zarray, attributes) = (array.zarray, array.attributes);
+            let mut var = self.read_var_from(
+                g,
+                path,
+                zarray,
+                attributes,
+                &key,
+                &key,
+                names,
+                array.unreadable,
+            )?;
+            var.dimension_separator = array.separator;
+            var.v3_chunk_keys = array.prefixed_keys;
+            var.zarr_v3 = true;
+            return Ok(var);
+        }
         let zk = join(path, ".zarray");
         let ak = join(path, ".zattrs");
         let mut zarray = self
@@ -280,6 +311,25 @@ impl<'a> Reader<'a> {
         let mut zattrs = self.meta.get(&ak)?.unwrap_or_default();
         self.fold_v1(path, v1::ARRAY, "_NCZARR_ARRAY", &mut zarray)?;
         self.fold_v1(path, v1::ATTR, "_NCZARR_ATTR", &mut zattrs)?;
+        self.read_var_from(g, path, zarray, zattrs, &zk, &ak, None, None)
+    }
+
+    /// A variable from its array object `zarray` (`zk`) and attributes `zattrs` (`ak`), in
+    /// the v2 terms; `dimension_names` are Zarr v3's, when it gives them, and `unreadable` why
+    /// the Zarr v3 array cannot be read, when the v3 reader found that already.
+    #[allow(clippy::too_many_arguments)]
+    fn read_var_from(
+        &mut self,
+        g: GroupId,
+        path: &str,
+        zarray: Obj<'a>,
+        zattrs: Obj<'a>,
+        zk: &str,
+        ak: &str,
+        dimension_names: Option<Vec<Option<String>>>,
+        unreadable: Option<String>,
+    ) -> Result<Var> {
+        let (zk, ak) = (zk.to_string(), ak.to_string());
         let name = path.rsplit('/').next().unwrap_or(path).to_string();
         let shape = u64_list(zarray.get("shape"), &zk, "shape")?;
         let chunks = u64_list(zarray.get("chunks"), &zk, "chunks")?;
@@ -290,11 +340,11 @@ impl<'a> Reader<'a> {
             .get("dtype")
             .and_then(Json::as_str)
             .ok_or_else(|| Error::metadata(&zk, "missing dtype"))?;
-        let mut unreadable = None;
+        let mut unreadable = unreadable;
         let dt = match dtype::parse(dt_text, self.nczarr) {
             Ok(d) => d,
             Err(e) => {
-                unreadable = Some(match e {
+                unreadable.get_or_insert(match e {
                     Error::Unsupported { why, .. } => why,
                     other => other.to_string(),
                 });
@@ -420,7 +470,10 @@ impl<'a> Reader<'a> {
                 }
                 dims
             }
-            None => self.pure_dims(g, &zattrs, &shape, &mut var),
+            None => {
+                let names = dimension_names.or_else(|| array_dimensions(&zattrs));
+                self.pure_dims(g, names, &shape, &mut var)
+            }
         };
         if dims.len() != shape.len() {
             return Err(Error::metadata(&zk, "dimension count does not match shape"));
@@ -483,21 +536,21 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn pure_dims(&mut self, g: GroupId, zattrs: &Obj, shape: &[u64], var: &mut Var) -> Vec<DimId> {
-        let names: Option<Vec<String>> = zattrs
-            .get(ARRAY_DIMENSIONS)
-            .and_then(Json::as_array)
-            .and_then(|a| {
-                a.iter()
-                    .map(|x| x.as_str().map(String::from))
-                    .collect::<Option<Vec<_>>>()
-            });
+    /// Pure Zarr: the dimensions of an array of `shape`, named by `names` (one name, or none
+    /// for an anonymous dimension, per entry of `shape`), found in scope or made in `g`.
+    fn pure_dims(
+        &mut self,
+        g: GroupId,
+        names: Option<Vec<Option<String>>>,
+        shape: &[u64],
+        var: &mut Var,
+    ) -> Vec<DimId> {
         let mut dims = Vec::new();
         for (i, len) in shape.iter().enumerate() {
             let named = names
                 .as_ref()
                 .filter(|n| n.len() == shape.len())
-                .map(|n| n[i].clone());
+                .and_then(|n| n[i].clone());
             let d = match named {
                 Some(n) => match self.tree.find_dim_in_scope(g, &n) {
                     Some(d) if self.tree.dim(d).len == *len => d,
@@ -556,6 +609,15 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// Gives the `_FillValue` attribute the variable's type; in Zarr v3, after undoing the
+    /// encoding xarray gives it there.
+    fn type_fill_attribute(&self, var: &mut Var) {
+        if self.v3 {
+            v3::decode_xarray_fill(var);
+        }
+        type_fill_attribute(var, !self.v3);
+    }
+
     /// The variable's stored fill value, and its `_FillValue` in pure Zarr. `time`: the array
     /// holds numpy datetimes, whose only fill value that means missing is NaT (zarr-python 2's
     /// default of 0 is the epoch, a time like any other, as xarray reads it).
@@ -563,7 +625,7 @@ impl<'a> Reader<'a> {
         let fv = match zarray.get("fill_value") {
             None | Some(Json::Null) => {
                 var.no_fill = true;
-                type_fill_attribute(var);
+                self.type_fill_attribute(var);
                 return Ok(());
             }
             Some(fv) => fv,
@@ -611,9 +673,11 @@ impl<'a> Reader<'a> {
                 }
             },
         };
-        // Pure Zarr: a fill value other than netCDF's default is the variable's `_FillValue`
+        // Pure Zarr v2: a fill value other than netCDF's default is the variable's `_FillValue`
         // (as netcdf-c and xarray read it), unless an attribute says so already. Not for the
-        // parts of complex numbers: a part equal to the fill is no missing number.
+        // parts of complex numbers: a part equal to the fill is no missing number. Not in Zarr
+        // v3, whose every array has a fill value (zarr-python's default is 0): xarray masks
+        // only what a `_FillValue` attribute names there, and NaT.
         if !self.nczarr
             && var.ty.is_numeric()
             && !var.complex
@@ -621,6 +685,7 @@ impl<'a> Reader<'a> {
             && let Some(b) = var.stored_fill.clone()
             && b != var.ty.default_fill()
             && (!time || b == i64::MIN.to_ne_bytes())
+            && (!self.v3 || time)
         {
             var.atts.push(Att {
                 name: "_FillValue".into(),
@@ -629,6 +694,7 @@ impl<'a> Reader<'a> {
         }
         // So is a string fill value other than netCDF's default (`""`), as xarray reads it.
         if !self.nczarr
+            && !self.v3
             && var.ty == NcType::String
             && var.att("_FillValue").is_none()
             && let Some(stored) = &var.stored_fill
@@ -644,7 +710,7 @@ impl<'a> Reader<'a> {
                 });
             }
         }
-        type_fill_attribute(var);
+        self.type_fill_attribute(var);
         Ok(())
     }
 }
@@ -676,13 +742,26 @@ fn check_object_codec(var: &mut Var) {
     var.unreadable.get_or_insert(why);
 }
 
+/// xarray's dimension names of an array (`_ARRAY_DIMENSIONS`), when every one is a name.
+fn array_dimensions(zattrs: &Obj) -> Option<Vec<Option<String>>> {
+    zattrs
+        .get(ARRAY_DIMENSIONS)
+        .and_then(Json::as_array)
+        .and_then(|a| {
+            a.iter()
+                .map(|x| x.as_str().map(|s| Some(s.to_string())))
+                .collect()
+        })
+}
+
 /// netCDF's default fill for doubles as netcdf-c writes it into `.zarray` (six digits).
 const DEFAULT_DOUBLE_FILL_TO_SIX_DIGITS: f64 = 9.96921e36;
 
 /// Gives a `_FillValue` attribute the variable's type, as netCDF requires (pure Zarr records no
 /// types, so `-9999` of a float variable is read as an int, and `"NaN"` as text): from the
-/// stored fill value when there is one, else converted (left as it is when it does not fit).
-fn type_fill_attribute(var: &mut Var) {
+/// stored fill value when there is one and `stored_first` (Zarr v2, where the two are one
+/// value), else converted (left as it is when it does not fit).
+fn type_fill_attribute(var: &mut Var, stored_first: bool) {
     let ty = var.ty;
     let stored = var.stored_fill.clone();
     let Some(att) = var.atts.iter_mut().find(|a| a.name == "_FillValue") else {
@@ -700,7 +779,7 @@ fn type_fill_attribute(var: &mut Var) {
         (Values::Strings(s), NcType::Char) => {
             Values::text(&String::from_utf8_lossy(s.first().map_or(&[][..], |x| x)))
         }
-        (_, t) if t.is_numeric() => match stored {
+        (_, t) if t.is_numeric() => match stored.filter(|_| stored_first) {
             Some(b) => Values::fixed(t, b),
             None => match converted(&att.values, t) {
                 Some(v) => v,
@@ -825,11 +904,8 @@ pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opene
             // An empty location (an object-store prefix with no objects) holds no dataset.
             return Err(Error::NotFound(store.describe()));
         }
-        if kids.iter().any(|k| k == "zarr.json") {
-            return Err(Error::NotZarr(format!(
-                "{} is Zarr v3, which is not supported yet",
-                store.describe()
-            )));
+        if kids.iter().any(|k| k == v3::ZARR_JSON) {
+            return v3::read_dataset(store, xarray);
         }
         if kids.iter().any(|k| k == ".zarray") {
             return Err(Error::NotZarr(format!(
@@ -863,6 +939,8 @@ pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opene
         numpy_times: false,
         numpy_complex: false,
         search_budget: Cell::new(SEARCH_LISTINGS),
+        v3: false,
+        v3_arrays: HashMap::new(),
     };
     reader.read_group(Tree::ROOT, "")?;
     let ahead: Vec<String> = reader

@@ -141,6 +141,12 @@ pub struct Var {
     pub filters: Vec<Filter>,
     /// `.` or `/` between chunk indices in chunk keys.
     pub dimension_separator: char,
+    /// Chunk keys are Zarr v3's default: `c`, then each index after the separator (`c` alone
+    /// for a scalar).
+    pub v3_chunk_keys: bool,
+    /// Stored as a Zarr v3 array: its `fill_value` ([`Var::stored_fill`]), not the
+    /// `_FillValue` attribute, is what was never written, as zarr-python reads it.
+    pub zarr_v3: bool,
     /// For NC_STRING: the width of one string in decoded chunks, in bytes (`|S<n>`: n, `<U<n>`:
     /// 4n; for variable-length strings it grows to fit the longest string read or written).
     pub maxstrlen: usize,
@@ -188,6 +194,8 @@ impl Var {
             endian: Endian::native(),
             filters: Vec::new(),
             dimension_separator: '.',
+            v3_chunk_keys: false,
+            zarr_v3: false,
             maxstrlen: 128,
             strings: StringStorage::Bytes,
             quantize: (0, 0),

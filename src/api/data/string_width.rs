@@ -203,6 +203,12 @@ pub(super) fn slots_too_large(var: &str, elems: usize, width: usize) -> Error {
 /// metadata objects and anything else below its path do not).
 fn chunk_index(geo: &Geometry, key: &StoreKey) -> Option<ChunkIndex> {
     let name = key.as_str().strip_prefix(&geo.path)?.strip_prefix('/')?;
+    let name = if geo.v3_keys {
+        let rest = name.strip_prefix('c')?;
+        rest.strip_prefix(geo.sep).unwrap_or(rest)
+    } else {
+        name
+    };
     let idx: ChunkIndex = name
         .split(geo.sep)
         .map(|part| part.parse().ok())

@@ -1,0 +1,740 @@
+//! Zarr v3 (`zarr.json`) metadata, as zarr-python 3 and xarray write it by default: each
+//! array's object put into the terms of the Zarr v2 reader (a numpy dtype, `fill_value`,
+//! `order`, numcodecs configurations) plus what v2 has no word for (chunk key encoding,
+//! `dimension_names`), and the hierarchy found from each group's children's `zarr.json`, or
+//! from zarr-python's consolidated metadata inline in the root's.
+//!
+//! Owns the meaning of the v3 keys; what a dtype, fill value or codec means is the v2 reader's
+//! and the codecs'. A feature it cannot serve (a chunk grid other than regular, a storage
+//! transformer, a data type netCDF has no type for) leaves the array listed and unreadable.
+
+use super::super::json::{Json, Object};
+use super::meta::{Meta, join};
+use super::{Opened, Reader, read_atts};
+use crate::error::{Error, Result};
+use crate::format::Layout;
+use crate::model::{GroupId, NcType, StringStorage, Tree, Values, Var};
+use crate::zmap::Store;
+use serde_json::Number;
+use std::borrow::Cow;
+use std::cell::Cell;
+use std::collections::HashMap;
+use typed_arena::Arena;
+
+type Obj<'a> = Object<'a>;
+
+/// The metadata object of every Zarr v3 node.
+pub(super) const ZARR_JSON: &str = "zarr.json";
+
+/// What a `zarr.json` is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Node {
+    Group,
+    Array,
+}
+
+/// The node a `zarr.json` describes, checking it is Zarr v3.
+pub(super) fn node(obj: &Obj, key: &str) -> Result<Node> {
+    if obj.get("zarr_format").and_then(Json::as_u64) != Some(3) {
+        return Err(Error::metadata(key, "zarr.json without zarr_format 3"));
+    }
+    match obj.get("node_type").and_then(Json::as_str) {
+        Some("group") => Ok(Node::Group),
+        Some("array") => Ok(Node::Array),
+        other => Err(Error::metadata(
+            key,
+            format!("node_type {} is neither group nor array", show(other)),
+        )),
+    }
+}
+
+fn show(v: Option<&str>) -> String {
+    v.map_or_else(|| "(none)".to_string(), |s| format!("{s:?}"))
+}
+
+/// zarr-python's consolidated metadata of the root group `root`, keyed as the store keys the
+/// objects it holds (`a/b/zarr.json`); `None` when there is none (or in a form not known).
+pub(super) fn consolidated<'a>(root: &Obj<'a>) -> Option<Obj<'a>> {
+    let c = root.get("consolidated_metadata")?.as_object()?;
+    if c.get("kind").and_then(Json::as_str) != Some("inline") {
+        return None;
+    }
+    let mut out = Obj::default();
+    for (path, obj) in c.get("metadata")?.as_object()?.iter() {
+        let path = path.trim_matches('/');
+        if !path.is_empty() {
+            out.insert(&format!("{path}/{ZARR_JSON}"), obj.clone());
+        }
+    }
+    Some(out)
+}
+
+/// The user attributes of a node.
+pub(super) fn attributes<'a>(obj: &Obj<'a>) -> Obj<'a> {
+    match obj.get("attributes") {
+        Some(Json::Object(a)) => a.clone(),
+        _ => Obj::default(),
+    }
+}
+
+/// Reads a Zarr v3 dataset: its root `zarr.json` must be a group. Read-only (we do not write
+/// Zarr v3).
+pub(super) fn read_dataset(store: &dyn Store, xarray: bool) -> Result<Opened> {
+    let fetched = Arena::new();
+    let raw = Meta::new(store, None, &fetched);
+    let root = raw
+        .get(ZARR_JSON)?
+        .ok_or_else(|| Error::metadata(ZARR_JSON, "missing"))?;
+    if node(&root, ZARR_JSON)? == Node::Array {
+        return Err(Error::NotZarr(format!(
+            "{} is a single Zarr array, not a group",
+            store.describe()
+        )));
+    }
+    let meta = Meta::new(store, consolidated(&root), &fetched);
+    let mut reader = Reader {
+        meta,
+        nczarr: false,
+        v1: false,
+        tree: Tree::new(),
+        pending_vars: Vec::new(),
+        numpy_times: false,
+        numpy_complex: false,
+        search_budget: Cell::new(0),
+        v3: true,
+        v3_arrays: HashMap::new(),
+    };
+    reader.read_group_v3(Tree::ROOT, "", &root)?;
+    reader.read_pending_vars()?;
+    Ok(Opened {
+        tree: reader.tree,
+        layout: Layout {
+            nczarr: false,
+            xarray,
+            consolidated: false,
+        },
+        read_only_reason: Some("writing Zarr v3 is not supported yet".to_string()),
+        ncproperties: None,
+        has_zmetadata: false,
+    })
+}
+
+impl<'a> Reader<'a> {
+    /// Reads group `g` at `path` from its `zarr.json` `obj`: its attributes, its arrays (kept
+    /// for [`Reader::read_pending_vars`]) and, depth first, its groups. Children are the
+    /// names below `path` that hold a `zarr.json`; anything else there is not Zarr.
+    fn read_group_v3(&mut self, g: GroupId, path: &str, obj: &Obj<'a>) -> Result<()> {
+        let key = join(path, ZARR_JSON);
+        self.tree.group_mut(g).atts = read_atts(&attributes(obj), &key)?;
+        let names: Vec<String> = self
+            .meta
+            .children(path)?
+            .into_iter()
+            .filter(|n| !n.starts_with('.') && n != ZARR_JSON)
+            .collect();
+        let keys: Vec<String> = names
+            .iter()
+            .map(|n| join(&join(path, n), ZARR_JSON))
+            .collect();
+        self.meta.prefetch(&keys)?;
+        let mut arrays = Vec::new();
+        let mut groups = Vec::new();
+        for (name, key) in names.into_iter().zip(keys) {
+            let Some(child) = self.meta.get(&key)? else {
+                continue;
+            };
+            match node(&child, &key)? {
+                Node::Array => {
+                    self.v3_arrays.insert(join(path, &name), child);
+                    arrays.push(name);
+                }
+                Node::Group => groups.push((name, child)),
+            }
+        }
+        self.pending_vars.push((g, path.to_string(), arrays));
+        for (name, child) in groups {
+            let sub = self.tree.add_group(g, &name);
+            self.read_group_v3(sub, &join(path, &name), &child)?;
+        }
+        Ok(())
+    }
+}
+
+/// Undoes the encoding xarray gives the `_FillValue` attribute of a Zarr v3 array: a float's
+/// is the base64 text of its eight bytes as a little-endian double, a byte string's the base64
+/// text of its bytes; other types' are the value itself.
+pub(super) fn decode_xarray_fill(var: &mut Var) {
+    let (ty, strings) = (var.ty, var.strings);
+    let Some(att) = var.atts.iter_mut().find(|a| a.name == "_FillValue") else {
+        return;
+    };
+    let text = match &att.values {
+        Values::Fixed {
+            ty: NcType::Char,
+            bytes,
+        } => bytes.clone(),
+        Values::Strings(s) if s.len() == 1 => s[0].clone(),
+        _ => return,
+    };
+    let Some(decoded) = std::str::from_utf8(&text)
+        .ok()
+        .and_then(crate::format::base64::decode)
+    else {
+        return;
+    };
+    if ty.is_float()
+        && let Ok(bytes) = <[u8; 8]>::try_from(decoded.as_slice())
+    {
+        let value = f64::from_le_bytes(bytes);
+        att.values = Values::fixed(NcType::Double, value.to_ne_bytes().to_vec());
+    } else if ty == NcType::String && strings == StringStorage::Bytes {
+        att.values = Values::Strings(vec![decoded]);
+    }
+}
+
+/// An array's `zarr.json` in the terms of the v2 reader.
+pub(super) struct Array<'a> {
+    /// `shape`, `chunks`, `dtype`, `fill_value`, `order`, `filters` as a `.zarray` has them.
+    pub zarray: Obj<'a>,
+    pub attributes: Obj<'a>,
+    /// `dimension_names`, when given for every dimension (a name or none).
+    pub dimension_names: Option<Vec<Option<String>>>,
+    /// Between the indices of chunk keys.
+    pub separator: char,
+    /// Chunk keys start with `c` (the default encoding; `v2` keys do not).
+    pub prefixed_keys: bool,
+    /// Why the array's data cannot be read, when it uses what we do not serve.
+    pub unreadable: Option<String>,
+}
+
+fn number(n: u64) -> Json<'static> {
+    Json::Number(Number::from(n))
+}
+
+fn text(s: String) -> Json<'static> {
+    Json::String(Cow::Owned(s))
+}
+
+fn object<'a>(members: Vec<(&str, Json<'a>)>) -> Json<'a> {
+    let mut o = Obj::default();
+    for (k, v) in members {
+        o.insert(k, v);
+    }
+    Json::Object(o)
+}
+
+fn lengths(v: Option<&Json>, key: &str, what: &str) -> Result<Vec<u64>> {
+    v.and_then(Json::as_array)
+        .ok_or_else(|| Error::metadata(key, format!("missing {what}")))?
+        .iter()
+        .map(|x| {
+            x.as_u64()
+                .ok_or_else(|| Error::metadata(key, format!("{what} holds {x}, not a length")))
+        })
+        .collect()
+}
+
+/// A codec's name and configuration (`{"name": ..., "configuration": {...}}`, or the name
+/// alone).
+fn codec_parts<'o, 'a>(c: &'o Json<'a>) -> Option<(&'o str, Option<&'o Obj<'a>>)> {
+    match c {
+        Json::String(name) => Some((name, None)),
+        Json::Object(o) => Some((
+            o.get("name")?.as_str()?,
+            o.get("configuration").and_then(Json::as_object),
+        )),
+        _ => None,
+    }
+}
+
+/// What a list of v3 codecs amounts to.
+#[derive(Default)]
+struct Codecs<'a> {
+    /// The array is stored transposed: Fortran order.
+    fortran: bool,
+    /// `bytes`' endian (`None`: not given, as for one-byte types).
+    big_endian: Option<bool>,
+    /// numcodecs configurations of the byte codecs, first applied first.
+    filters: Vec<Json<'a>>,
+    /// The array-to-bytes codec holds strings (`vlen-utf8`, `vlen-bytes`).
+    strings: bool,
+    unreadable: Option<String>,
+}
+
+impl<'a> Codecs<'a> {
+    fn refuse(&mut self, why: String) {
+        self.unreadable.get_or_insert(why);
+    }
+
+    /// Reads `list`, the codecs of chunks of `chunk_shape`.
+    fn read(list: &[Json<'a>], chunk_shape: &[u64], inner: bool) -> Codecs<'a> {
+        let mut out = Codecs::default();
+        let rank = chunk_shape.len();
+        for c in list {
+            let Some((name, cfg)) = codec_parts(c) else {
+                out.refuse(format!("codec {c} is not a codec"));
+                continue;
+            };
+            let get = |k: &str| cfg.and_then(|o| o.get(k)).cloned();
+            match name {
+                "transpose" => {
+                    let order: Option<Vec<u64>> = cfg
+                        .and_then(|o| o.get("order"))
+                        .and_then(Json::as_array)
+                        .and_then(|a| a.iter().map(Json::as_u64).collect());
+                    let identity: Vec<u64> = (0..rank as u64).collect();
+                    let reversed: Vec<u64> = identity.iter().rev().copied().collect();
+                    match order {
+                        Some(o) if o == identity => {}
+                        Some(o) if o == reversed && !inner => out.fortran = true,
+                        _ => out.refuse(format!("transpose {c} is not read")),
+                    }
+                }
+                "bytes" => match get("endian").as_ref().and_then(Json::as_str) {
+                    None => {}
+                    Some("little") => out.big_endian = Some(false),
+                    Some("big") => out.big_endian = Some(true),
+                    Some(other) => out.refuse(format!("bytes endian {other:?}")),
+                },
+                "vlen-utf8" | "vlen-bytes" => {
+                    out.strings = true;
+                    out.filters
+                        .push(object(vec![("id", text(name.to_string()))]));
+                }
+                "sharding_indexed" if inner => out.refuse("shards within shards".to_string()),
+                "sharding_indexed" => out.shards(cfg, chunk_shape),
+                "gzip" => out
+                    .filters
+                    .push(numcodecs("gzip", &[("level", get("level"))])),
+                "zstd" => out.filters.push(numcodecs(
+                    "zstd",
+                    &[("level", get("level")), ("checksum", get("checksum"))],
+                )),
+                "blosc" => {
+                    let shuffle = match get("shuffle").as_ref().and_then(Json::as_str) {
+                        None | Some("noshuffle") => 0,
+                        Some("shuffle") => 1,
+                        Some("bitshuffle") => 2,
+                        Some(other) => {
+                            out.refuse(format!("blosc shuffle {other:?}"));
+                            0
+                        }
+                    };
+                    out.filters.push(numcodecs(
+                        "blosc",
+                        &[
+                            ("cname", get("cname")),
+                            ("clevel", get("clevel")),
+                            ("shuffle", Some(number(shuffle))),
+                            ("blocksize", get("blocksize")),
+                        ],
+                    ));
+                }
+                "crc32c" => out.filters.push(numcodecs("crc32c", &[])),
+                other => {
+                    // numcodecs' own codecs, as zarr-python 3 names them.
+                    let id = other.strip_prefix("numcodecs.").unwrap_or(other);
+                    let mut o = cfg.cloned().unwrap_or_default();
+                    o.insert("id", text(id.to_string()));
+                    out.filters.push(Json::Object(o));
+                }
+            }
+        }
+        out
+    }
+
+    /// `sharding_indexed`: shards of `shard_shape` (as encoded, after any transpose) holding
+    /// inner chunks, as this crate's sharding codec takes it.
+    fn shards(&mut self, cfg: Option<&Obj<'a>>, shard_shape: &[u64]) {
+        let Some(cfg) = cfg else {
+            return self.refuse("sharding_indexed without a configuration".to_string());
+        };
+        let inner_shape: Option<Vec<u64>> = cfg
+            .get("chunk_shape")
+            .and_then(Json::as_array)
+            .and_then(|a| a.iter().map(Json::as_u64).collect());
+        let Some(mut inner_shape) = inner_shape else {
+            return self.refuse("sharding_indexed without a chunk_shape".to_string());
+        };
+        let shard_shape: Vec<u64> = if self.fortran {
+            inner_shape.reverse();
+            shard_shape.iter().rev().copied().collect()
+        } else {
+            shard_shape.to_vec()
+        };
+        let list = cfg.get("codecs").and_then(Json::as_array).unwrap_or(&[]);
+        let inner = Codecs::read(list, &inner_shape, true);
+        if let Some(why) = inner.unreadable {
+            return self.refuse(format!("in shards: {why}"));
+        }
+        if inner.strings {
+            return self.refuse("strings in shards are not read yet".to_string());
+        }
+        self.big_endian = inner.big_endian;
+        let index: Vec<(String, Option<String>)> = cfg
+            .get("index_codecs")
+            .and_then(Json::as_array)
+            .unwrap_or(&[])
+            .iter()
+            .filter_map(codec_parts)
+            .map(|(name, c)| {
+                let endian = c.and_then(|c| c.get("endian")).and_then(Json::as_str);
+                (name.to_string(), endian.map(String::from))
+            })
+            .collect();
+        let little = |e: &Option<String>| e.as_deref().is_none_or(|e| e == "little");
+        let checksum = match index.as_slice() {
+            [(b, e)] if b == "bytes" && little(e) => false,
+            [(b, e), (c, _)] if b == "bytes" && little(e) && c == "crc32c" => true,
+            _ => return self.refuse(format!("shard index codecs {index:?} are not read")),
+        };
+        let location = match cfg.get("index_location").and_then(Json::as_str) {
+            None | Some("end") => "end",
+            Some("start") => "start",
+            Some(other) => return self.refuse(format!("shard index_location {other:?}")),
+        };
+        let shape = |s: &[u64]| Json::Array(s.iter().map(|&n| number(n)).collect());
+        self.filters.push(object(vec![
+            ("id", text("sharding_indexed".to_string())),
+            ("shard_shape", shape(&shard_shape)),
+            ("chunk_shape", shape(&inner_shape)),
+            ("codecs", Json::Array(inner.filters)),
+            ("index_location", text(location.to_string())),
+            ("index_checksum", Json::Bool(checksum)),
+        ]));
+    }
+}
+
+/// A numcodecs configuration of `id` with the parameters given.
+fn numcodecs<'a>(id: &str, params: &[(&str, Option<Json<'a>>)]) -> Json<'a> {
+    let mut members = vec![("id", text(id.to_string()))];
+    for (k, v) in params {
+        if let Some(v) = v {
+            members.push((k, v.clone()));
+        }
+    }
+    object(members)
+}
+
+/// The numpy dtype of a v3 `data_type` stored in the byte order `big` (`None`: not given),
+/// or why it is not read.
+fn numpy_dtype(data_type: &Json, big: Option<bool>) -> std::result::Result<String, String> {
+    let order = if big == Some(true) { '>' } else { '<' };
+    let (name, cfg) = match data_type {
+        Json::String(s) => (s.as_ref(), None),
+        Json::Object(o) => match o.get("name").and_then(Json::as_str) {
+            Some(name) => (name, o.get("configuration").and_then(Json::as_object)),
+            None => return Err(format!("data type {data_type} has no name")),
+        },
+        _ => return Err(format!("data type {data_type} is not a name")),
+    };
+    let length = || {
+        cfg.and_then(|c| c.get("length_bytes"))
+            .and_then(Json::as_u64)
+            .filter(|&n| n > 0)
+            .ok_or_else(|| format!("data type {data_type} has no length_bytes"))
+    };
+    Ok(match name {
+        "bool" => "|b1".to_string(),
+        "int8" => "|i1".to_string(),
+        "uint8" => "|u1".to_string(),
+        "int16" => format!("{order}i2"),
+        "int32" => format!("{order}i4"),
+        "int64" => format!("{order}i8"),
+        "uint16" => format!("{order}u2"),
+        "uint32" => format!("{order}u4"),
+        "uint64" => format!("{order}u8"),
+        "float16" => format!("{order}f2"),
+        "float32" => format!("{order}f4"),
+        "float64" => format!("{order}f8"),
+        "complex64" => format!("{order}c8"),
+        "complex128" => format!("{order}c16"),
+        "string" | "bytes" => "|O".to_string(),
+        "fixed_length_utf32" => match length()? {
+            n if n % 4 == 0 => format!("{order}U{}", n / 4),
+            n => return Err(format!("fixed_length_utf32 of {n} bytes")),
+        },
+        "null_terminated_bytes" => format!("|S{}", length()?),
+        "numpy.datetime64" | "numpy.timedelta64" => {
+            let unit = cfg
+                .and_then(|c| c.get("unit"))
+                .and_then(Json::as_str)
+                .ok_or_else(|| format!("data type {data_type} has no unit"))?;
+            let scale = cfg
+                .and_then(|c| c.get("scale_factor"))
+                .and_then(Json::as_u64)
+                .unwrap_or(1);
+            let kind = if name == "numpy.datetime64" { 'M' } else { 'm' };
+            match scale {
+                1 => format!("{order}{kind}8[{unit}]"),
+                n => format!("{order}{kind}8[{n}{unit}]"),
+            }
+        }
+        other => return Err(format!("Zarr v3 data type {other} is not read")),
+    })
+}
+
+/// A v3 fill value in the form a v2 `.zarray` gives it: floats stored as hex bit patterns
+/// (`"0x7fc00000"`) become numbers (or `"NaN"`); the rest is the same in both.
+fn v2_fill<'a>(fill: &Json<'a>, dtype: &str) -> Json<'a> {
+    let bits = |s: &str| u64::from_str_radix(s.strip_prefix("0x")?, 16).ok();
+    let float = |s: &str| -> Option<Json<'a>> {
+        let value = match dtype.get(1..)? {
+            "f4" | "c8" => f64::from(f32::from_bits(u32::try_from(bits(s)?).ok()?)),
+            "f8" | "c16" => f64::from_bits(bits(s)?),
+            _ => return None,
+        };
+        Some(match Number::from_f64(value) {
+            Some(n) => Json::Number(n),
+            None if value.is_nan() => text("NaN".into()),
+            None if value > 0.0 => text("Infinity".into()),
+            None => text("-Infinity".into()),
+        })
+    };
+    match fill {
+        Json::String(s) if s.starts_with("0x") => float(s).unwrap_or_else(|| fill.clone()),
+        Json::Array(parts) => Json::Array(parts.iter().map(|p| v2_fill(p, dtype)).collect()),
+        other => other.clone(),
+    }
+}
+
+/// An array's `zarr.json` (`key`) in the terms of the v2 reader.
+pub(super) fn array<'a>(obj: &Obj<'a>, key: &str) -> Result<Array<'a>> {
+    let mut unreadable: Option<String> = None;
+    let mut refuse = |why: String| {
+        unreadable.get_or_insert(why);
+    };
+    let shape = lengths(obj.get("shape"), key, "shape")?;
+    let grid = obj.get("chunk_grid");
+    let chunks = match grid.and_then(codec_parts) {
+        Some(("regular", Some(cfg))) => {
+            lengths(cfg.get("chunk_shape"), key, "chunk_grid chunk_shape")?
+        }
+        _ => {
+            refuse(format!(
+                "chunk grid {} is not read",
+                grid.map_or_else(|| "(none)".to_string(), Json::to_string)
+            ));
+            shape.iter().map(|&n| n.max(1)).collect()
+        }
+    };
+    let encoding = obj.get("chunk_key_encoding");
+    let (prefixed_keys, default_separator) = match encoding.and_then(codec_parts) {
+        Some(("default", _)) | None => (true, "/"),
+        Some(("v2", _)) => (false, "."),
+        Some((other, _)) => {
+            refuse(format!("chunk key encoding {other:?} is not read"));
+            (true, "/")
+        }
+    };
+    let separator = match encoding
+        .and_then(codec_parts)
+        .and_then(|(_, cfg)| cfg?.get("separator")?.as_str())
+        .unwrap_or(default_separator)
+    {
+        "/" => '/',
+        "." => '.',
+        other => return Err(Error::metadata(key, format!("bad separator {other:?}"))),
+    };
+    if obj
+        .get("storage_transformers")
+        .and_then(Json::as_array)
+        .is_some_and(|t| !t.is_empty())
+    {
+        refuse("storage transformers are not read".to_string());
+    }
+    let codecs = Codecs::read(
+        obj.get("codecs").and_then(Json::as_array).unwrap_or(&[]),
+        &chunks,
+        false,
+    );
+    if let Some(why) = &codecs.unreadable {
+        refuse(why.clone());
+    }
+    let data_type = obj
+        .get("data_type")
+        .ok_or_else(|| Error::metadata(key, "missing data_type"))?;
+    let dtype = match numpy_dtype(data_type, codecs.big_endian) {
+        Ok(d) => d,
+        Err(why) => {
+            refuse(why);
+            "|u1".to_string()
+        }
+    };
+    let fill = v2_fill(obj.get("fill_value").unwrap_or(&Json::Null), &dtype);
+    let shape_json = |s: &[u64]| Json::Array(s.iter().map(|&n| number(n)).collect());
+    let mut zarray = Obj::default();
+    zarray.insert("shape", shape_json(&shape));
+    zarray.insert("chunks", shape_json(&chunks));
+    zarray.insert("dtype", text(dtype));
+    zarray.insert("fill_value", fill);
+    zarray.insert("order", text(if codecs.fortran { "F" } else { "C" }.into()));
+    zarray.insert("filters", Json::Array(codecs.filters));
+    let dimension_names = obj
+        .get("dimension_names")
+        .and_then(Json::as_array)
+        .filter(|names| names.len() == shape.len())
+        .and_then(|names| {
+            names
+                .iter()
+                .map(|n| match n {
+                    Json::Null => Some(None),
+                    Json::String(s) => Some(Some(s.to_string())),
+                    _ => None,
+                })
+                .collect()
+        });
+    Ok(Array {
+        zarray,
+        attributes: attributes(obj),
+        dimension_names,
+        separator,
+        prefixed_keys,
+        unreadable,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::json::parse;
+
+    fn translated(text: &str) -> Array<'static> {
+        let bytes: &'static [u8] = Box::leak(text.as_bytes().to_vec().into_boxed_slice());
+        let Json::Object(obj) = parse(bytes).unwrap() else {
+            panic!("not an object")
+        };
+        array(&obj, "a/zarr.json").unwrap()
+    }
+
+    fn array_json(data_type: &str, fill: &str, codecs: &str, extra: &str) -> String {
+        format!(
+            r#"{{"zarr_format": 3, "node_type": "array", "shape": [4, 6],
+            "data_type": {data_type}, "fill_value": {fill},
+            "chunk_grid": {{"name": "regular", "configuration": {{"chunk_shape": [2, 3]}}}},
+            "chunk_key_encoding": {{"name": "default", "configuration": {{"separator": "/"}}}},
+            "codecs": {codecs}, "attributes": {{"units": "K"}} {extra}}}"#
+        )
+    }
+
+    #[test]
+    fn arrays_read_as_their_v2_equivalents() {
+        let a = translated(&array_json(
+            r#""float32""#,
+            r#""0x7fc00000""#,
+            r#"[{"name": "transpose", "configuration": {"order": [1, 0]}},
+                {"name": "bytes", "configuration": {"endian": "big"}},
+                {"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5,
+                  "shuffle": "bitshuffle", "typesize": 4, "blocksize": 0}},
+                {"name": "crc32c"}]"#,
+            r#", "dimension_names": ["y", null]"#,
+        ));
+        let z = Json::Object(a.zarray).to_value();
+        assert_eq!(z["dtype"], ">f4");
+        assert_eq!(z["fill_value"], "NaN");
+        assert_eq!(z["order"], "F");
+        assert_eq!(z["chunks"], serde_json::json!([2, 3]));
+        assert_eq!(
+            z["filters"],
+            serde_json::json!([
+                {"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 2, "blocksize": 0},
+                {"id": "crc32c"}
+            ])
+        );
+        assert_eq!(a.dimension_names, Some(vec![Some("y".into()), None]));
+        assert_eq!(Json::Object(a.attributes).to_value()["units"], "K");
+        assert!(a.prefixed_keys && a.separator == '/');
+        assert!(a.unreadable.is_none());
+    }
+
+    #[test]
+    fn shards_become_this_crates_sharding_codec() {
+        let a = translated(&array_json(
+            r#"{"name": "fixed_length_utf32", "configuration": {"length_bytes": 12}}"#,
+            r#""ab""#,
+            r#"[{"name": "sharding_indexed", "configuration": {"chunk_shape": [1, 3],
+                "codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
+                           {"name": "zstd", "configuration": {"level": 0, "checksum": false}}],
+                "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
+                                 {"name": "crc32c"}],
+                "index_location": "start"}}]"#,
+            r#", "chunk_key_encoding": {"name": "v2"}"#,
+        ));
+        let z = Json::Object(a.zarray).to_value();
+        assert_eq!(z["dtype"], "<U3");
+        assert_eq!(
+            z["filters"],
+            serde_json::json!([{"id": "sharding_indexed", "shard_shape": [2, 3],
+                "chunk_shape": [1, 3], "codecs": [{"id": "zstd", "level": 0, "checksum": false}],
+                "index_location": "start", "index_checksum": true}])
+        );
+        assert!(!a.prefixed_keys && a.separator == '.');
+        assert!(a.unreadable.is_none(), "{:?}", a.unreadable);
+    }
+
+    #[test]
+    fn what_is_not_served_leaves_the_array_unreadable() {
+        for (data_type, codecs, extra, why) in [
+            (
+                r#""float32""#,
+                "[]",
+                r#", "storage_transformers": [{"name": "x"}]"#,
+                "storage",
+            ),
+            (r#""r16""#, "[]", "", "data type r16"),
+            (
+                r#""float32""#,
+                r#"[{"name": "transpose", "configuration": {"order": [0, 0]}}]"#,
+                "",
+                "transpose",
+            ),
+            (
+                r#""string""#,
+                r#"[{"name": "sharding_indexed", "configuration": {"chunk_shape": [1, 3],
+                    "codecs": [{"name": "vlen-utf8"}],
+                    "index_codecs": [{"name": "bytes"}]}}]"#,
+                "",
+                "strings in shards",
+            ),
+            (
+                r#""int16""#,
+                r#"[{"name": "sharding_indexed", "configuration": {"chunk_shape": [1, 3],
+                    "codecs": [{"name": "bytes"}], "index_codecs": [{"name": "gzip"}]}}]"#,
+                "",
+                "index codecs",
+            ),
+            (
+                r#""int16""#,
+                "[]",
+                r#", "chunk_grid": {"name": "rectilinear"}"#,
+                "chunk grid",
+            ),
+        ] {
+            // A key given twice keeps its last value.
+            let a = translated(&array_json(data_type, "0", codecs, extra));
+            let got = a.unreadable.unwrap_or_default();
+            assert!(got.contains(why), "{why}: {got}");
+        }
+    }
+
+    #[test]
+    fn nodes_and_consolidated_metadata() {
+        let root = br#"{"zarr_format": 3, "node_type": "group", "attributes": {"t": 1},
+            "consolidated_metadata": {"kind": "inline", "must_understand": false,
+              "metadata": {"a": {"zarr_format": 3, "node_type": "array"},
+                           "g/b": {"zarr_format": 3, "node_type": "array"}}}}"#;
+        let Json::Object(obj) = parse(root).unwrap() else {
+            panic!()
+        };
+        assert_eq!(node(&obj, "zarr.json").unwrap(), Node::Group);
+        let c = consolidated(&obj).unwrap();
+        let keys: Vec<&str> = c.iter().map(|(k, _)| k).collect();
+        assert_eq!(keys, ["a/zarr.json", "g/b/zarr.json"]);
+        assert_eq!(Json::Object(attributes(&obj)).to_value()["t"], 1);
+        let Json::Object(v2) = parse(br#"{"zarr_format": 2, "node_type": "group"}"#).unwrap()
+        else {
+            panic!()
+        };
+        assert!(node(&v2, "zarr.json").is_err());
+    }
+}
