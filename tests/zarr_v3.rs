@@ -50,6 +50,10 @@ st[2:4, 0:3] = 9
 make("text", np.array(["a", "bcd", "\u00e9\u00e9"]), (2,), dimension_names=["n"])
 make("fixed", np.array(["ab", "c", "de"], dtype="<U2"), (3,), dimension_names=["n"])
 make("flags", np.array([True, False, True]), (2,), dimension_names=["n"])
+from zarr.core.dtype import VariableLengthBytes
+vb = root.create_array("vbytes", shape=(3,), chunks=(2,), dtype=VariableLengthBytes(),
+                       dimension_names=["n"])
+vb[...] = np.array([b"ab", b"", b"xyz"], dtype=object)
 pt = root.create_array("point", shape=(), dtype="i4", fill_value=0)
 pt[...] = 42
 sub = root.create_group("sub", attributes={"kind": "nested"})
@@ -60,11 +64,11 @@ make("half", np.array([0.5, 1.5], dtype="f2"), (2,), dimension_names=["h"])
 if len(sys.argv) > 2 and sys.argv[2] == "consolidated":
     zarr.consolidate_metadata(path)
 names = ["plain", "gz", "blosc", "big", "fortran", "v2keys", "sharded", "start", "text",
-         "fixed", "flags", "point", "sub/deep", "sub/unwritten"]
+         "fixed", "flags", "vbytes", "point", "sub/deep", "sub/unwritten"]
 def flat(v):
     v = np.asarray(v)
     if v.dtype.kind in "UO":
-        return v.astype(str).ravel().tolist()
+        return [x.decode() if isinstance(x, bytes) else str(x) for x in v.ravel()]
     return v.astype("f8").ravel().tolist()
 r = zarr.open_group(path, mode="r")
 print(json.dumps({n: flat(r[n][...]) for n in names}))
@@ -102,8 +106,8 @@ ds["count"].encoding["_FillValue"] = -1
 ds.to_zarr(sys.argv[1], mode="w", zarr_format=3, consolidated=True)
 "#;
 
-const ARRAYS: &str = "plain,gz,blosc,big,fortran,v2keys,sharded,start,text,fixed,flags,point,\
-                      sub/deep,sub/unwritten";
+const ARRAYS: &str = "plain,gz,blosc,big,fortran,v2keys,sharded,start,text,fixed,flags,vbytes,\
+                      point,sub/deep,sub/unwritten";
 
 fn netcdf4(target: &str) -> Value {
     let out = common::python::run_netcdf4_preloaded(READ_NETCDF4, &[target, ARRAYS])
@@ -160,6 +164,7 @@ fn zarr_python_3_stores_read_as_zarr_python_reads_them() {
             "float sharded(t, x) ;",
             "string text(n) ;",
             "string fixed(n) ;",
+            "string vbytes(n) ;",
             "int point ;",
             ":title = \"v3 sample\" ;",
             ":n = 1, 2 ;",

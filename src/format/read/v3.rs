@@ -449,7 +449,7 @@ fn numpy_dtype(data_type: &Json, big: Option<bool>) -> std::result::Result<Strin
         "float64" => format!("{order}f8"),
         "complex64" => format!("{order}c8"),
         "complex128" => format!("{order}c16"),
-        "string" | "bytes" => "|O".to_string(),
+        "string" | "bytes" | "variable_length_bytes" => "|O".to_string(),
         "fixed_length_utf32" => match length()? {
             n if n % 4 == 0 => format!("{order}U{}", n / 4),
             n => return Err(format!("fixed_length_utf32 of {n} bytes")),
