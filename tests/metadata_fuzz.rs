@@ -1,5 +1,6 @@
 //! Fuzz-style robustness of opening and reading: valid datasets (written by stock `ncgen` with
-//! the library preloaded, in NCZarr and pure Zarr layouts) get one metadata object or chunk
+//! the library preloaded, in NCZarr and pure Zarr layouts, and Zarr v3 by zarr-python 3, plain
+//! and consolidated, with every codec and sharding) get one metadata object or chunk
 //! damaged at random — truncated, bytes flipped, a JSON value replaced by one of another type or an
 //! absurd size, hostile paths, the object removed — and the dataset is opened and every variable
 //! read through the Rust API. Any outcome is fine except a panic: every failure must be an error
@@ -37,6 +38,13 @@ fn seeds() -> &'static Vec<Seed> {
                 ncgen(Host::Ours, &cdl, &url(&store, mode)).unwrap_or_else(|e| panic!("{e}"));
                 out.push((mode.to_string(), common::directory_objects(&store)));
             }
+        }
+        let script = repo_root().join("tests/py/write_zarr_v3.py");
+        for how in ["plain", "consolidated"] {
+            let store = dir.path().join(format!("v3-{how}.zarr"));
+            let args = [script.to_str().unwrap(), store.to_str().unwrap(), how];
+            common::python::run("zarr3", &args).unwrap_or_else(|e| panic!("{e}"));
+            out.push(("zarr,file".to_string(), common::directory_objects(&store)));
         }
         out
     })
