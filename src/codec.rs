@@ -71,6 +71,9 @@ pub enum EncodedParts {
     Whole,
     /// Not known from the first bytes given; the first this many bytes tell.
     Head(usize),
+    /// Not known from the bytes given; the last this many bytes tell (a Zarr v3 shard's
+    /// index at its end).
+    Tail(usize),
     /// These byte ranges (sorted, disjoint); the rest of the buffer may hold anything.
     Ranges(Vec<Range<usize>>),
 }
@@ -154,10 +157,12 @@ pub trait Codec: Send + Sync + std::fmt::Debug {
     }
     /// The byte ranges of an encoded buffer of `encoded_len` bytes (decoding to `decoded_len`)
     /// that [`Codec::decode_parts`] reads to decode `wanted`, found from the buffer's first
-    /// bytes `head`, so that only those need be fetched.
+    /// bytes `head` and last bytes `tail` (empty unless the codec asked for them), so that only
+    /// those need be fetched.
     fn encoded_parts(
         &self,
         _head: &[u8],
+        _tail: &[u8],
         _encoded_len: usize,
         _decoded_len: usize,
         _wanted: &[Range<usize>],
@@ -426,12 +431,13 @@ impl Chain {
     pub fn encoded_parts(
         &self,
         head: &[u8],
+        tail: &[u8],
         stored_len: usize,
         decoded_len: usize,
         wanted: &[Range<usize>],
     ) -> EncodedParts {
         match self.only() {
-            Some(codec) => codec.encoded_parts(head, stored_len, decoded_len, wanted),
+            Some(codec) => codec.encoded_parts(head, tail, stored_len, decoded_len, wanted),
             None => EncodedParts::Whole,
         }
     }

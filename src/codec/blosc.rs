@@ -224,6 +224,7 @@ impl Codec for Blosc {
     fn encoded_parts(
         &self,
         head: &[u8],
+        _tail: &[u8],
         encoded_len: usize,
         decoded_len: usize,
         wanted: &[Range<usize>],

@@ -17,9 +17,12 @@
 //! zarr-python does.
 
 use super::crc32c::{self, Crc32c};
-use super::{Chain, Codec, Config, Context, bad_config, failed, past_limit};
+use super::{
+    Chain, Codec, Config, Context, EncodedParts, PartialDecode, bad_config, failed, past_limit,
+};
 use crate::error::Result;
 use serde_json::Value;
+use std::ops::Range;
 
 pub const ID: &str = "sharding_indexed";
 
@@ -156,6 +159,11 @@ impl Sharding {
         } else {
             &shard[shard.len() - len..]
         };
+        self.entries(raw)
+    }
+
+    /// The entries of an index stored as `raw` (its checksum checked).
+    fn entries(&self, raw: &[u8]) -> Result<Vec<(u64, u64)>> {
         let entries = if self.index_checksum {
             Crc32c::AT_END.verified(raw)?
         } else {
@@ -205,6 +213,91 @@ impl Sharding {
                 at[d] = 0;
             }
         }
+    }
+
+    /// Decodes the inner chunks numbered `which` of the shard `encoded`, whose index holds
+    /// `index`, into their places in `out` (the decoded shard).
+    fn decode_inner(
+        &self,
+        encoded: &[u8],
+        index: &[(u64, u64)],
+        which: impl IntoIterator<Item = usize>,
+        out: &mut [u8],
+    ) -> Result<()> {
+        let inner_bytes = self.bytes_of(&self.chunk_shape)?;
+        let mut inner = vec![0u8; inner_bytes];
+        for i in which {
+            let Some(&(offset, nbytes)) = index.get(i) else {
+                continue;
+            };
+            if offset == ABSENT && nbytes == ABSENT {
+                self.rows(i, |shard_at, _, len| {
+                    for e in out[shard_at..shard_at + len].chunks_exact_mut(self.elem_size.max(1)) {
+                        e.copy_from_slice(&self.fill);
+                    }
+                });
+                continue;
+            }
+            let stored = usize::try_from(offset)
+                .ok()
+                .zip(usize::try_from(nbytes).ok())
+                .and_then(|(o, n)| encoded.get(o..o.checked_add(n)?))
+                .ok_or_else(|| {
+                    failed(
+                        ID,
+                        format!(
+                            "inner chunk {i} at {offset} ({nbytes} bytes) lies outside the \
+                             shard of {} bytes",
+                            encoded.len()
+                        ),
+                    )
+                })?;
+            let got = self.inner.decode_into(stored, &mut inner)?;
+            if got != inner_bytes {
+                return Err(failed(
+                    ID,
+                    format!("inner chunk {i} decodes to {got} bytes, not {inner_bytes}"),
+                ));
+            }
+            self.rows(i, |shard_at, inner_at, len| {
+                out[shard_at..shard_at + len].copy_from_slice(&inner[inner_at..inner_at + len]);
+            });
+        }
+        Ok(())
+    }
+
+    /// The inner chunks (C order of the inner grid) holding some byte of `wanted`, ranges of
+    /// the decoded shard, in order.
+    fn inner_chunks_of(&self, wanted: &[Range<usize>]) -> Vec<usize> {
+        let rank = self.shard_shape.len();
+        let esize = self.elem_size.max(1);
+        let Some(&row_len) = self.shard_shape.last() else {
+            return vec![0];
+        };
+        let chunk_row = self.chunk_shape[rank - 1];
+        // Inner chunks per step of each dimension of the grid.
+        let mut grid_strides = vec![1usize; rank];
+        for d in (0..rank - 1).rev() {
+            grid_strides[d] = grid_strides[d + 1] * self.grid[d + 1];
+        }
+        let mut found = std::collections::BTreeSet::new();
+        for r in wanted {
+            let (mut e, end) = (r.start / esize, r.end.div_ceil(esize));
+            while e < end {
+                let row = e / row_len;
+                let (first, row_end) = (e % row_len, end.min((row + 1) * row_len));
+                let last = row_end - row * row_len - 1;
+                let mut rest = row;
+                let mut base = 0;
+                for d in (0..rank - 1).rev() {
+                    base += (rest % self.shard_shape[d]) / self.chunk_shape[d] * grid_strides[d];
+                    rest /= self.shard_shape[d];
+                }
+                found.extend((first / chunk_row..=last / chunk_row).map(|c| base + c));
+                e = row_end;
+            }
+        }
+        found.into_iter().collect()
     }
 
     fn is_fill(&self, bytes: &[u8]) -> bool {
@@ -290,43 +383,93 @@ impl Codec for Sharding {
                 ),
             ));
         }
-        let inner_bytes = self.bytes_of(&self.chunk_shape)?;
-        let mut inner = vec![0u8; inner_bytes];
-        for (i, (offset, nbytes)) in self.index(encoded)?.into_iter().enumerate() {
+        let index = self.index(encoded)?;
+        self.decode_inner(encoded, &index, 0..index.len(), out)?;
+        Ok(size)
+    }
+
+    fn decode_parts(
+        &self,
+        encoded: &[u8],
+        out: &mut [u8],
+        wanted: &[Range<usize>],
+    ) -> Result<bool> {
+        if self.bytes_of(&self.shard_shape)? != out.len() {
+            return Ok(false);
+        }
+        let index = self.index(encoded)?;
+        self.decode_inner(encoded, &index, self.inner_chunks_of(wanted), out)?;
+        Ok(true)
+    }
+
+    fn partial_decode(&self) -> PartialDecode {
+        PartialDecode::Blocks
+    }
+
+    /// The shard's index and the inner chunks that hold the wanted bytes.
+    fn encoded_parts(
+        &self,
+        head: &[u8],
+        tail: &[u8],
+        encoded_len: usize,
+        decoded_len: usize,
+        wanted: &[Range<usize>],
+    ) -> EncodedParts {
+        let (Ok(n), Ok(size)) = (self.inner_count(), self.bytes_of(&self.shard_shape)) else {
+            return EncodedParts::Whole;
+        };
+        let Ok(index_len) = self.index_len(n) else {
+            return EncodedParts::Whole;
+        };
+        if size != decoded_len || index_len > encoded_len {
+            return EncodedParts::Whole;
+        }
+        let index_at = if self.index_at_start {
+            0
+        } else {
+            encoded_len - index_len
+        };
+        let raw = if self.index_at_start && head.len() >= index_len {
+            &head[..index_len]
+        } else if self.index_at_start {
+            return EncodedParts::Head(index_len);
+        } else if head.len() == encoded_len {
+            &head[index_at..]
+        } else if tail.len() >= index_len {
+            &tail[tail.len() - index_len..]
+        } else {
+            return EncodedParts::Tail(index_len);
+        };
+        // A damaged index is for decoding to report.
+        let Ok(entries) = self.entries(raw) else {
+            return EncodedParts::Whole;
+        };
+        let mut ranges: Vec<Range<usize>> = Vec::with_capacity(entries.len() + 1);
+        ranges.push(index_at..index_at + index_len);
+        for i in self.inner_chunks_of(wanted) {
+            let (offset, nbytes) = entries[i];
             if offset == ABSENT && nbytes == ABSENT {
-                self.rows(i, |shard_at, _, len| {
-                    for e in out[shard_at..shard_at + len].chunks_exact_mut(self.elem_size.max(1)) {
-                        e.copy_from_slice(&self.fill);
-                    }
-                });
                 continue;
             }
-            let stored = usize::try_from(offset)
+            match usize::try_from(offset)
                 .ok()
                 .zip(usize::try_from(nbytes).ok())
-                .and_then(|(o, n)| encoded.get(o..o.checked_add(n)?))
-                .ok_or_else(|| {
-                    failed(
-                        ID,
-                        format!(
-                            "inner chunk {i} at {offset} ({nbytes} bytes) lies outside the \
-                             shard of {} bytes",
-                            encoded.len()
-                        ),
-                    )
-                })?;
-            let got = self.inner.decode_into(stored, &mut inner)?;
-            if got != inner_bytes {
-                return Err(failed(
-                    ID,
-                    format!("inner chunk {i} decodes to {got} bytes, not {inner_bytes}"),
-                ));
+                .and_then(|(o, n)| Some(o..o.checked_add(n)?))
+                .filter(|r| r.end <= encoded_len)
+            {
+                Some(r) => ranges.push(r),
+                None => return EncodedParts::Whole,
             }
-            self.rows(i, |shard_at, inner_at, len| {
-                out[shard_at..shard_at + len].copy_from_slice(&inner[inner_at..inner_at + len]);
-            });
         }
-        Ok(size)
+        ranges.sort_by_key(|r| r.start);
+        let mut merged: Vec<Range<usize>> = Vec::with_capacity(ranges.len());
+        for r in ranges {
+            match merged.last_mut() {
+                Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
+                _ => merged.push(r),
+            }
+        }
+        EncodedParts::Ranges(merged)
     }
 
     fn writes_in_place(&self) -> bool {
@@ -335,6 +478,8 @@ impl Codec for Sharding {
 }
 
 #[cfg(test)]
+// A list of one byte range is a common argument here, not a mistaken range vector.
+#[allow(clippy::single_range_in_vec_init)]
 mod tests {
     use super::*;
     use serde_json::json;
@@ -384,6 +529,77 @@ mod tests {
         assert_eq!(&enc[28..36], &0u64.to_le_bytes());
         assert_eq!(&enc[36..44], &12u64.to_le_bytes());
         assert_eq!(s.decode(&enc, raw.len()).unwrap(), raw);
+    }
+
+    /// Parts of a shard decode from its index and the inner chunks that hold them alone,
+    /// found from its head (index at the start) or its tail (at the end).
+    #[test]
+    fn parts_of_shards_read_only_their_inner_chunks() {
+        let raw: Vec<u8> = (0..24u16).flat_map(|v| v.to_le_bytes()).collect();
+        // Elements (1, 4) and (3, 0): inner chunks 1 and 2 of the 2 x 2 grid.
+        let wanted = [2 * 10..2 * 11, 2 * 18..2 * 19];
+        for location in ["end", "start"] {
+            let s = sharding(json!({"index_location": location, "codecs": []}), 2);
+            assert_eq!(s.inner_chunks_of(&wanted), [1, 2]);
+            assert_eq!(s.inner_chunks_of(&[0..48]), [0, 1, 2, 3]);
+            assert_eq!(s.inner_chunks_of(&[6..8]), [1]);
+            let enc = s.encode(&raw).unwrap();
+            let len = enc.len();
+            let (head, tail) = (&enc[..8], &enc[len - 8..]);
+            let asked = s.encoded_parts(head, &[], len, 48, &wanted);
+            let index = match location {
+                "start" => {
+                    assert_eq!(asked, EncodedParts::Head(68));
+                    0..68
+                }
+                _ => {
+                    assert_eq!(asked, EncodedParts::Tail(68));
+                    assert_eq!(s.encoded_parts(head, tail, len, 48, &wanted), asked);
+                    len - 68..len
+                }
+            };
+            let (head, tail) = match location {
+                "start" => (&enc[..68], &[][..]),
+                _ => (&enc[..8], &enc[len - 68..]),
+            };
+            let EncodedParts::Ranges(ranges) = s.encoded_parts(head, tail, len, 48, &wanted) else {
+                panic!("no ranges")
+            };
+            // The index and two inner chunks of 12 bytes each, nothing else.
+            let total: usize = ranges.iter().map(|r| r.len()).sum();
+            assert_eq!(total, 68 + 24, "{ranges:?}");
+            assert!(
+                ranges
+                    .iter()
+                    .any(|r| r.start <= index.start && index.end <= r.end)
+            );
+            let mut sparse = vec![0u8; len];
+            for r in &ranges {
+                sparse[r.clone()].copy_from_slice(&enc[r.clone()]);
+            }
+            let mut out = vec![0u8; 48];
+            assert!(s.decode_parts(&sparse, &mut out, &wanted).unwrap());
+            for r in &wanted {
+                assert_eq!(out[r.clone()], raw[r.clone()], "{location}");
+            }
+            // A decoded size other than the shard's is decoded whole.
+            assert_eq!(
+                s.encoded_parts(&enc, &[], len, 40, &wanted),
+                EncodedParts::Whole
+            );
+            assert!(!s.decode_parts(&enc, &mut [0u8; 40], &wanted).unwrap());
+        }
+        // A 0-d shard is one inner chunk.
+        let scalar = Sharding::from_config(
+            json!({"id": ID, "shard_shape": [], "chunk_shape": []})
+                .as_object()
+                .unwrap(),
+            Context { elem_size: 4 },
+        )
+        .unwrap();
+        let enc = scalar.encode(&7u32.to_le_bytes()).unwrap();
+        assert_eq!(scalar.decode(&enc, 4).unwrap(), 7u32.to_le_bytes());
+        assert_eq!(scalar.inner_chunks_of(&[0..4]), [0]);
     }
 
     #[test]

@@ -58,4 +58,8 @@ def flat(v):
         return [x.decode() if isinstance(x, bytes) else str(x) for x in v.ravel()]
     return v.astype("f8").ravel().tolist()
 r = zarr.open_group(path, mode="r")
-print(json.dumps({n: flat(r[n][...]) for n in names}))
+out = {n: flat(r[n][...]) for n in names}
+# Parts of shards (a few inner chunks each): a strided column and a piece of a row.
+out["sharded[1:10:3, 4]"] = flat(r["sharded"][1:10:3, 4])
+out["start[3, 1:5]"] = flat(r["start"][3, 1:5])
+print(json.dumps(out))

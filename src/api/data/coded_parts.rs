@@ -5,7 +5,8 @@
 //! reads a few blocks of each chunk instead of the whole of it.
 //!
 //! Owns this read protocol: a first look at the chunk's head, at most one more look at a longer
-//! head, then the parts in one read, checked against the head they were planned from. Which
+//! head and one at its tail (a Zarr v3 shard's index), then the parts in one read, checked
+//! against the bytes they were planned from. Which
 //! ranges a codec needs is the codec's; decoding and copying are the caller's.
 
 use super::split::slice_disjoint;
@@ -56,9 +57,10 @@ pub(super) fn fetch(
         return whole(stored);
     };
     head.truncate(len.min(FIRST_HEAD));
-    let mut looked_again = false;
+    let mut tail = Vec::new();
+    let (mut looked_again, mut looked_at_tail) = (false, false);
     let ranges = loop {
-        match chain.encoded_parts(&head, len, decoded_len, wanted) {
+        match chain.encoded_parts(&head, &tail, len, decoded_len, wanted) {
             EncodedParts::Ranges(ranges) => break ranges,
             EncodedParts::Head(n) if !looked_again && n > head.len() && n <= len => {
                 head.resize(n, 0);
@@ -67,12 +69,24 @@ pub(super) fn fetch(
                 }
                 looked_again = true;
             }
+            EncodedParts::Tail(n) if !looked_at_tail && n > tail.len() && n <= len => {
+                tail.resize(n, 0);
+                let at = (len - n) as u64;
+                if store.get_runs_into(key, &mut [(at, &mut tail[..])])? != Some(len as u64) {
+                    return whole(stored);
+                }
+                looked_at_tail = true;
+            }
             _ => return whole(stored),
         }
     };
-    // The head first, every range within the chunk (overlaps are refused when slicing).
-    let fits = ranges.first().is_some_and(|r| r.start == 0)
-        && ranges.iter().all(|r| r.start <= r.end && r.end <= len);
+    // Every range within the chunk (overlaps are refused when slicing), and some of the bytes
+    // looked at among them, to check the parts against.
+    let tail_at = len - tail.len();
+    let looked_at =
+        |r: &Range<usize>| r.start < head.len() || (!tail.is_empty() && r.end > tail_at);
+    let fits =
+        ranges.iter().all(|r| r.start <= r.end && r.end <= len) && ranges.iter().any(looked_at);
     if !fits {
         return whole(stored);
     }
@@ -92,10 +106,15 @@ pub(super) fn fetch(
         return whole(stored);
     };
     let read = store.get_runs_into(key, &mut runs)?;
-    // The head the parts were planned from must be the head read with them: a chunk replaced
-    // in between is read whole.
-    let planned = head.len().min(ranges[0].end);
-    if read != Some(len as u64) || stored[..planned] != head[..planned] {
+    // The bytes the parts were planned from must be the bytes read with them: a chunk
+    // replaced in between is read whole.
+    let same = ranges.iter().all(|r| {
+        let in_head = r.start.min(head.len())..r.end.min(head.len());
+        let in_tail = r.start.max(tail_at)..r.end.max(tail_at);
+        stored[in_head.clone()] == head[in_head]
+            && stored[in_tail.clone()] == tail[in_tail.start - tail_at..in_tail.end - tail_at]
+    });
+    if read != Some(len as u64) || !same {
         return whole(stored);
     }
     Ok(Fetched::Parts)
@@ -166,6 +185,37 @@ mod tests {
         let key = StoreKey::new("v/0.0").unwrap();
         store.put(&key, stored).unwrap();
         (store, key)
+    }
+
+    /// Two elements of a Zarr v3 shard of 256 inner chunks, its index at its end: the tail,
+    /// then the index and the two inner chunks are read, nothing else.
+    #[test]
+    fn a_few_elements_of_a_shard_read_its_index_and_their_inner_chunks() {
+        let data: Vec<u8> = (0..1_048_576u32).flat_map(|i| i.to_le_bytes()).collect();
+        let sharded = chain(
+            r#"[{"id":"sharding_indexed","shard_shape":[1024,1024],"chunk_shape":[64,64],
+                 "codecs":[{"id":"zstd","level":1}],"index_checksum":true}]"#,
+        );
+        let stored = sharded.encode(data.clone()).unwrap();
+        let wanted = [4..8, 4 * 700_000..4 * 700_001];
+        let (store, key) = store_with(&stored, usize::MAX, &[]);
+        let mut buf = Vec::new();
+        let got = fetch(&store, &sharded, &key, data.len(), &wanted, &mut buf).unwrap();
+        assert!(matches!(got, Fetched::Parts));
+        let read = store.bytes.load(Ordering::Relaxed);
+        assert!(read * 20 < stored.len(), "{read} of {}", stored.len());
+        assert_eq!(store.whole.load(Ordering::Relaxed), 0);
+        let mut out = vec![0u8; data.len()];
+        assert!(sharded.decode_parts(&buf, &mut out, &wanted).unwrap());
+        for r in &wanted {
+            assert_eq!(out[r.clone()], data[r.clone()]);
+        }
+        // The shard replaced between the look at its index and the read of the parts: read
+        // whole.
+        let other = sharded.encode(vec![0u8; data.len()]).unwrap();
+        let (store, key) = store_with(&stored, 2, &other);
+        let got = fetch(&store, &sharded, &key, data.len(), &wanted, &mut buf).unwrap();
+        assert!(matches!(got, Fetched::Whole) && buf == other);
     }
 
     /// Two elements of a blosc chunk of 64 blocks: a few blocks are read, and decoding them
