@@ -35,7 +35,8 @@ print(json.dumps(out))
 "#;
 
 /// xarray's own Zarr v3 dataset: coordinates, a datetime axis, a masked float, an integer
-/// with a `_FillValue` other than its `fill_value`, strings; prints nothing.
+/// with a `_FillValue` other than its `fill_value`, strings, complex numbers with a
+/// `_FillValue`; prints nothing.
 const WRITE_XARRAY: &str = r#"
 import sys, numpy as np, pandas as pd, xarray as xr
 ds = xr.Dataset(
@@ -45,11 +46,13 @@ ds = xr.Dataset(
             "name": ("lat", ["a", "bb"])},
     attrs={"title": "xarray v3"})
 ds["count"].encoding["_FillValue"] = -1
+ds["wave"] = (("time",), np.array([1 + 2j, 3j], dtype="c16"))
+ds["wave"].encoding["_FillValue"] = complex(-1, -1)
 ds.to_zarr(sys.argv[1], mode="w", zarr_format=3, consolidated=True)
 "#;
 
 const ARRAYS: &str = "plain,gz,blosc,big,fortran,v2keys,sharded,start,text,fixed,flags,vbytes,\
-                      point,sub/deep,sub/unwritten";
+                      point,sub/deep,sub/unwritten,tshard,twice,after,cshard";
 
 fn netcdf4(target: &str) -> Value {
     let out = common::python::run_netcdf4_preloaded(READ_NETCDF4, &[target, ARRAYS])
@@ -184,9 +187,12 @@ fn xarray_v3_datasets_read_with_xarrays_fill_values() {
         "time:units = \"days since 2020-01-01 00:00:00\" ;",
         "time = 0, 1 ;",
         ":title = \"xarray v3\" ;",
+        "double wave(time, _pfnc_complex) ;",
     ] {
         assert!(has_line(&dump, line), "{line}\n{dump}");
     }
+    // A complex number's (a pair of base64 texts) is no `_FillValue` of its parts.
+    assert!(!dump.contains("wave:_FillValue"), "{dump}");
 }
 
 /// A damaged shard, a shard index pointing outside its shard and a corrupt `zarr.json` are

@@ -475,6 +475,15 @@ impl Codec for Sharding {
     fn writes_in_place(&self) -> bool {
         true
     }
+
+    /// A shard of `n` decoded bytes: its inner chunks (within any compressor's worst case)
+    /// and its index.
+    fn encoded_bound(&self, n: usize) -> Option<usize> {
+        let index = self.inner_count().and_then(|c| self.index_len(c)).ok()?;
+        n.checked_add(n / 2)?
+            .checked_add(64 * 1024)?
+            .checked_add(index)
+    }
 }
 
 #[cfg(test)]

@@ -48,12 +48,27 @@ make("deep", np.array([1.5, 2.5], dtype="f8"), (1,), group=sub, dimension_names=
 sub.create_array("unwritten", shape=(3,), chunks=(2,), dtype="i2", fill_value=-9,
                  dimension_names=["n"])
 make("half", np.array([0.5, 1.5], dtype="f2"), (2,), dimension_names=["h"])
+# A transpose before sharding (inner chunks of the transposed shard), two that cancel, a
+# compressor after sharding whose input is mostly index, complex numbers in shards.
+make("tshard", grid.astype("i4"), (4, 6), filters=[TransposeCodec(order=(1, 0))],
+     serializer=ShardingCodec(chunk_shape=(2, 1), codecs=[BytesCodec()]), compressors=None,
+     dimension_names=["y", "x"])
+make("twice", grid.astype("i2"), (2, 3),
+     filters=[TransposeCodec(order=(1, 0)), TransposeCodec(order=(1, 0))],
+     dimension_names=["y", "x"])
+make("after", (np.arange(20000) % 251).astype("u1"), (20000,),
+     serializer=ShardingCodec(chunk_shape=(1,), codecs=[BytesCodec()]),
+     compressors=[ZstdCodec(level=1)], dimension_names=["long"])
+make("cshard", np.arange(6) * (1 + 2j), (2,), shards=(4,), dimension_names=["six"])
 if len(sys.argv) > 2 and sys.argv[2] == "consolidated":
     zarr.consolidate_metadata(path)
 names = ["plain", "gz", "blosc", "big", "fortran", "v2keys", "sharded", "start", "text",
-         "fixed", "flags", "vbytes", "point", "sub/deep", "sub/unwritten"]
+         "fixed", "flags", "vbytes", "point", "sub/deep", "sub/unwritten", "tshard", "twice",
+         "after", "cshard"]
 def flat(v):
     v = np.asarray(v)
+    if v.dtype.kind == "c":
+        return np.stack([v.real, v.imag], -1).astype("f8").ravel().tolist()
     if v.dtype.kind in "UO":
         return [x.decode() if isinstance(x, bytes) else str(x) for x in v.ravel()]
     return v.astype("f8").ravel().tolist()

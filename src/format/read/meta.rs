@@ -199,7 +199,10 @@ impl<'a> Meta<'a> {
         if let Some(c) = &self.consolidated {
             return match c.borrow_mut().remove(key) {
                 Some(Json::Object(m)) => Ok(Some(m)),
-                Some(_) => Err(Error::metadata(key, "not a JSON object in .zmetadata")),
+                Some(_) => Err(Error::metadata(
+                    key,
+                    "not a JSON object in the consolidated metadata",
+                )),
                 None => Ok(None),
             };
         }

@@ -161,9 +161,16 @@ impl<'a> Reader<'a> {
 }
 
 /// Undoes the encoding xarray gives the `_FillValue` attribute of a Zarr v3 array: a float's
-/// is the base64 text of its eight bytes as a little-endian double, a byte string's the base64
-/// text of its bytes; other types' are the value itself.
+/// is the base64 text of its eight bytes as a little-endian double, a byte string's (or one
+/// byte's, read as a char) the base64 text of its bytes; other types' are the value itself.
+/// A complex array's is dropped.
 pub(super) fn decode_xarray_fill(var: &mut Var) {
+    if var.complex {
+        // xarray's is a pair of such texts; a part equal to a fill is no missing number (as
+        // for the `fill_value` of complex arrays): not a `_FillValue` of the parts.
+        var.atts.retain(|a| a.name != "_FillValue");
+        return;
+    }
     let (ty, strings) = (var.ty, var.strings);
     let Some(att) = var.atts.iter_mut().find(|a| a.name == "_FillValue") else {
         return;
@@ -189,6 +196,8 @@ pub(super) fn decode_xarray_fill(var: &mut Var) {
         att.values = Values::fixed(NcType::Double, value.to_ne_bytes().to_vec());
     } else if ty == NcType::String && strings == StringStorage::Bytes {
         att.values = Values::Strings(vec![decoded]);
+    } else if ty == NcType::Char {
+        att.values = Values::text(&String::from_utf8_lossy(&decoded));
     }
 }
 
@@ -258,6 +267,10 @@ struct Codecs<'a> {
     filters: Vec<Json<'a>>,
     /// The array-to-bytes codec holds strings (`vlen-utf8`, `vlen-bytes`).
     strings: bool,
+    /// The transposes so far, composed: the array's dimension each encoded dimension is.
+    order: Vec<u64>,
+    /// The elements are complex numbers: the chunks have a last axis of their two parts.
+    complex: bool,
     unreadable: Option<String>,
 }
 
@@ -266,10 +279,17 @@ impl<'a> Codecs<'a> {
         self.unreadable.get_or_insert(why);
     }
 
-    /// Reads `list`, the codecs of chunks of `chunk_shape`.
-    fn read(list: &[Json<'a>], chunk_shape: &[u64], inner: bool) -> Codecs<'a> {
-        let mut out = Codecs::default();
+    /// Reads `list`, the codecs of chunks of `chunk_shape` (of complex numbers when
+    /// `complex`); `inner`: of the inner chunks of shards.
+    fn read(list: &[Json<'a>], chunk_shape: &[u64], inner: bool, complex: bool) -> Codecs<'a> {
         let rank = chunk_shape.len();
+        let identity: Vec<u64> = (0..rank as u64).collect();
+        let reversed: Vec<u64> = identity.iter().rev().copied().collect();
+        let mut out = Codecs {
+            order: identity.clone(),
+            complex,
+            ..Codecs::default()
+        };
         for c in list {
             let Some((name, cfg)) = codec_parts(c) else {
                 out.refuse(format!("codec {c} is not a codec"));
@@ -282,13 +302,19 @@ impl<'a> Codecs<'a> {
                         .and_then(|o| o.get("order"))
                         .and_then(Json::as_array)
                         .and_then(|a| a.iter().map(Json::as_u64).collect());
-                    let identity: Vec<u64> = (0..rank as u64).collect();
-                    let reversed: Vec<u64> = identity.iter().rev().copied().collect();
-                    match order {
-                        Some(o) if o == identity => {}
-                        Some(o) if o == reversed && !inner => out.fortran = true,
-                        _ => out.refuse(format!("transpose {c} is not read")),
+                    let mut sorted = order.clone().unwrap_or_default();
+                    sorted.sort_unstable();
+                    match order.filter(|_| sorted == identity) {
+                        // Encoded dimension i is the dimension order[i] of its input.
+                        Some(o) => out.order = o.iter().map(|&i| out.order[i as usize]).collect(),
+                        None => out.refuse(format!("transpose {c} is not read")),
                     }
+                    out.fortran = out.order == reversed && out.order != identity;
+                }
+                "sharding_indexed" | "bytes" | "vlen-utf8" | "vlen-bytes"
+                    if out.order != identity && (inner || out.order != reversed) =>
+                {
+                    out.refuse(format!("transpose to {:?} is not read", out.order));
                 }
                 "bytes" => match get("endian").as_ref().and_then(Json::as_str) {
                     None => {}
@@ -356,14 +382,19 @@ impl<'a> Codecs<'a> {
         let Some(mut inner_shape) = inner_shape else {
             return self.refuse("sharding_indexed without a chunk_shape".to_string());
         };
-        let shard_shape: Vec<u64> = if self.fortran {
-            inner_shape.reverse();
+        // The inner chunk shape applies to the shard as transposed.
+        let mut shard_shape: Vec<u64> = if self.fortran {
             shard_shape.iter().rev().copied().collect()
         } else {
             shard_shape.to_vec()
         };
         let list = cfg.get("codecs").and_then(Json::as_array).unwrap_or(&[]);
-        let inner = Codecs::read(list, &inner_shape, true);
+        let inner = Codecs::read(list, &inner_shape, true, false);
+        if self.complex {
+            // The two parts of each number are the last axis of both.
+            shard_shape.push(2);
+            inner_shape.push(2);
+        }
         if let Some(why) = inner.unreadable {
             return self.refuse(format!("in shards: {why}"));
         }
@@ -543,17 +574,19 @@ pub(super) fn array<'a>(obj: &Obj<'a>, key: &str) -> Result<Array<'a>> {
     {
         refuse("storage transformers are not read".to_string());
     }
+    let data_type = obj
+        .get("data_type")
+        .ok_or_else(|| Error::metadata(key, "missing data_type"))?;
+    let complex = matches!(data_type.as_str(), Some("complex64" | "complex128"));
     let codecs = Codecs::read(
         obj.get("codecs").and_then(Json::as_array).unwrap_or(&[]),
         &chunks,
         false,
+        complex,
     );
     if let Some(why) = &codecs.unreadable {
         refuse(why.clone());
     }
-    let data_type = obj
-        .get("data_type")
-        .ok_or_else(|| Error::metadata(key, "missing data_type"))?;
     let dtype = match numpy_dtype(data_type, codecs.big_endian) {
         Ok(d) => d,
         Err(why) => {
