@@ -52,7 +52,7 @@ ds.to_zarr(sys.argv[1], mode="w", zarr_format=3, consolidated=True)
 "#;
 
 const ARRAYS: &str = "plain,gz,blosc,big,fortran,v2keys,sharded,start,text,fixed,flags,vbytes,\
-                      point,sub/deep,sub/unwritten,tshard,twice,after,cshard";
+                      point,sub/deep,sub/unwritten,tshard,tinner,twice,after,cshard";
 
 fn netcdf4(target: &str) -> Value {
     let out = common::python::run_netcdf4_preloaded(READ_NETCDF4, &[target, ARRAYS])

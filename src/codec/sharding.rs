@@ -9,8 +9,8 @@
 //!  "index_checksum": true, "fill": [0, 0]}
 //! ```
 //!
-//! `codecs` are the inner chunks' byte codecs (their element order and byte order are the
-//! shard's); the index is `(offset, nbytes)` pairs of little-endian u64 in C order of the inner
+//! `codecs` are the inner chunks' byte codecs (their byte order is the shard's; `"inner_order":
+//! "F"` says each is stored transposed); the index is `(offset, nbytes)` pairs of little-endian u64 in C order of the inner
 //! grid, followed by its CRC-32C when `index_checksum` is set; an inner chunk never written is
 //! the pair of `u64::MAX` and decodes to `fill` (one element's bytes as stored). Decoding checks every offset against the shard
 //! and every inner chunk's decoded size. Encoding leaves out inner chunks that are all fill, as
@@ -39,6 +39,8 @@ pub struct Sharding {
     inner: Chain,
     index_at_start: bool,
     index_checksum: bool,
+    /// Inner chunks are stored transposed (Fortran order).
+    inner_fortran: bool,
     fill: Vec<u8>,
     elem_size: usize,
 }
@@ -119,6 +121,11 @@ impl Sharding {
             inner,
             index_at_start,
             index_checksum: cfg.get("index_checksum").and_then(Value::as_bool) == Some(true),
+            inner_fortran: match cfg.get("inner_order").and_then(Value::as_str) {
+                None | Some("C") => false,
+                Some("F") => true,
+                Some(other) => return Err(bad_config(ID, format!("inner_order {other:?}"))),
+            },
             fill,
             elem_size: ctx.elem_size,
         })
@@ -259,6 +266,10 @@ impl Sharding {
                     format!("inner chunk {i} decodes to {got} bytes, not {inner_bytes}"),
                 ));
             }
+            if self.inner_fortran {
+                let stored_order = inner.clone();
+                self.reorder(&stored_order, &mut inner, false);
+            }
             self.rows(i, |shard_at, inner_at, len| {
                 out[shard_at..shard_at + len].copy_from_slice(&inner[inner_at..inner_at + len]);
             });
@@ -298,6 +309,30 @@ impl Sharding {
             }
         }
         found.into_iter().collect()
+    }
+
+    /// Copies an inner chunk between C order (`c`) and Fortran order: into Fortran order
+    /// when `to_fortran`, else out of it.
+    fn reorder(&self, from: &[u8], to: &mut [u8], to_fortran: bool) {
+        let shape = &self.chunk_shape;
+        let es = self.elem_size.max(1);
+        let mut fortran_strides = vec![1usize; shape.len()];
+        for d in 1..shape.len() {
+            fortran_strides[d] = fortran_strides[d - 1] * shape[d - 1];
+        }
+        let mut at = vec![0usize; shape.len()];
+        for c in 0..from.len() / es {
+            let f: usize = at.iter().zip(&fortran_strides).map(|(a, s)| a * s).sum();
+            let (src, dst) = if to_fortran { (c, f) } else { (f, c) };
+            to[dst * es..(dst + 1) * es].copy_from_slice(&from[src * es..(src + 1) * es]);
+            for d in (0..at.len()).rev() {
+                at[d] += 1;
+                if at[d] < shape[d] {
+                    break;
+                }
+                at[d] = 0;
+            }
+        }
     }
 
     fn is_fill(&self, bytes: &[u8]) -> bool {
@@ -340,7 +375,11 @@ impl Codec for Sharding {
                 index.extend_from_slice(&ABSENT.to_le_bytes());
                 continue;
             }
-            let coded = self.inner.encode(inner.clone())?;
+            let mut stored_order = inner.clone();
+            if self.inner_fortran {
+                self.reorder(&inner, &mut stored_order, true);
+            }
+            let coded = self.inner.encode(stored_order)?;
             index.extend_from_slice(&((base + chunks.len()) as u64).to_le_bytes());
             index.extend_from_slice(&(coded.len() as u64).to_le_bytes());
             chunks.extend_from_slice(&coded);
@@ -609,6 +648,21 @@ mod tests {
         let enc = scalar.encode(&7u32.to_le_bytes()).unwrap();
         assert_eq!(scalar.decode(&enc, 4).unwrap(), 7u32.to_le_bytes());
         assert_eq!(scalar.inner_chunks_of(&[0..4]), [0]);
+    }
+
+    /// Inner chunks stored transposed: each is reordered on the way in and out, and one
+    /// inner chunk's stored bytes are its elements in Fortran order.
+    #[test]
+    fn transposed_inner_chunks_round_trip() {
+        let s = sharding(
+            json!({"inner_order": "F", "codecs": [], "index_checksum": false}),
+            1,
+        );
+        let raw: Vec<u8> = (0..24u8).collect();
+        let enc = s.encode(&raw).unwrap();
+        // Inner chunk 0 holds rows 0-1, columns 0-2: 0 1 2 / 6 7 8, in Fortran order.
+        assert_eq!(&enc[..6], &[0, 6, 1, 7, 2, 8]);
+        assert_eq!(s.decode(&enc, 24).unwrap(), raw);
     }
 
     #[test]

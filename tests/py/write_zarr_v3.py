@@ -53,6 +53,8 @@ make("half", np.array([0.5, 1.5], dtype="f2"), (2,), dimension_names=["h"])
 make("tshard", grid.astype("i4"), (4, 6), filters=[TransposeCodec(order=(1, 0))],
      serializer=ShardingCodec(chunk_shape=(2, 1), codecs=[BytesCodec()]), compressors=None,
      dimension_names=["y", "x"])
+make("tinner", grid.astype("f8"), (2, 3), shards=(4, 6), filters=[TransposeCodec(order=(1, 0))],
+     dimension_names=["y", "x"])
 make("twice", grid.astype("i2"), (2, 3),
      filters=[TransposeCodec(order=(1, 0)), TransposeCodec(order=(1, 0))],
      dimension_names=["y", "x"])
@@ -63,7 +65,7 @@ make("cshard", np.arange(6) * (1 + 2j), (2,), shards=(4,), dimension_names=["six
 if len(sys.argv) > 2 and sys.argv[2] == "consolidated":
     zarr.consolidate_metadata(path)
 names = ["plain", "gz", "blosc", "big", "fortran", "v2keys", "sharded", "start", "text",
-         "fixed", "flags", "vbytes", "point", "sub/deep", "sub/unwritten", "tshard", "twice",
+         "fixed", "flags", "vbytes", "point", "sub/deep", "sub/unwritten", "tshard", "tinner", "twice",
          "after", "cshard"]
 def flat(v):
     v = np.asarray(v)

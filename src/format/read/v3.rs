@@ -312,7 +312,7 @@ impl<'a> Codecs<'a> {
                     out.fortran = out.order == reversed && out.order != identity;
                 }
                 "sharding_indexed" | "bytes" | "vlen-utf8" | "vlen-bytes"
-                    if out.order != identity && (inner || out.order != reversed) =>
+                    if out.order != identity && out.order != reversed =>
                 {
                     out.refuse(format!("transpose to {:?} is not read", out.order));
                 }
@@ -401,6 +401,9 @@ impl<'a> Codecs<'a> {
         if inner.strings {
             return self.refuse("strings in shards are not read yet".to_string());
         }
+        if inner.fortran && self.complex {
+            return self.refuse("complex numbers transposed in shards are not read".to_string());
+        }
         self.big_endian = inner.big_endian;
         let index: Vec<(String, Option<String>)> = cfg
             .get("index_codecs")
@@ -432,6 +435,10 @@ impl<'a> Codecs<'a> {
             ("codecs", Json::Array(inner.filters)),
             ("index_location", text(location.to_string())),
             ("index_checksum", Json::Bool(checksum)),
+            (
+                "inner_order",
+                text(if inner.fortran { "F" } else { "C" }.into()),
+            ),
         ]));
     }
 }
@@ -699,7 +706,7 @@ mod tests {
             z["filters"],
             serde_json::json!([{"id": "sharding_indexed", "shard_shape": [2, 3],
                 "chunk_shape": [1, 3], "codecs": [{"id": "zstd", "level": 0, "checksum": false}],
-                "index_location": "start", "index_checksum": true}])
+                "index_location": "start", "index_checksum": true, "inner_order": "C"}])
         );
         assert!(!a.prefixed_keys && a.separator == '.');
         assert!(a.unreadable.is_none(), "{:?}", a.unreadable);
