@@ -155,6 +155,11 @@ pub trait Codec: Send + Sync + std::fmt::Debug {
     fn partial_decode(&self) -> PartialDecode {
         PartialDecode::Whole
     }
+    /// Wanted ranges closer than this many bytes cost [`Codec::decode_parts`] no more
+    /// decoding when asked for as one (they lie in one of its smallest parts).
+    fn part_gap(&self) -> usize {
+        0
+    }
     /// The byte ranges of an encoded buffer of `encoded_len` bytes (decoding to `decoded_len`)
     /// that [`Codec::decode_parts`] reads to decode `wanted`, found from the buffer's first
     /// bytes `head` and last bytes `tail` (empty unless the codec asked for them), so that only
@@ -440,6 +445,11 @@ impl Chain {
             Some(codec) => codec.encoded_parts(head, tail, stored_len, decoded_len, wanted),
             None => EncodedParts::Whole,
         }
+    }
+
+    /// The [`Codec::part_gap`] of the chain's one codec (0 for other chains).
+    pub fn part_gap(&self) -> usize {
+        self.only().map_or(0, |codec| codec.part_gap())
     }
 
     /// How much of a chunk of this chain must be decoded to get some of its bytes.

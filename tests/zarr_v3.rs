@@ -207,7 +207,32 @@ fn damaged_v3_stores_are_errors() {
     write(&store, false);
     let u = url(&store, "zarr,file");
 
+    // Inner chunk 0 (rows 4-5, columns 0-2) of the second shard made undecodable: a column
+    // through inner chunks left whole still reads (only the inner chunks it needs are read
+    // and decoded, in place and row by row), a read through the broken one fails.
     let shard = store.join("sharded/c/1/0");
+    let mut bytes = std::fs::read(&shard).unwrap();
+    let entry = bytes.len() - 4 - 64;
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as usize;
+    let (offset, nbytes) = (word(entry), word(entry + 8));
+    bytes[offset..offset + nbytes].fill(0xaa);
+    std::fs::write(&shard, &bytes).unwrap();
+    let column = common::python::run_netcdf4_preloaded(
+        "import sys, json, netCDF4\n\
+         v = netCDF4.Dataset(sys.argv[1])['sharded']\n\
+         print(json.dumps([float(x) for x in v[4:8, 4]]))\n\
+         try:\n    v[4:8, 1]\n    print('read')\n\
+         except Exception as e:\n    print('refused', e)",
+        &[&u],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut lines = column.lines();
+    assert_eq!(lines.next(), Some("[4.0, 10.0, 16.0, 22.0]"), "{column}");
+    assert!(
+        lines.next().is_some_and(|l| l.starts_with("refused")),
+        "{column}"
+    );
+
     let mut bytes = std::fs::read(&shard).unwrap();
     let last = bytes.len() - 1;
     bytes[last] ^= 0xff; // the index's checksum

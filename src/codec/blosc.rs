@@ -220,6 +220,12 @@ impl Codec for Blosc {
         PartialDecode::Blocks
     }
 
+    /// No blosc block is smaller than 128 bytes (c-blosc's least block size): ranges closer
+    /// than that never want a block neither one is in.
+    fn part_gap(&self) -> usize {
+        128
+    }
+
     /// The header, the block starts and the blocks that hold the wanted bytes.
     fn encoded_parts(
         &self,

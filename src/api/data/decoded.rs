@@ -102,6 +102,45 @@ pub(super) fn read_rows(
                 .map(|(i, _)| geo.key(&pieces[*i].chunk))
                 .collect::<Result<_>>()?;
             let items: Vec<_> = per_piece.into_iter().zip(batch).collect();
+            if geo.partial_decode() == PartialDecode::Blocks && store.is_local() {
+                // Only the parts of each chunk its rows need are read, when that is little.
+                return items.into_par_iter().zip(&keys).try_for_each(
+                    |((dests, (_, rows)), key)| {
+                        buffers.with(|bufs| {
+                            let ChunkBuffers { scratch, stored } = bufs;
+                            let parts = row_spans(geo, rows);
+                            let found = if parts.is_empty() || !store.reads_runs_in_place(key) {
+                                store.get_into(key, stored)?
+                            } else {
+                                let fetched = coded_parts::fetch(
+                                    store,
+                                    &geo.chain,
+                                    key,
+                                    geo.chunk_bytes,
+                                    &parts,
+                                    stored,
+                                )?;
+                                match fetched {
+                                    Fetched::Parts => {
+                                        set_len_sparse(scratch, geo.chunk_bytes);
+                                        if Dataset::decode_chunk_parts_into(
+                                            geo, key, stored, scratch, &parts,
+                                        )? {
+                                            copy_rows(geo, rows, Some(scratch), dests);
+                                            return Ok(());
+                                        }
+                                        // Declined on the parts: decode the whole chunk.
+                                        store.get_into(key, stored)?
+                                    }
+                                    Fetched::Whole => true,
+                                    Fetched::Absent => false,
+                                }
+                            };
+                            land_rows(geo, key, found.then_some(&stored[..]), rows, dests, scratch)
+                        })
+                    },
+                );
+            }
             chunk_io::fetch_each(
                 store,
                 &keys,
@@ -109,24 +148,47 @@ pub(super) fn read_rows(
                 keys.len(),
                 &buffers,
                 |scratch, (dests, (_, rows)), key, stored| {
-                    let chunk = match stored {
-                        Some(bytes) => {
-                            set_len_sparse(scratch, geo.chunk_bytes);
-                            Dataset::decode_chunk_into(geo, key, bytes, scratch)?;
-                            Some(&scratch[..])
-                        }
-                        None => None,
-                    };
-                    for (r, dest) in dests {
-                        let from = chunk.map(|c| (c, rows.starts[r as usize].0));
-                        rows::copy_row(geo, rows, from, dest, rows::backward_reach(rows));
-                    }
-                    Ok(())
+                    land_rows(geo, key, stored, rows, dests, scratch)
                 },
             )
         },
     )?;
     Ok(left.into_iter().map(|(i, _)| i).collect())
+}
+
+/// Decodes one fetched chunk (whole or its parts, fill when absent) and copies the rows of its
+/// piece into place.
+fn land_rows(
+    geo: &Geometry,
+    key: &StoreKey,
+    stored: Option<&[u8]>,
+    rows: &runs::Rows,
+    dests: PieceRuns<'_>,
+    scratch: &mut Vec<u8>,
+) -> Result<()> {
+    let chunk = match stored {
+        Some(bytes) => {
+            set_len_sparse(scratch, geo.chunk_bytes);
+            let parts = row_spans(geo, rows);
+            if parts.is_empty()
+                || !Dataset::decode_chunk_parts_into(geo, key, bytes, scratch, &parts)?
+            {
+                Dataset::decode_chunk_into(geo, key, bytes, scratch)?;
+            }
+            Some(&scratch[..])
+        }
+        None => None,
+    };
+    copy_rows(geo, rows, chunk, dests);
+    Ok(())
+}
+
+/// Copies the rows of a piece from its decoded chunk (fill when `None`) into place.
+fn copy_rows(geo: &Geometry, rows: &runs::Rows, chunk: Option<&[u8]>, dests: PieceRuns<'_>) {
+    for (r, dest) in dests {
+        let from = chunk.map(|c| (c, rows.starts[r as usize].0));
+        rows::copy_row(geo, rows, from, dest, rows::backward_reach(rows));
+    }
 }
 
 /// Reads the parts of a chunk its runs need when the store reads parts in place (see
@@ -141,7 +203,7 @@ fn land_parts(
 ) -> Result<()> {
     let ChunkBuffers { scratch, stored } = bufs;
     let fetched = if store.reads_runs_in_place(key) {
-        let wanted = wanted(&runs);
+        let wanted = wanted(geo, &runs);
         match coded_parts::fetch(store, &geo.chain, key, geo.chunk_bytes, &wanted, stored)? {
             Fetched::Parts => {
                 set_len_sparse(scratch, geo.chunk_bytes);
@@ -191,7 +253,7 @@ fn land(
     } else {
         set_len_sparse(scratch, geo.chunk_bytes);
         if geo.partial_decode() != PartialDecode::Whole
-            && Dataset::decode_chunk_parts_into(geo, key, bytes, scratch, &wanted(&runs))?
+            && Dataset::decode_chunk_parts_into(geo, key, bytes, scratch, &wanted(geo, &runs))?
         {
             copy_runs(scratch, 0, &mut runs);
             return Ok(());
@@ -204,18 +266,55 @@ fn land(
     Ok(())
 }
 
-/// Runs closer than this are asked for as one range: no blosc block is smaller (c-blosc's
-/// least block size), so joining them never wants a block neither run is in, and a piece of
-/// many short runs makes a shorter list.
-const JOIN_GAP: usize = 128;
+/// The byte ranges of a chunk that the rows of a piece read, neighbours joined as in
+/// [`wanted`], when its codec decodes parts and the rows are sparse: few ranges, under
+/// 1/[`SPARSE_ROWS`] of the chunk (a column through a Zarr v3
+/// shard needs a few of its inner chunks); empty when the chunk is better decoded whole.
+fn row_spans(geo: &Geometry, rows: &runs::Rows) -> Vec<Range<usize>> {
+    if geo.partial_decode() == PartialDecode::Whole {
+        return Vec::new();
+    }
+    let elements = rows.starts.len().saturating_mul(rows.count);
+    if elements.saturating_mul(geo.esize) > geo.chunk_bytes / SPARSE_ROWS {
+        return Vec::new();
+    }
+    let gap = geo.chain.part_gap();
+    let mut ranges: Vec<Range<usize>> = Vec::new();
+    for &(first, _) in &rows.starts {
+        for k in 0..rows.count {
+            let at = first + k * rows.chunk_step;
+            let full = ranges.len() == MOST_ROW_SPANS;
+            match ranges.last_mut() {
+                Some(last) if at >= last.start && at <= last.end.saturating_add(gap) => {
+                    last.end = last.end.max(at + geo.esize);
+                }
+                _ if full => return Vec::new(),
+                _ => ranges.push(at..at + geo.esize),
+            }
+        }
+    }
+    ranges
+}
 
-/// The byte ranges of the chunk that `runs` copy, in their order, close neighbours joined.
-fn wanted(runs: &PieceRuns<'_>) -> Vec<Range<usize>> {
+/// Rows whose elements are more than this fraction of their chunk decode it whole: a strided
+/// read of every 4th element of two dimensions (1/16) wants every blosc block anyway, and
+/// reading it in parts costs 5-15% more than whole.
+const SPARSE_ROWS: usize = 64;
+
+/// The most ranges [`row_spans`] lists: a request scattered wider than this decodes its
+/// chunks whole.
+const MOST_ROW_SPANS: usize = 1 << 16;
+
+/// The byte ranges of the chunk that `runs` copy, in their order, neighbours closer than the
+/// codec's [`crate::codec::Chain::part_gap`] joined (a piece of many short runs then makes a
+/// shorter list).
+fn wanted(geo: &Geometry, runs: &PieceRuns<'_>) -> Vec<Range<usize>> {
+    let gap = geo.chain.part_gap();
     let mut ranges: Vec<Range<usize>> = Vec::new();
     for (at, o) in runs.iter() {
         let r = *at as usize..*at as usize + o.len();
         match ranges.last_mut() {
-            Some(last) if r.start >= last.start && r.start <= last.end.saturating_add(JOIN_GAP) => {
+            Some(last) if r.start >= last.start && r.start <= last.end.saturating_add(gap) => {
                 last.end = last.end.max(r.end);
             }
             _ => ranges.push(r),
