@@ -262,6 +262,26 @@ fn damaged_v3_stores_are_errors() {
     let plain = ncdump(Host::Ours, &["-v", "plain"], &u).unwrap_or_else(|e| panic!("{e}"));
     assert!(plain.contains("18, 19, 20, 21, 22, 23 ;"), "{plain}");
 
+    // A shard file a terabyte long (a hole after its index and inner chunks): a read of a
+    // part of it is refused by the object limit, never an allocation of its length.
+    let holed = dir.path().join("holed.zarr");
+    write(&holed, false);
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(holed.join("start/c/0/0"))
+        .unwrap();
+    file.set_len(1 << 40).unwrap();
+    let holed_url = url(&holed, "zarr,file");
+    let part = common::python::run_netcdf4_preloaded(
+        "import sys, netCDF4\n\
+         v = netCDF4.Dataset(sys.argv[1])['start']\n\
+         try:\n    v[3, 1:5]\n    print('read')\n\
+         except Exception as e:\n    print('refused', e)",
+        &[&holed_url],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(part.starts_with("refused"), "{part}");
+
     std::fs::write(
         store.join("gz/zarr.json"),
         b"{\"zarr_format\": 3, \"node_type\":",

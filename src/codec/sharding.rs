@@ -282,7 +282,7 @@ impl Sharding {
     fn inner_chunks_of(&self, wanted: &[Range<usize>]) -> Vec<usize> {
         let rank = self.shard_shape.len();
         let esize = self.elem_size.max(1);
-        let Some(&row_len) = self.shard_shape.last() else {
+        let (Some(&row_len), Ok(count)) = (self.shard_shape.last(), self.inner_count()) else {
             return vec![0];
         };
         let chunk_row = self.chunk_shape[rank - 1];
@@ -291,9 +291,12 @@ impl Sharding {
         for d in (0..rank - 1).rev() {
             grid_strides[d] = grid_strides[d + 1] * self.grid[d + 1];
         }
-        let mut found = std::collections::BTreeSet::new();
+        let mut found = vec![false; count];
         for r in wanted {
-            let (mut e, end) = (r.start / esize, r.end.div_ceil(esize));
+            let (mut e, end) = (
+                r.start / esize,
+                r.end.div_ceil(esize).min(count_elems(self)),
+            );
             while e < end {
                 let row = e / row_len;
                 let (first, row_end) = (e % row_len, end.min((row + 1) * row_len));
@@ -304,11 +307,26 @@ impl Sharding {
                     base += (rest % self.shard_shape[d]) / self.chunk_shape[d] * grid_strides[d];
                     rest /= self.shard_shape[d];
                 }
-                found.extend((first / chunk_row..=last / chunk_row).map(|c| base + c));
-                e = row_end;
+                for c in first / chunk_row..=last / chunk_row {
+                    found[base + c] = true;
+                }
+                // Whole rows after this one in the same band of inner chunks (the rows of
+                // one inner chunk along the next dimension) touch the same inner chunks.
+                let mut next = row_end;
+                if first == 0 && last + 1 == row_len && rank >= 2 {
+                    let (shard, chunk) = (self.shard_shape[rank - 2], self.chunk_shape[rank - 2]);
+                    let left_in_band = chunk - 1 - (row % shard) % chunk;
+                    let whole_rows = (end - row_end) / row_len;
+                    next += left_in_band.min(whole_rows) * row_len;
+                }
+                e = next;
             }
         }
-        found.into_iter().collect()
+        found
+            .iter()
+            .enumerate()
+            .filter_map(|(i, &f)| f.then_some(i))
+            .collect()
     }
 
     /// Copies an inner chunk between C order (`c`) and Fortran order: into Fortran order
@@ -340,6 +358,11 @@ impl Sharding {
             .chunks_exact(self.elem_size.max(1))
             .all(|e| e == self.fill)
     }
+}
+
+/// Elements in a shard.
+fn count_elems(s: &Sharding) -> usize {
+    s.shard_shape.iter().product()
 }
 
 impl Codec for Sharding {
@@ -460,7 +483,10 @@ impl Codec for Sharding {
         let Ok(index_len) = self.index_len(n) else {
             return EncodedParts::Whole;
         };
-        if size != decoded_len || index_len > encoded_len {
+        // A shard longer than its contents could code to is damaged or hostile: read whole,
+        // where the store's object limit refuses it.
+        let longest = self.encoded_bound(size).unwrap_or(usize::MAX);
+        if size != decoded_len || index_len > encoded_len || encoded_len > longest {
             return EncodedParts::Whole;
         }
         let index_at = if self.index_at_start {
@@ -630,6 +656,12 @@ mod tests {
             for r in &wanted {
                 assert_eq!(out[r.clone()], raw[r.clone()], "{location}");
             }
+            // A shard far longer than its contents could code to is read whole (where the
+            // store's object limit refuses it).
+            assert_eq!(
+                s.encoded_parts(head, tail, 1 << 40, 48, &wanted),
+                EncodedParts::Whole
+            );
             // A decoded size other than the shard's is decoded whole.
             assert_eq!(
                 s.encoded_parts(&enc, &[], len, 40, &wanted),
@@ -648,6 +680,29 @@ mod tests {
         let enc = scalar.encode(&7u32.to_le_bytes()).unwrap();
         assert_eq!(scalar.decode(&enc, 4).unwrap(), 7u32.to_le_bytes());
         assert_eq!(scalar.inner_chunks_of(&[0..4]), [0]);
+    }
+
+    /// The inner chunks of wanted ranges are those of their elements, one by one, whatever
+    /// the ranges (whole rows and bands of rows are stepped over, not walked).
+    #[test]
+    fn inner_chunks_of_ranges_are_those_of_their_elements() {
+        let cfg = json!({"id": ID, "shard_shape": [6, 4, 6], "chunk_shape": [3, 2, 3]});
+        let s = Sharding::from_config(cfg.as_object().unwrap(), Context { elem_size: 2 }).unwrap();
+        let inner_of = |e: usize| {
+            let (z, y, x) = (e / 24, e / 6 % 4, e % 6);
+            (z / 3) * 4 + (y / 2) * 2 + x / 3
+        };
+        let mut seed = 7u64;
+        for _ in 0..2000 {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            let a = (seed >> 33) as usize % 144;
+            let b = a + (seed >> 20) as usize % (145 - a);
+            let wanted = [2 * a..2 * b];
+            let mut want: Vec<usize> = (a..b).map(inner_of).collect();
+            want.sort_unstable();
+            want.dedup();
+            assert_eq!(s.inner_chunks_of(&wanted), want, "{a}..{b}");
+        }
     }
 
     /// Inner chunks stored transposed: each is reordered on the way in and out, and one

@@ -271,7 +271,9 @@ fn land(
 /// 1/[`SPARSE_ROWS`] of the chunk (a column through a Zarr v3
 /// shard needs a few of its inner chunks); empty when the chunk is better decoded whole.
 fn row_spans(geo: &Geometry, rows: &runs::Rows) -> Vec<Range<usize>> {
-    if geo.partial_decode() == PartialDecode::Whole {
+    // Only codecs that decode independent blocks: a stream (zstd) decoded up to the last
+    // wanted byte costs more than one call decoding it whole.
+    if geo.partial_decode() != PartialDecode::Blocks {
         return Vec::new();
     }
     let elements = rows.starts.len().saturating_mul(rows.count);
