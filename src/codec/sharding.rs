@@ -233,6 +233,8 @@ impl Sharding {
     ) -> Result<()> {
         let inner_bytes = self.bytes_of(&self.chunk_shape)?;
         let mut inner = vec![0u8; inner_bytes];
+        // Inner chunks stored transposed are decoded here, then reordered into `inner`.
+        let mut transposed = vec![0u8; if self.inner_fortran { inner_bytes } else { 0 }];
         for i in which {
             let Some(&(offset, nbytes)) = index.get(i) else {
                 continue;
@@ -259,7 +261,12 @@ impl Sharding {
                         ),
                     )
                 })?;
-            let got = self.inner.decode_into(stored, &mut inner)?;
+            let decoded = if self.inner_fortran {
+                &mut transposed
+            } else {
+                &mut inner
+            };
+            let got = self.inner.decode_into(stored, decoded)?;
             if got != inner_bytes {
                 return Err(failed(
                     ID,
@@ -267,8 +274,7 @@ impl Sharding {
                 ));
             }
             if self.inner_fortran {
-                let stored_order = inner.clone();
-                self.reorder(&stored_order, &mut inner, false);
+                self.reorder(&transposed, &mut inner, false);
             }
             self.rows(i, |shard_at, inner_at, len| {
                 out[shard_at..shard_at + len].copy_from_slice(&inner[inner_at..inner_at + len]);
@@ -295,7 +301,7 @@ impl Sharding {
         for r in wanted {
             let (mut e, end) = (
                 r.start / esize,
-                r.end.div_ceil(esize).min(count_elems(self)),
+                r.end.div_ceil(esize).min(self.shard_shape.iter().product()),
             );
             while e < end {
                 let row = e / row_len;
@@ -360,11 +366,6 @@ impl Sharding {
     }
 }
 
-/// Elements in a shard.
-fn count_elems(s: &Sharding) -> usize {
-    s.shard_shape.iter().product()
-}
-
 impl Codec for Sharding {
     fn id(&self) -> &'static str {
         ID
@@ -388,6 +389,9 @@ impl Codec for Sharding {
         let mut chunks = Vec::new();
         let mut index = Vec::with_capacity(index_len);
         let mut inner = vec![0u8; inner_bytes];
+        // Kept from inner chunk to inner chunk: the transposed one, the coded one, the stages.
+        let mut transposed = vec![0u8; if self.inner_fortran { inner_bytes } else { 0 }];
+        let (mut coded_buf, mut spare) = (Vec::new(), Vec::new());
         let base = if self.index_at_start { index_len } else { 0 };
         for i in 0..n {
             self.rows(i, |shard_at, inner_at, len| {
@@ -398,14 +402,18 @@ impl Codec for Sharding {
                 index.extend_from_slice(&ABSENT.to_le_bytes());
                 continue;
             }
-            let mut stored_order = inner.clone();
-            if self.inner_fortran {
-                self.reorder(&inner, &mut stored_order, true);
-            }
-            let coded = self.inner.encode(stored_order)?;
+            let stored_order: &[u8] = if self.inner_fortran {
+                self.reorder(&inner, &mut transposed, true);
+                &transposed
+            } else {
+                &inner
+            };
+            let coded = self
+                .inner
+                .encode_into(stored_order, &mut coded_buf, &mut spare)?;
             index.extend_from_slice(&((base + chunks.len()) as u64).to_le_bytes());
             index.extend_from_slice(&(coded.len() as u64).to_le_bytes());
-            chunks.extend_from_slice(&coded);
+            chunks.extend_from_slice(coded);
         }
         if self.index_checksum {
             index.extend_from_slice(&crc32c::checksum(&index).to_le_bytes());

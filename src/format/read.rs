@@ -163,6 +163,23 @@ struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
+    /// A reader of the metadata `meta` holds, of an NCZarr dataset when `nczarr` (in the V1
+    /// layout when `v1`), of pure Zarr v2 otherwise.
+    fn new(meta: Meta<'a>, nczarr: bool, v1: bool) -> Reader<'a> {
+        Reader {
+            meta,
+            nczarr,
+            v1,
+            tree: Tree::new(),
+            pending_vars: Vec::new(),
+            numpy_times: false,
+            numpy_complex: false,
+            search_budget: Cell::new(SEARCH_LISTINGS),
+            v3: false,
+            v3_arrays: HashMap::new(),
+        }
+    }
+
     /// V1: the content of the first of `names` present under `path`, stored under the 2.0.0
     /// key `key` of `into` (so the rest of the reader sees one layout).
     fn fold_v1(&self, path: &str, names: &[&str], key: &str, into: &mut Obj<'a>) -> Result<()> {
@@ -930,18 +947,7 @@ pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opene
         .get(NCPROPERTIES)
         .and_then(Json::as_str)
         .map(String::from);
-    let mut reader = Reader {
-        meta,
-        nczarr,
-        v1,
-        tree: Tree::new(),
-        pending_vars: Vec::new(),
-        numpy_times: false,
-        numpy_complex: false,
-        search_budget: Cell::new(SEARCH_LISTINGS),
-        v3: false,
-        v3_arrays: HashMap::new(),
-    };
+    let mut reader = Reader::new(meta, nczarr, v1);
     reader.read_group(Tree::ROOT, "")?;
     let ahead: Vec<String> = reader
         .pending_vars

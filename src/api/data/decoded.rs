@@ -107,36 +107,17 @@ pub(super) fn read_rows(
                 return items.into_par_iter().zip(&keys).try_for_each(
                     |((dests, (_, rows)), key)| {
                         buffers.with(|bufs| {
-                            let ChunkBuffers { scratch, stored } = bufs;
                             let parts = row_spans(geo, rows);
-                            let found = if parts.is_empty() || !store.reads_runs_in_place(key) {
-                                store.get_into(key, stored)?
-                            } else {
-                                let fetched = coded_parts::fetch(
-                                    store,
-                                    &geo.chain,
-                                    key,
-                                    geo.chunk_bytes,
-                                    &parts,
-                                    stored,
-                                )?;
-                                match fetched {
-                                    Fetched::Parts => {
-                                        set_len_sparse(scratch, geo.chunk_bytes);
-                                        if Dataset::decode_chunk_parts_into(
-                                            geo, key, stored, scratch, &parts,
-                                        )? {
-                                            copy_rows(geo, rows, Some(scratch), dests);
-                                            return Ok(());
-                                        }
-                                        // Declined on the parts: decode the whole chunk.
-                                        store.get_into(key, stored)?
-                                    }
-                                    Fetched::Whole => true,
-                                    Fetched::Absent => false,
+                            let found = match read_parts(store, geo, key, &parts, bufs)? {
+                                PartsRead::Decoded => {
+                                    copy_rows(geo, rows, Some(&bufs.scratch), dests);
+                                    return Ok(());
                                 }
+                                PartsRead::Stored(found) => found,
                             };
-                            land_rows(geo, key, found.then_some(&stored[..]), rows, dests, scratch)
+                            let ChunkBuffers { scratch, stored } = bufs;
+                            let stored = found.then_some(&stored[..]);
+                            land_rows(geo, key, stored, rows, &parts, dests, scratch)
                         })
                     },
                 );
@@ -148,7 +129,15 @@ pub(super) fn read_rows(
                 keys.len(),
                 &buffers,
                 |scratch, (dests, (_, rows)), key, stored| {
-                    land_rows(geo, key, stored, rows, dests, scratch)
+                    land_rows(
+                        geo,
+                        key,
+                        stored,
+                        rows,
+                        &row_spans(geo, rows),
+                        dests,
+                        scratch,
+                    )
                 },
             )
         },
@@ -156,22 +145,22 @@ pub(super) fn read_rows(
     Ok(left.into_iter().map(|(i, _)| i).collect())
 }
 
-/// Decodes one fetched chunk (whole or its parts, fill when absent) and copies the rows of its
-/// piece into place.
+/// Decodes one fetched chunk (only the `parts` its rows need when there are some and its
+/// codec can; fill when absent) and copies the rows of its piece into place.
 fn land_rows(
     geo: &Geometry,
     key: &StoreKey,
     stored: Option<&[u8]>,
     rows: &runs::Rows,
+    parts: &[Range<usize>],
     dests: PieceRuns<'_>,
     scratch: &mut Vec<u8>,
 ) -> Result<()> {
     let chunk = match stored {
         Some(bytes) => {
             set_len_sparse(scratch, geo.chunk_bytes);
-            let parts = row_spans(geo, rows);
             if parts.is_empty()
-                || !Dataset::decode_chunk_parts_into(geo, key, bytes, scratch, &parts)?
+                || !Dataset::decode_chunk_parts_into(geo, key, bytes, scratch, parts)?
             {
                 Dataset::decode_chunk_into(geo, key, bytes, scratch)?;
             }
@@ -191,9 +180,46 @@ fn copy_rows(geo: &Geometry, rows: &runs::Rows, chunk: Option<&[u8]>, dests: Pie
     }
 }
 
-/// Reads the parts of a chunk its runs need when the store reads parts in place (see
-/// [`coded_parts`]), decodes them and copies the runs into place; otherwise reads the chunk
-/// whole and lands it. `bufs`: the worker's buffers, for the decoded chunk and the stored one.
+/// What [`read_parts`] left in the worker's buffers.
+enum PartsRead {
+    /// The wanted parts, decoded into `scratch`.
+    Decoded,
+    /// The whole stored chunk in `stored` (false: there is none), to decode.
+    Stored(bool),
+}
+
+/// Reads and decodes only the `wanted` parts of a chunk when there are some and the store
+/// reads parts in place (see [`coded_parts`]); otherwise, or when the codec declines the
+/// parts, reads the chunk whole. `bufs`: the worker's buffers.
+fn read_parts(
+    store: &dyn Store,
+    geo: &Geometry,
+    key: &StoreKey,
+    wanted: &[Range<usize>],
+    bufs: &mut ChunkBuffers,
+) -> Result<PartsRead> {
+    let ChunkBuffers { scratch, stored } = bufs;
+    if wanted.is_empty() || !store.reads_runs_in_place(key) {
+        return Ok(PartsRead::Stored(store.get_into(key, stored)?));
+    }
+    Ok(
+        match coded_parts::fetch(store, &geo.chain, key, geo.chunk_bytes, wanted, stored)? {
+            Fetched::Parts => {
+                set_len_sparse(scratch, geo.chunk_bytes);
+                if Dataset::decode_chunk_parts_into(geo, key, stored, scratch, wanted)? {
+                    return Ok(PartsRead::Decoded);
+                }
+                // Declined on the parts: the whole chunk decodes, or reports what is wrong.
+                PartsRead::Stored(store.get_into(key, stored)?)
+            }
+            Fetched::Whole => PartsRead::Stored(true),
+            Fetched::Absent => PartsRead::Stored(false),
+        },
+    )
+}
+
+/// Reads the parts of a chunk its runs need ([`read_parts`]), decodes them and copies the
+/// runs into place; otherwise lands the whole chunk.
 fn land_parts(
     store: &dyn Store,
     geo: &Geometry,
@@ -201,26 +227,15 @@ fn land_parts(
     mut runs: PieceRuns<'_>,
     bufs: &mut ChunkBuffers,
 ) -> Result<()> {
-    let ChunkBuffers { scratch, stored } = bufs;
-    let fetched = if store.reads_runs_in_place(key) {
-        let wanted = wanted(geo, &runs);
-        match coded_parts::fetch(store, &geo.chain, key, geo.chunk_bytes, &wanted, stored)? {
-            Fetched::Parts => {
-                set_len_sparse(scratch, geo.chunk_bytes);
-                if Dataset::decode_chunk_parts_into(geo, key, stored, scratch, &wanted)? {
-                    copy_runs(scratch, 0, &mut runs);
-                    return Ok(());
-                }
-                // Declined on the parts: the whole chunk decodes, or reports what is wrong.
-                store.get_into(key, stored)?
-            }
-            Fetched::Whole => true,
-            Fetched::Absent => false,
+    let found = match read_parts(store, geo, key, &wanted(geo, &runs), bufs)? {
+        PartsRead::Decoded => {
+            copy_runs(&bufs.scratch, 0, &mut runs);
+            return Ok(());
         }
-    } else {
-        store.get_into(key, stored)?
+        PartsRead::Stored(found) => found,
     };
-    land(geo, key, fetched.then_some(&stored[..]), runs, scratch)
+    let ChunkBuffers { scratch, stored } = bufs;
+    land(geo, key, found.then_some(&stored[..]), runs, scratch)
 }
 
 /// Decodes one fetched chunk (fill when absent) and copies its runs into place.

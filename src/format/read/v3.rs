@@ -10,15 +10,13 @@
 
 use super::super::json::{Json, Object};
 use super::meta::{Meta, join};
-use super::{Opened, Reader, read_atts};
+use super::{Opened, Reader, read_atts, u64_list};
 use crate::error::{Error, Result};
 use crate::format::Layout;
 use crate::model::{GroupId, NcType, StringStorage, Tree, Values, Var};
 use crate::zmap::Store;
 use serde_json::Number;
 use std::borrow::Cow;
-use std::cell::Cell;
-use std::collections::HashMap;
 use typed_arena::Arena;
 
 type Obj<'a> = Object<'a>;
@@ -91,19 +89,12 @@ pub(super) fn read_dataset(store: &dyn Store, xarray: bool) -> Result<Opened> {
             store.describe()
         )));
     }
-    let meta = Meta::new(store, consolidated(&root), &fetched);
-    let mut reader = Reader {
-        meta,
-        nczarr: false,
-        v1: false,
-        tree: Tree::new(),
-        pending_vars: Vec::new(),
-        numpy_times: false,
-        numpy_complex: false,
-        search_budget: Cell::new(0),
-        v3: true,
-        v3_arrays: HashMap::new(),
-    };
+    let mut reader = Reader::new(
+        Meta::new(store, consolidated(&root), &fetched),
+        false,
+        false,
+    );
+    reader.v3 = true;
     reader.read_group_v3(Tree::ROOT, "", &root)?;
     reader.read_pending_vars()?;
     Ok(Opened {
@@ -232,15 +223,9 @@ fn object<'a>(members: Vec<(&str, Json<'a>)>) -> Json<'a> {
     Json::Object(o)
 }
 
-fn lengths(v: Option<&Json>, key: &str, what: &str) -> Result<Vec<u64>> {
-    v.and_then(Json::as_array)
-        .ok_or_else(|| Error::metadata(key, format!("missing {what}")))?
-        .iter()
-        .map(|x| {
-            x.as_u64()
-                .ok_or_else(|| Error::metadata(key, format!("{what} holds {x}, not a length")))
-        })
-        .collect()
+/// Lengths as a JSON list.
+fn lengths_json(lengths: &[u64]) -> Json<'static> {
+    Json::Array(lengths.iter().map(|&n| number(n)).collect())
 }
 
 /// A codec's name and configuration (`{"name": ..., "configuration": {...}}`, or the name
@@ -427,11 +412,10 @@ impl<'a> Codecs<'a> {
             Some("start") => "start",
             Some(other) => return self.refuse(format!("shard index_location {other:?}")),
         };
-        let shape = |s: &[u64]| Json::Array(s.iter().map(|&n| number(n)).collect());
         self.filters.push(object(vec![
             ("id", text("sharding_indexed".to_string())),
-            ("shard_shape", shape(&shard_shape)),
-            ("chunk_shape", shape(&inner_shape)),
+            ("shard_shape", lengths_json(&shard_shape)),
+            ("chunk_shape", lengths_json(&inner_shape)),
             ("codecs", Json::Array(inner.filters)),
             ("index_location", text(location.to_string())),
             ("index_checksum", Json::Bool(checksum)),
@@ -542,11 +526,11 @@ pub(super) fn array<'a>(obj: &Obj<'a>, key: &str) -> Result<Array<'a>> {
     let mut refuse = |why: String| {
         unreadable.get_or_insert(why);
     };
-    let shape = lengths(obj.get("shape"), key, "shape")?;
+    let shape = u64_list(obj.get("shape"), key, "shape")?;
     let grid = obj.get("chunk_grid");
     let chunks = match grid.and_then(codec_parts) {
         Some(("regular", Some(cfg))) => {
-            lengths(cfg.get("chunk_shape"), key, "chunk_grid chunk_shape")?
+            u64_list(cfg.get("chunk_shape"), key, "chunk_grid chunk_shape")?
         }
         _ => {
             refuse(format!(
@@ -602,10 +586,9 @@ pub(super) fn array<'a>(obj: &Obj<'a>, key: &str) -> Result<Array<'a>> {
         }
     };
     let fill = v2_fill(obj.get("fill_value").unwrap_or(&Json::Null), &dtype);
-    let shape_json = |s: &[u64]| Json::Array(s.iter().map(|&n| number(n)).collect());
     let mut zarray = Obj::default();
-    zarray.insert("shape", shape_json(&shape));
-    zarray.insert("chunks", shape_json(&chunks));
+    zarray.insert("shape", lengths_json(&shape));
+    zarray.insert("chunks", lengths_json(&chunks));
     zarray.insert("dtype", text(dtype));
     zarray.insert("fill_value", fill);
     zarray.insert("order", text(if codecs.fortran { "F" } else { "C" }.into()));
