@@ -83,7 +83,7 @@ fn numpy_datetimes_read_as_counts_with_cf_units() {
             ("t_s", "seconds since 1970-01-01 00:00:00", true),
             ("span", "seconds", false),
         ] {
-            let header = |line: &str| dump.lines().any(|l| l.trim() == line);
+            let header = |line: &str| common::dump::has_line(&dump, line);
             assert!(
                 header(&format!("int64 {var}(_Anonymous_Dim_3) ;")),
                 "{dump}"

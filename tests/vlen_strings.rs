@@ -138,9 +138,7 @@ fn strings_stored_as_objects_read_and_write_through_libnetcdf() {
         let u = url(&store, "zarr,file");
 
         // Read through libnetcdf, every value as zarr-python reads it.
-        let read = common::python::run_netcdf4_preloaded(READ_NETCDF4, &[&u, &names.join(",")])
-            .unwrap_or_else(|e| panic!("{e}"));
-        let read: Value = serde_json::from_str(&read).unwrap();
+        let read = common::python::netcdf4_json(READ_NETCDF4, &[&u, &names.join(",")]);
         for name in &names {
             assert_eq!(
                 strings(&read[name]),

@@ -8,6 +8,7 @@
 
 mod common;
 
+use common::dump::has_line;
 use common::s3::{BUCKET, Kind, Server};
 use common::{Host, ncdump, run, scratch, url};
 use serde_json::Value;
@@ -55,9 +56,7 @@ const ARRAYS: &str = "plain,gz,blosc,big,fortran,v2keys,sharded,start,text,fixed
                       point,sub/deep,sub/unwritten,tshard,tinner,twice,after,cshard";
 
 fn netcdf4(target: &str) -> Value {
-    let out = common::python::run_netcdf4_preloaded(READ_NETCDF4, &[target, ARRAYS])
-        .unwrap_or_else(|e| panic!("{e}"));
-    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+    common::python::netcdf4_json(READ_NETCDF4, &[target, ARRAYS])
 }
 
 /// Writes the store of `tests/py/write_zarr_v3.py`; returns the values zarr-python reads.
@@ -71,10 +70,6 @@ fn write(store: &Path, consolidated: bool) -> Value {
     let args = [script.to_str().unwrap(), store.to_str().unwrap(), how];
     let written = common::python::run("zarr3", &args).unwrap_or_else(|e| panic!("{e}"));
     serde_json::from_str(&written).unwrap_or_else(|e| panic!("{e}: {written}"))
-}
-
-fn has_line(dump: &str, line: &str) -> bool {
-    dump.lines().any(|l| l.trim() == line)
 }
 
 #[test]
@@ -137,17 +132,25 @@ fn zarr_python_3_stores_read_as_zarr_python_reads_them() {
             }
         }
 
-        // From S3 (s3s-fs on loopback), stock `ncdump` dumps what it dumps from the directory.
+        // From S3 (s3s-fs on loopback) and the zip archive, stock `ncdump` dumps what it dumps
+        // from the directory.
         let key = format!("v3/{consolidated}");
         common::copy_tree(&store, &server.bucket_dir().join(&key));
         let s3 = format!("s3://{BUCKET}/{key}#mode=zarr,s3");
         let vars = ARRAYS.replace("sub/", "");
         let from_s3 = common::run_env(Host::Ours, "ncdump", &["-v", &vars, &s3], &s3_env);
+        let from_zip = ncdump(Host::Ours, &["-v", &vars], &url(&zip, "zarr,zip"))
+            .unwrap_or_else(|e| panic!("{e}"));
         let from_file = ncdump(Host::Ours, &["-v", &vars], &u).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
             common::dump::normalise_name(&from_s3.output().unwrap_or_else(|e| panic!("{e}"))),
             common::dump::normalise_name(&from_file),
             "{consolidated}: S3"
+        );
+        assert_eq!(
+            common::dump::normalise_name(&from_zip),
+            common::dump::normalise_name(&from_file),
+            "{consolidated}: zip"
         );
 
         // Half floats have no netCDF type: listed, failing alone.

@@ -3,6 +3,11 @@
 
 use std::collections::BTreeMap;
 
+/// True when a line of `dump`, trimmed, is `line`.
+pub fn has_line(dump: &str, line: &str) -> bool {
+    dump.lines().any(|l| l.trim() == line)
+}
+
 /// Replaces the first line `netcdf NAME {` (the name comes from the file name) with `netcdf _ {`.
 pub fn normalise_name(dump: &str) -> String {
     let mut lines = dump.lines();

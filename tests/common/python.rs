@@ -62,6 +62,13 @@ pub fn run_netcdf4_preloaded(script: &str, args: &[&str]) -> Result<String, Stri
     run_with("netcdf4", &all, Some(lib))
 }
 
+/// Runs `script` as [`run_netcdf4_preloaded`] does and parses what it prints as JSON;
+/// panics with the failure or the text that is not JSON.
+pub fn netcdf4_json(script: &str, args: &[&str]) -> serde_json::Value {
+    let out = run_netcdf4_preloaded(script, args).unwrap_or_else(|e| panic!("{e}"));
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
 /// netCDF4-python (the wheel's netcdf-c 4.10.1) with the library under test preloaded: opens
 /// the dataset directory `path` for writing and sets a global attribute; `Ok(None)` when it
 /// wrote, `Ok(Some(why))` when netCDF refused, `Err` when it could not run. By plain path:
