@@ -477,15 +477,19 @@ impl Chain {
     /// ([`Codec::encoded_bound`]), or else a bound that exceeds any compressor's worst-case
     /// output for the bytes it compressed.
     fn stage_limits(&self, expected: usize) -> Vec<usize> {
-        let loose = |n: usize| n.saturating_add(n / 2).saturating_add(64 * 1024);
         let mut limits = Vec::with_capacity(self.0.len());
         let mut n = expected;
         for c in &self.0 {
             limits.push(n);
-            n = c.encoded_bound(n).unwrap_or_else(|| loose(n));
+            n = c.encoded_bound(n).unwrap_or_else(|| loose_bound(n));
         }
         limits
     }
+}
+
+/// A bound on what any compressor makes of `n` bytes (its worst case is far less).
+pub(crate) fn loose_bound(n: usize) -> usize {
+    n.saturating_add(n / 2).saturating_add(64 * 1024)
 }
 
 fn name_var(e: Error, var: &str) -> Error {

@@ -209,9 +209,20 @@ fn largest_stored_chunk(chunk_bytes: usize, ty: NcType) -> u64 {
     if ty == NcType::String {
         return 0;
     }
+    largest_coding(chunk_bytes)
+}
+
+/// The most bytes any coding of `chunk_bytes` bytes of fixed-size values takes (see
+/// [`largest_stored_chunk`]).
+fn largest_coding(chunk_bytes: usize) -> u64 {
     (chunk_bytes as u64)
         .saturating_mul(2)
         .saturating_add(1 << 20)
+}
+
+/// True when stored elements of `esize` bytes of `var` are in the other byte order.
+fn swapped(var: &Var, esize: usize) -> bool {
+    var.endian != Endian::native() && var.ty.is_numeric() && esize > 1
 }
 
 /// The codec chain of a variable; an unknown codec is `Error::NoFilter` naming it. Zarr v3
@@ -225,7 +236,7 @@ pub fn codec_chain(var: &Var) -> Result<codec::Chain> {
             if f.codec_id() == codec::SHARDING {
                 let mut fill = fill_element(var);
                 let esize = fill.len();
-                if var.endian != Endian::native() && var.ty.is_numeric() && esize > 1 {
+                if swapped(var, esize) {
                     convert::swap_bytes_in_place(&mut fill, esize);
                 }
                 cfg.insert("fill".into(), fill.into());
@@ -314,7 +325,7 @@ impl Dataset {
             sep: var.dimension_separator,
             v3_keys: var.v3_chunk_keys,
             key_rank,
-            swap: var.endian != Endian::native() && var.ty.is_numeric() && esize > 1,
+            swap: swapped(var, esize),
             fortran: var.fortran_order && var.dims.len() > 1,
         })
     }
@@ -388,8 +399,10 @@ fn fill_element(var: &Var) -> Vec<u8> {
         return slot;
     }
     let mut e = match var.att("_FillValue").map(|a| &a.values) {
-        _ if var.zarr_v3 && var.stored_fill.is_some() => {
-            var.stored_fill.clone().unwrap_or_default()
+        _ if var.zarr_v3
+            && let Some(stored) = &var.stored_fill =>
+        {
+            stored.clone()
         }
         Some(crate::model::Values::Fixed { ty, bytes })
             if *ty == var.ty && bytes.len() >= esize =>

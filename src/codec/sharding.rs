@@ -18,7 +18,8 @@
 
 use super::crc32c::{self, Crc32c};
 use super::{
-    Chain, Codec, Config, Context, EncodedParts, PartialDecode, bad_config, failed, past_limit,
+    Chain, Codec, Config, Context, EncodedParts, PartialDecode, bad_config, failed, loose_bound,
+    past_limit,
 };
 use crate::error::Result;
 use serde_json::Value;
@@ -553,9 +554,7 @@ impl Codec for Sharding {
     /// and its index.
     fn encoded_bound(&self, n: usize) -> Option<usize> {
         let index = self.inner_count().and_then(|c| self.index_len(c)).ok()?;
-        n.checked_add(n / 2)?
-            .checked_add(64 * 1024)?
-            .checked_add(index)
+        loose_bound(n).checked_add(index)
     }
 }
 

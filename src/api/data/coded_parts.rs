@@ -55,9 +55,7 @@ pub(super) fn fetch(
     };
     // A stored chunk far longer than any coding of its bytes is damaged or hostile: read
     // whole, where the store's object limit refuses it (not into a buffer of its length).
-    let bound = (decoded_len as u64)
-        .saturating_mul(2)
-        .saturating_add(1 << 20);
+    let bound = super::largest_coding(decoded_len);
     let Some(len) = usize::try_from(len).ok().filter(|&l| l as u64 <= bound) else {
         return whole(stored);
     };
