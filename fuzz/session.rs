@@ -77,6 +77,8 @@ pub fn read_each_way(store: impl Fn() -> Option<Box<dyn Store>>) {
             nczarr,
             xarray,
             consolidated: false,
+            // The version stored is the one read.
+            zarr_v3: false,
         };
         if let Ok(mut ds) = Dataset::open_over(store, wanted, false) {
             inquire_and_read(&mut ds);

@@ -23,7 +23,7 @@ mod shuffle;
 mod stage_buffer;
 mod stream;
 mod vlen;
-pub use vlen::{SLOT_HEADER as OBJECT_SLOT_HEADER, put_slot_item, slot_item};
+pub use vlen::{SLOT_HEADER as OBJECT_SLOT_HEADER, UTF8 as VLEN_UTF8, put_slot_item, slot_item};
 mod zlib;
 mod zstd;
 

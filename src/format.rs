@@ -1,7 +1,8 @@
-//! NCZarr / Zarr v2 metadata <-> the netCDF model.
+//! NCZarr / Zarr v2 / Zarr v3 metadata <-> the netCDF model.
 //!
-//! Owns every metadata layout we read and the one we write: dtype strings, `fill_value`
-//! JSON, attribute JSON, `_nczarr_*` keys, `_ARRAY_DIMENSIONS`, `.zmetadata`. Reads and writes
+//! Owns every metadata layout we read and the ones we write: dtype strings and v3 data types,
+//! `fill_value` JSON, attribute JSON, `_nczarr_*` keys, `_ARRAY_DIMENSIONS`,
+//! `dimension_names`, `.zmetadata` and v3's inline consolidated metadata. Reads and writes
 //! metadata objects through a [`crate::zmap::Store`]; never touches chunk data and knows
 //! nothing of C or of netCDF API rules.
 
@@ -22,6 +23,9 @@ pub struct Layout {
     pub nczarr: bool,
     /// Write `_ARRAY_DIMENSIONS` (xarray's convention).
     pub xarray: bool,
-    /// Keep a consolidated `.zmetadata` up to date.
+    /// Keep consolidated metadata up to date (`.zmetadata`; in Zarr v3, inline in the root's
+    /// `zarr.json`, as zarr-python keeps it).
     pub consolidated: bool,
+    /// Zarr v3 (`zarr.json`) rather than Zarr v2.
+    pub zarr_v3: bool,
 }

@@ -301,6 +301,12 @@ impl DatasetUrl {
         !self.has_mode("noxarray")
     }
 
+    /// Whether a dataset created here is Zarr v3 (`zarr.json`): the `v3` mode. Zarr v2 is the
+    /// default, as in netcdf-c; an existing dataset is read in the version it is stored in.
+    pub fn zarr_v3(&self) -> bool {
+        self.has_mode("v3")
+    }
+
     /// Whether consolidated metadata (`.zmetadata`) is wanted: the `consolidated` mode, or the
     /// environment variable `NCZARR_CONSOLIDATED` set to a positive integer, `true` or `yes`.
     pub fn consolidated(&self) -> bool {

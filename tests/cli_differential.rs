@@ -6,7 +6,9 @@
 //! `with-netcdf-4.10`) is a second oracle where it can write the CDL, with its documented bugs
 //! waived line by line (`REFERENCE_BUGS`), never wholesale.
 //!
-//! Every test runs all CDL files and reports every failing case with a diff before failing.
+//! Every test runs all CDL files and reports every failing case with a diff before failing. The
+//! ground-truth checks run for NCZarr stored both as Zarr v2 and as Zarr v3 (`mode=...,v3`),
+//! for which netcdf-c has no writer to compare with.
 
 mod common;
 
@@ -17,6 +19,8 @@ use std::fs;
 use std::path::Path;
 
 const NCZARR: &str = "nczarr,file";
+/// NCZarr stored as Zarr v3 (`zarr.json`).
+const NCZARR_V3: &str = "nczarr,v3,file";
 
 /// Writes `cdl` with our library into `<dir>/<case>.zarr` in the given mode; returns the URL.
 fn write_ours(dir: &Path, cdl: &Path, mode: &str) -> Result<String, String> {
@@ -35,20 +39,22 @@ fn write_ours(dir: &Path, cdl: &Path, mode: &str) -> Result<String, String> {
 fn ncdump_matches_hdf5_ground_truth() {
     let mut report = Report::new("ncdump_matches_hdf5");
     let dir = scratch("truth");
-    for cdl in cdl_files() {
-        let name = case_name(&cdl);
-        let store = write_ours(dir.path(), &cdl, NCZARR);
-        // `-p 9,17` prints floats and doubles with round-trip precision, so lost digits show.
-        for (variant, opts) in [("default", &[][..]), ("p9,17", &["-p", "9,17"][..])] {
-            let outcome = store.clone().and_then(|u| {
-                let truth = dump::normalise_name(&hdf5_truth(dir.path(), &cdl, opts));
-                let ours = dump::normalise_name(&ncdump(Host::Ours, opts, &u)?);
-                diff::compare(&truth, &ours, "ncdump of our store vs HDF5")
-            });
-            report.case(&format!("{name} [{variant}]"), outcome);
+    for mode in [NCZARR, NCZARR_V3] {
+        for cdl in cdl_files() {
+            let name = case_name(&cdl);
+            let store = write_ours(dir.path(), &cdl, mode);
+            // `-p 9,17` prints floats and doubles with round-trip precision, so lost digits show.
+            for (variant, opts) in [("default", &[][..]), ("p9,17", &["-p", "9,17"][..])] {
+                let outcome = store.clone().and_then(|u| {
+                    let truth = dump::normalise_name(&hdf5_truth(dir.path(), &cdl, opts));
+                    let ours = dump::normalise_name(&ncdump(Host::Ours, opts, &u)?);
+                    diff::compare(&truth, &ours, "ncdump of our store vs HDF5")
+                });
+                report.case(&format!("{name} [{mode}] [{variant}]"), outcome);
+            }
         }
     }
-    report.finish(20);
+    report.finish(40);
 }
 
 /// Checks one variable's special attributes against the HDF5 file's. The expectations encode the
@@ -65,18 +71,19 @@ fn ncdump_matches_hdf5_ground_truth() {
 ///   per dimension, each at least 1 and no larger than a fixed dimension's length.
 /// - `_Endianness`, `_NoFill` and any filter attributes must be exactly HDF5's.
 /// - `_Codecs` (NCZarr's own, absent from HDF5) must be the numcodecs chain the HDF5 filter
-///   attributes describe: shuffle with the real element size, zlib with `_DeflateLevel`,
-///   fletcher32.
+///   attributes describe: shuffle with the real element size, zlib (gzip in Zarr v3) with
+///   `_DeflateLevel`, fletcher32.
 fn check_specials(
     ours: &VarDecl,
     truth: &VarDecl,
     explicit_chunks: bool,
     asked_storage: bool,
+    deflate: &str,
 ) -> Vec<String> {
     let mut problems = Vec::new();
     let mut ours = ours.clone();
     let codecs = ours.specials.remove("_Codecs");
-    problems.extend(check_codecs(&ours.name, codecs.as_deref(), truth));
+    problems.extend(check_codecs(&ours.name, codecs.as_deref(), truth, deflate));
     let ours = &ours;
     let mut expect = truth.specials.clone();
     let shape = |v: &VarDecl| {
@@ -126,7 +133,9 @@ fn check_specials(
 }
 
 /// Checks `_Codecs` against the HDF5 filter specials of the same variable.
-fn check_codecs(name: &str, codecs: Option<&str>, truth: &VarDecl) -> Vec<String> {
+/// `deflate`: the codec netCDF's deflate is stored as (`zlib`; `gzip` in Zarr v3, which has no
+/// zlib).
+fn check_codecs(name: &str, codecs: Option<&str>, truth: &VarDecl, deflate: &str) -> Vec<String> {
     let has = |k: &str| truth.specials.contains_key(k);
     let wanted = has("_Shuffle") || has("_DeflateLevel") || has("_Fletcher32");
     let Some(text) = codecs else {
@@ -152,9 +161,11 @@ fn check_codecs(name: &str, codecs: Option<&str>, truth: &VarDecl) -> Vec<String
         ));
     }
     if let Some(level) = truth.specials.get("_DeflateLevel") {
-        let zlib = list.iter().find(|c| c["id"] == "zlib");
+        let zlib = list.iter().find(|c| c["id"] == deflate);
         if zlib.map(|c| c["level"].to_string()) != Some(level.clone()) {
-            problems.push(format!("{name}: _Codecs {text} lacks zlib level {level}"));
+            problems.push(format!(
+                "{name}: _Codecs {text} lacks {deflate} level {level}"
+            ));
         }
     }
     if let Some(s) = list.iter().find(|c| c["id"] == "shuffle") {
@@ -205,10 +216,13 @@ fn compare_special_maps(
 fn ncdump_s_special_attributes() {
     let mut report = Report::new("ncdump_s");
     let dir = scratch("special");
-    for cdl in cdl_files() {
-        let name = case_name(&cdl);
+    for (mode, cdl) in [NCZARR, NCZARR_V3]
+        .into_iter()
+        .flat_map(|m| cdl_files().into_iter().map(move |c| (m, c)))
+    {
+        let name = format!("{} [{mode}]", case_name(&cdl));
         let cdl_text = fs::read_to_string(&cdl).unwrap();
-        let outcome = write_ours(dir.path(), &cdl, NCZARR).and_then(|u| {
+        let outcome = write_ours(dir.path(), &cdl, mode).and_then(|u| {
             let truth = dump::normalise_s(&hdf5_truth(dir.path(), &cdl, &["-s"]));
             let ours = dump::normalise_s(&ncdump(Host::Ours, &["-s"], &u)?);
             let (truth_rest, truth_vars) = dump::split_specials(&truth);
@@ -231,7 +245,8 @@ fn ncdump_s_special_attributes() {
                 let asked_storage = cdl_text
                     .contains(&format!("{}:_Storage = \"contiguous\"", t.name))
                     || cdl_text.contains(&format!("{}:_Storage = \"compact\"", t.name));
-                problems.extend(check_specials(o, t, explicit, asked_storage));
+                let deflate = if mode == NCZARR_V3 { "gzip" } else { "zlib" };
+                problems.extend(check_specials(o, t, explicit, asked_storage, deflate));
             }
             if problems.is_empty() {
                 Ok(())
@@ -241,7 +256,7 @@ fn ncdump_s_special_attributes() {
         });
         report.case(&name, outcome);
     }
-    report.finish(10);
+    report.finish(20);
 }
 
 /// Known bugs of the reference implementations, with where they are documented
@@ -354,22 +369,29 @@ fn nczarr_4101_oracle() {
 fn nccopy_round_trip_is_lossless() {
     let mut report = Report::new("nccopy_round_trip");
     let dir = scratch("nccopy");
-    for cdl in cdl_files() {
+    for (mode, cdl) in [NCZARR, NCZARR_V3]
+        .into_iter()
+        .flat_map(|m| cdl_files().into_iter().map(move |c| (m, c)))
+    {
         let name = case_name(&cdl);
+        let label = format!("{name} [{mode}]");
         let outcome = (|| {
             let truth = dump::normalise_name(&hdf5_truth(dir.path(), &cdl, &["-p", "9,17"]));
             let x = dir.path().join(format!("{name}.nc"));
-            let u = url(&dir.path().join(format!("{name}.zarr")), NCZARR);
-            let y = dir.path().join(format!("{name}.back.nc"));
+            let store = format!("{name}.{}.zarr", mode.replace(',', "_"));
+            let u = url(&dir.path().join(store), mode);
+            let y = dir
+                .path()
+                .join(format!("{name}.{}.back.nc", mode.replace(',', "_")));
             run(Host::Ours, "nccopy", &[x.to_str().unwrap(), &u]).output()?;
             run(Host::Ours, "nccopy", &[&u, y.to_str().unwrap()]).output()?;
             let back =
                 dump::normalise_name(&ncdump(Host::Stock, &["-p", "9,17"], y.to_str().unwrap())?);
             diff::compare(&truth, &back, "HDF5 -> our store -> HDF5")
         })();
-        report.case(&name, outcome);
+        report.case(&label, outcome);
     }
-    report.finish(10);
+    report.finish(20);
 }
 
 /// Stores a reference writes that we are not expected to read as the ground truth says, and why.
@@ -440,8 +462,8 @@ fn data_sections(dir: &Path, cdl: &Path, u: &str) -> Result<(String, String), St
     Ok((data(&truth), data(&ours)))
 }
 
-/// (e) Pure Zarr (`mode=zarr`) and `mode=nczarr,noxarray` (which netcdf-c also treats as pure
-/// Zarr, without `_ARRAY_DIMENSIONS`). Pure Zarr cannot keep all of netCDF's header (attribute
+/// (e) Pure Zarr (`mode=zarr`, in Zarr v2 and v3) and `mode=nczarr,noxarray` (which netcdf-c
+/// also treats as pure Zarr, without `_ARRAY_DIMENSIONS`). Pure Zarr cannot keep all of netCDF's header (attribute
 /// types are inferred on read, unlimited dimensions of non-zero length become fixed, noxarray
 /// loses dimension names), but every value must survive: the data sections of what we write and
 /// read back must equal the HDF5 ground truth's. Deliberate differences from netcdf-c 4.10.1 that
@@ -451,7 +473,7 @@ fn data_sections(dir: &Path, cdl: &Path, u: &str) -> Result<(String, String), St
 fn pure_zarr_keeps_every_value() {
     let mut report = Report::new("pure_zarr");
     let dir = scratch("pure");
-    for mode in ["zarr,file", "nczarr,noxarray,file"] {
+    for mode in ["zarr,file", "nczarr,noxarray,file", "zarr,v3,file"] {
         for cdl in cdl_files() {
             let name = case_name(&cdl);
             let outcome = write_ours(dir.path(), &cdl, mode).and_then(|u| {
@@ -464,7 +486,7 @@ fn pure_zarr_keeps_every_value() {
             report.case(&format!("{name} [{mode}]"), outcome);
         }
     }
-    report.finish(20);
+    report.finish(30);
 }
 
 /// (e') Pure Zarr written by netcdf-c 4.10.1 (`ncgen` with `mode=zarr`): every value we read

@@ -1,7 +1,7 @@
 //! Random sessions on one variable through the dataset API against a dense model of its
 //! values: random shapes and chunk shapes, an unlimited first dimension or none, float or short
 //! stored little- or big-endian, the default fill value, another or none, every codec family,
-//! directory, zip and S3 stores, chunk caches from none to the default; strided writes and
+//! directory, zip and S3 stores, in Zarr v2 and v3, chunk caches from none to the default; strided writes and
 //! reads converted from and to float and double, reads into Fortran-order memory,
 //! chunk-by-chunk sweeps (the read-ahead path), point series through every chunk, renames,
 //! syncs and reopenings. Every read must equal the model: whichever fast path serves a request,
@@ -64,6 +64,8 @@ struct Layout {
     place: Place,
     cache: Cache,
     fill: Fill,
+    /// Stored in Zarr v3 (`mode=nczarr,v3`).
+    v3: bool,
 }
 
 /// Where a request falls, as fractions turned into places once the current shape is known.
@@ -115,18 +117,22 @@ fn a_layout_of(
             Just(Cache::OneChunk)
         ],
         a_fill(),
+        any::<bool>(),
     )
         .prop_map(
-            |((shape, chunks), unlimited, short, big_endian, coding, zip, cache, fill)| Layout {
-                shape,
-                chunks,
-                unlimited,
-                short,
-                big_endian,
-                coding,
-                place: if zip { Place::Zip } else { Place::Directory },
-                cache,
-                fill,
+            |((shape, chunks), unlimited, short, big_endian, coding, zip, cache, fill, v3)| {
+                Layout {
+                    shape,
+                    chunks,
+                    unlimited,
+                    short,
+                    big_endian,
+                    coding,
+                    place: if zip { Place::Zip } else { Place::Directory },
+                    cache,
+                    fill,
+                    v3,
+                }
             },
         )
 }
@@ -287,13 +293,14 @@ impl Location {
 
     fn url(&self, layout: &Layout) -> DatasetUrl {
         let dir = self.dir.path();
+        let format = if layout.v3 { "nczarr,v3" } else { "nczarr" };
         let text = match (layout.place, &self.s3_root) {
-            (Place::Zip, _) => format!("file://{}#mode=nczarr,zip", dir.join("d.zip").display()),
+            (Place::Zip, _) => format!("file://{}#mode={format},zip", dir.join("d.zip").display()),
             (Place::S3, Some(root)) => format!(
-                "s3://{BUCKET}/{root}#mode=nczarr,s3&aws.profile=none&aws.endpoint={}",
+                "s3://{BUCKET}/{root}#mode={format},s3&aws.profile=none&aws.endpoint={}",
                 server().endpoint()
             ),
-            _ => format!("file://{}#mode=nczarr,file", dir.join("d.zarr").display()),
+            _ => format!("file://{}#mode={format},file", dir.join("d.zarr").display()),
         };
         DatasetUrl::parse(&text).unwrap()
     }

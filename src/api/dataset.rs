@@ -66,7 +66,7 @@ impl Dataset {
             creating: false,
             nofill_default: false,
             classic_model: false,
-            ncproperties: layout.nczarr.then(format::write::ncproperties),
+            ncproperties: layout.nczarr.then(|| format::write::ncproperties(layout)),
             written: HashMap::new(),
             caches: HashMap::new(),
             read_ahead: HashMap::new(),
@@ -81,6 +81,7 @@ impl Dataset {
             nczarr: true,
             xarray: false,
             consolidated: false,
+            zarr_v3: false,
         };
         let mut ds = Dataset::new(store, Tree::new(), layout, true);
         ds.define_mode = true;
@@ -93,6 +94,7 @@ impl Dataset {
             nczarr: url.flavor() == Flavor::NcZarr,
             xarray: url.xarray_dims(),
             consolidated: url.consolidated(),
+            zarr_v3: url.zarr_v3(),
         }
     }
 
@@ -139,6 +141,7 @@ impl Dataset {
             nczarr: opened.layout.nczarr,
             xarray: wanted.xarray,
             consolidated: wanted.consolidated || opened.has_zmetadata,
+            zarr_v3: opened.layout.zarr_v3,
         };
         let mut ds = Dataset::new(store, opened.tree, layout, writable);
         ds.read_only_reason = opened.read_only_reason;

@@ -4,7 +4,7 @@ use super::chunking::default_chunks;
 use super::dataset::Dataset;
 use super::names;
 use crate::error::{Error, Result};
-use crate::model::{DimId, Endian, GroupId, NcType, Storage, Values, Var};
+use crate::model::{DimId, Endian, Filter, GroupId, NcType, Storage, StringStorage, Values, Var};
 use crate::rcfile::RcFiles;
 
 /// The separator of the chunk keys of new variables: `ZARR.DIMENSION_SEPARATOR` in netCDF's rc
@@ -96,6 +96,22 @@ impl Dataset {
         let mut var = Var::new(name, ty, dimids);
         var.no_fill = self.nofill_default;
         var.dimension_separator = separator_of_new_variables();
+        if self.layout.zarr_v3 {
+            // Zarr v3's defaults, as zarr-python writes them: `c/0/0` chunk keys, strings as
+            // variable-length UTF-8.
+            var.zarr_v3 = true;
+            var.v3_chunk_keys = true;
+            var.dimension_separator = '/';
+            if ty == NcType::String {
+                var.strings = StringStorage::Objects;
+                let utf8 = serde_json::json!({ "id": crate::codec::VLEN_UTF8 });
+                var.filters.push(Filter {
+                    id: 0,
+                    params: Vec::new(),
+                    codec: utf8.as_object().cloned().unwrap_or_default(),
+                });
+            }
+        }
         let esize = if ty == NcType::String {
             var.maxstrlen
         } else {
@@ -171,7 +187,9 @@ impl Dataset {
                         var.name
                     )));
                 }
-                if !var.filters.is_empty() {
+                // The codec turning strings into bytes is no filter.
+                let object_codec_only = |f: &Filter| crate::codec::is_object_codec(f.codec_id());
+                if !var.filters.iter().all(object_codec_only) {
                     return Err(Error::Storage(format!(
                         "{} has filters and must be chunked",
                         var.name

@@ -29,6 +29,7 @@ impl Dataset {
         if !codec::hdf5_available(id) {
             return Err(Error::FilterUnavailable(id));
         }
+        let zarr_v3 = self.layout.zarr_v3;
         let Some(var) = self.var_for_filter(g, v)? else {
             return Ok(());
         };
@@ -36,10 +37,19 @@ impl Dataset {
             elem_size: var.stored_esize(),
         };
         let built = codec::from_hdf5(id, params, ctx)?;
+        let config = match built.hdf5() {
+            // Zarr v3 defines gzip and no zlib: the same compression, which every v3 reader has.
+            Some((hdf5_id::DEFLATE, level)) if zarr_v3 => {
+                let level = serde_json::Value::from(level.first().copied().unwrap_or(1));
+                let gzip = serde_json::json!({ "id": "gzip", "level": level });
+                codec::from_config(gzip.as_object().unwrap_or(&built.config()), ctx)?.config()
+            }
+            _ => built.config(),
+        };
         let filter = Filter {
             id,
             params: params.to_vec(),
-            codec: built.config(),
+            codec: config,
         };
         if let Some(existing) = var.filters.iter_mut().find(|f| f.id == id) {
             *existing = filter;

@@ -1,4 +1,5 @@
-//! `gzip` (numcodecs): a gzip member, level 0-9. No HDF5 equivalent.
+//! `gzip` (numcodecs, and a core codec of Zarr v3): a gzip member, level 0-9. Reported to
+//! netCDF as deflate of its level: the same compression, framed otherwise.
 
 use super::{Codec, Config, bad_config, failed, params, stream};
 use crate::error::Result;
@@ -34,7 +35,7 @@ impl Codec for Gzip {
     }
 
     fn hdf5(&self) -> Option<(u32, Vec<u32>)> {
-        None
+        Some((super::hdf5_id::DEFLATE, vec![self.level]))
     }
 
     fn encode_into(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
@@ -74,6 +75,9 @@ mod tests {
                 .to_string(),
             "invalid gzip configuration: level -1 is outside 0..=9"
         );
-        assert!(g.hdf5().is_none());
+        assert_eq!(
+            g.hdf5(),
+            Some((super::super::hdf5_id::DEFLATE, vec![g.level]))
+        );
     }
 }

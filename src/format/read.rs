@@ -46,6 +46,33 @@ fn get_alt<'o, 'a>(m: &'o Obj<'a>, names: &[&str]) -> Option<&'o Json<'a>> {
     names.iter().find_map(|n| m.get(n))
 }
 
+/// Zarr v3: the `_FillValue` attribute of a char or string variable is its `fill_value` (xarray
+/// opens no such array with the attribute). NCZarr records that it is, and where among the
+/// variable's attributes (`recorded`); in pure Zarr (`pure`), a fill value other than the empty
+/// one zarr-python gives by default is one, put last.
+fn restore_fill_attribute(var: &mut Var, recorded: Option<u64>, pure: bool) {
+    let Some(stored) = var.stored_fill.clone() else {
+        return;
+    };
+    let position = match recorded {
+        Some(p) => usize::try_from(p).unwrap_or(usize::MAX),
+        None if pure && stored.iter().any(|b| *b != 0) => usize::MAX,
+        None => return,
+    };
+    let values = match var.ty {
+        NcType::Char => Values::fixed(NcType::Char, stored.into_iter().take(1).collect()),
+        NcType::String if var.strings != StringStorage::Ucs4 => Values::Strings(vec![stored]),
+        _ => return,
+    };
+    if var.att("_FillValue").is_none() {
+        let att = Att {
+            name: "_FillValue".into(),
+            values,
+        };
+        var.atts.insert(position.min(var.atts.len()), att);
+    }
+}
+
 fn is_reserved(name: &str) -> bool {
     name.starts_with("_nczarr_")
         || name.starts_with("_NCZARR_")
@@ -177,6 +204,17 @@ impl<'a> Reader<'a> {
             search_budget: Cell::new(SEARCH_LISTINGS),
             v3: false,
             v3_arrays: HashMap::new(),
+        }
+    }
+
+    /// Why the arrays read make the dataset one we do not write to, if they do.
+    fn unwritable_arrays(&self) -> Option<String> {
+        if self.numpy_times {
+            Some("writing numpy datetime arrays is not supported yet".to_string())
+        } else if self.numpy_complex {
+            Some("writing numpy complex arrays is not supported yet".to_string())
+        } else {
+            None
         }
     }
 
@@ -317,6 +355,7 @@ impl<'a> Reader<'a> {
             var.dimension_separator = array.separator;
             var.v3_chunk_keys = array.prefixed_keys;
             var.zarr_v3 = true;
+            var.v3_stored = Some(std::sync::Arc::new(obj.to_map()));
             return Ok(var);
         }
         let zk = join(path, ".zarray");
@@ -434,6 +473,15 @@ impl<'a> Reader<'a> {
         self.read_codecs(&zarray, &mut var);
         check_object_codec(&mut var);
         self.read_fill(&zarray, &mut var, &zk, dt.time.is_some())?;
+        if ainfo.and_then(|i| i.get("nofill")).and_then(Json::as_u64) == Some(1) {
+            var.no_fill = true;
+        }
+        if self.v3 {
+            let recorded = ainfo
+                .and_then(|i| i.get("fill_attribute"))
+                .and_then(Json::as_u64);
+            restore_fill_attribute(&mut var, recorded, !self.nczarr);
+        }
         if var.strings == StringStorage::Objects {
             // Slots hold the fill value whole from the start.
             let fill = match var.att("_FillValue").map(|a| &a.values) {
@@ -665,7 +713,7 @@ impl<'a> Reader<'a> {
                 let text = fv.as_str().unwrap_or("");
                 Some(if var.strings == StringStorage::Ucs4 {
                     super::ucs4::encode(text, var.endian)
-                } else if self.nczarr || var.strings == StringStorage::Objects {
+                } else if (self.nczarr && !self.v3) || var.strings == StringStorage::Objects {
                     // zarr-python stores an object array's fill value as the text itself.
                     text.as_bytes().to_vec()
                 } else {
@@ -922,7 +970,7 @@ pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opene
             return Err(Error::NotFound(store.describe()));
         }
         if kids.iter().any(|k| k == v3::ZARR_JSON) {
-            return v3::read_dataset(store, xarray);
+            return v3::read_dataset(store, pure, xarray);
         }
         if kids.iter().any(|k| k == ".zarray") {
             return Err(Error::NotZarr(format!(
@@ -966,25 +1014,25 @@ pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opene
         reader.meta.end_stream();
         read
     })?;
+    let read_only_reason = if nczarr && !in_attrs {
+        Some("the dataset uses an older NCZarr layout".to_string())
+    } else if let Some(why) = reader.unwritable_arrays() {
+        Some(why)
+    } else if implicit_root {
+        // Its arrays may carry NCZarr metadata that a pure-Zarr root would contradict.
+        Some("the dataset has no root group object (.zgroup)".to_string())
+    } else {
+        None
+    };
     Ok(Opened {
         tree: reader.tree,
         layout: Layout {
             nczarr,
             xarray,
             consolidated: false,
+            zarr_v3: false,
         },
-        read_only_reason: if nczarr && !in_attrs {
-            Some("the dataset uses an older NCZarr layout".to_string())
-        } else if reader.numpy_times {
-            Some("writing numpy datetime arrays is not supported yet".to_string())
-        } else if reader.numpy_complex {
-            Some("writing numpy complex arrays is not supported yet".to_string())
-        } else if implicit_root {
-            // Its arrays may carry NCZarr metadata that a pure-Zarr root would contradict.
-            Some("the dataset has no root group object (.zgroup)".to_string())
-        } else {
-            None
-        },
+        read_only_reason,
         ncproperties,
         has_zmetadata,
     })

@@ -1,7 +1,10 @@
-//! The model -> the metadata objects we write (the current NCZarr layout, or pure Zarr v2).
+//! The model -> the metadata objects we write (the current NCZarr layout, or pure Zarr v2; in
+//! Zarr v3, [`v3`]).
 //!
 //! Produces every metadata object of the dataset as `(key, JSON bytes)`; the caller decides
 //! which ones changed and writes those. Never touches chunks.
+
+mod v3;
 
 use super::{Layout, attrs, dtype, number};
 use crate::model::{GroupId, NcType, StringStorage, Tree, Var};
@@ -22,10 +25,18 @@ pub const NCPROPERTIES: &str = "_NCProperties";
 /// Version string in the superblock.
 pub const NCZARR_VERSION: &str = "2.0.0";
 
-/// `_NCProperties` text we write.
-pub fn ncproperties() -> String {
+/// The NCZarr version of datasets stored in Zarr v3.
+pub const NCZARR_V3_VERSION: &str = "3.0.0";
+
+/// `_NCProperties` text we write into a dataset of `layout`.
+pub fn ncproperties(layout: Layout) -> String {
+    let version = if layout.zarr_v3 {
+        NCZARR_V3_VERSION
+    } else {
+        NCZARR_VERSION
+    };
     format!(
-        "version=2,nczarr-rs={},nczarr={NCZARR_VERSION}",
+        "version=2,nczarr-rs={},nczarr={version}",
         env!("CARGO_PKG_VERSION")
     )
 }
@@ -47,14 +58,36 @@ pub fn var_path(tree: &Tree, g: GroupId, var: &Var) -> String {
     prefixed(&tree.group_path(g), &var.name)
 }
 
+/// How a variable's `_FillValue` attribute is written among its attributes.
+#[derive(Debug, Clone, PartialEq)]
+enum FillAttribute {
+    /// As any attribute, its type recorded.
+    AsAny,
+    /// As this JSON, its type the variable's (not recorded).
+    Encoded(Value),
+    /// Not at all (the format keeps it elsewhere).
+    Left,
+}
+
 /// Writes the user attributes into `map` and returns the `types` record.
 fn user_atts(
     atts: &[crate::model::Att],
     map: &mut Map<String, Value>,
     layout: Layout,
+    fill: FillAttribute,
 ) -> Map<String, Value> {
     let mut types = Map::new();
     for a in atts {
+        if a.name == "_FillValue" {
+            match &fill {
+                FillAttribute::AsAny => {}
+                FillAttribute::Encoded(v) => {
+                    map.insert(a.name.clone(), v.clone());
+                    continue;
+                }
+                FillAttribute::Left => continue,
+            }
+        }
         let (v, dt) = attrs::to_json(&a.values, layout.nczarr);
         map.insert(a.name.clone(), v);
         types.insert(a.name.clone(), Value::from(dt));
@@ -79,14 +112,14 @@ fn close_attrs(
     Value::Object(map)
 }
 
-fn group_objects(tree: &Tree, g: GroupId, layout: Layout, out: &mut Vec<(String, Value)>) {
+/// The attributes of group `g`: its own, and in NCZarr the `_nczarr_*` records of it
+/// (`superblock_version` for the root's superblock).
+fn group_attributes(tree: &Tree, g: GroupId, layout: Layout, superblock: Value) -> Value {
     let grp = tree.group(g);
-    let path = tree.group_path(g);
-    out.push((prefixed(&path, ".zgroup"), json!({ "zarr_format": 2 })));
     let mut map = Map::new();
-    let mut types = user_atts(&grp.atts, &mut map, layout);
+    let mut types = user_atts(&grp.atts, &mut map, layout, FillAttribute::AsAny);
     if g == Tree::ROOT && layout.nczarr {
-        map.insert(NCPROPERTIES.into(), Value::from(ncproperties()));
+        map.insert(NCPROPERTIES.into(), Value::from(ncproperties(layout)));
         types.insert(NCPROPERTIES.into(), Value::from(">S1"));
     }
     if layout.nczarr {
@@ -111,10 +144,18 @@ fn group_objects(tree: &Tree, g: GroupId, layout: Layout, out: &mut Vec<(String,
             json!({ "dimensions": dims, "arrays": arrays, "groups": groups }),
         );
         if g == Tree::ROOT {
-            map.insert(SUPERBLOCK.into(), json!({ "version": NCZARR_VERSION }));
+            map.insert(SUPERBLOCK.into(), superblock);
         }
     }
-    out.push((prefixed(&path, ".zattrs"), close_attrs(map, types, layout)));
+    close_attrs(map, types, layout)
+}
+
+fn group_objects(tree: &Tree, g: GroupId, layout: Layout, out: &mut Vec<(String, Value)>) {
+    let path = tree.group_path(g);
+    out.push((prefixed(&path, ".zgroup"), json!({ "zarr_format": 2 })));
+    let superblock = json!({ "version": NCZARR_VERSION });
+    let attributes = group_attributes(tree, g, layout, superblock);
+    out.push((prefixed(&path, ".zattrs"), attributes));
 }
 
 /// The `fill_value` JSON of a variable (`nczarr` false: pure Zarr, byte strings in base64).
@@ -122,6 +163,11 @@ pub fn fill_json(var: &Var, nczarr: bool) -> Value {
     if var.no_fill {
         return Value::Null;
     }
+    fill_of(var, nczarr)
+}
+
+/// The fill value of a variable as [`fill_json`] writes it, `NC_NOFILL` or not.
+fn fill_of(var: &Var, nczarr: bool) -> Value {
     let att = var.att("_FillValue").map(|a| &a.values);
     // Byte strings: NCZarr stores the text, pure Zarr its base64 (as zarr-python reads it),
     // except for strings stored as objects or as numpy unicode, whose fill zarr-python stores
@@ -219,9 +265,22 @@ fn var_objects(tree: &Tree, g: GroupId, var: &Var, layout: Layout, out: &mut Vec
     }
     out.push((prefixed(&path, ".zarray"), Value::Object(zarray)));
 
+    let attributes = array_attributes(tree, var, layout);
+    out.push((prefixed(&path, ".zattrs"), attributes));
+}
+
+/// The attributes of variable `var`: its own (its `_FillValue` as `fill` says), and
+/// `_ARRAY_DIMENSIONS` in Zarr v2 when `layout.xarray`, `_nczarr_array` in NCZarr (saying where
+/// a `_FillValue` left out was).
+fn array_attributes_with(tree: &Tree, var: &Var, layout: Layout, fill: FillAttribute) -> Value {
+    let scalar = var.is_scalar();
     let mut map = Map::new();
-    let types = user_atts(&var.atts, &mut map, layout);
-    if layout.xarray {
+    let left_at = match fill {
+        FillAttribute::Left => var.atts.iter().position(|a| a.name == "_FillValue"),
+        _ => None,
+    };
+    let types = user_atts(&var.atts, &mut map, layout, fill);
+    if layout.xarray && !layout.zarr_v3 {
         let names: Vec<String> = if scalar {
             if layout.nczarr {
                 vec!["_scalar_".into()]
@@ -241,16 +300,34 @@ fn var_objects(tree: &Tree, g: GroupId, var: &Var, layout: Layout, out: &mut Vec
             crate::model::Storage::Compact => "compact",
         };
         let mut info = json!({ "dimension_references": refs, "storage": storage });
-        if scalar {
+        if scalar && !layout.zarr_v3 {
             info["scalar"] = Value::from(1);
+        }
+        if var.no_fill && layout.zarr_v3 {
+            // Zarr v3 has a fill value for every array (Zarr v2's null one is `NC_NOFILL`).
+            info["nofill"] = Value::from(1);
+        }
+        if let Some(position) = left_at {
+            // The `fill_value` is the attribute.
+            info["fill_attribute"] = Value::from(position);
         }
         map.insert(ARRAY.into(), info);
     }
-    out.push((prefixed(&path, ".zattrs"), close_attrs(map, types, layout)));
+    close_attrs(map, types, layout)
+}
+
+fn array_attributes(tree: &Tree, var: &Var, layout: Layout) -> Value {
+    array_attributes_with(tree, var, layout, FillAttribute::AsAny)
 }
 
 /// Every metadata object of the dataset, in a stable order: groups before their contents.
 pub fn metadata_objects(tree: &Tree, layout: Layout) -> Vec<(String, Vec<u8>)> {
+    if layout.zarr_v3 {
+        return v3::metadata_objects(tree, layout)
+            .iter()
+            .map(|(k, v)| (k.clone(), to_bytes(v)))
+            .collect();
+    }
     let mut objects = Vec::new();
     for g in tree.groups_preorder() {
         group_objects(tree, g, layout, &mut objects);

@@ -174,7 +174,13 @@ pub struct Var {
     /// numpy complex numbers: each stored element is a pair (real, imaginary) of `ty`, served
     /// as a last dimension of 2 ([`COMPLEX_DIMENSION`]) that chunk keys leave out.
     pub complex: bool,
+    /// The `zarr.json` a Zarr v3 array was read from: kept as it is (codecs, extensions and
+    /// all) when its metadata is written again, but for what the model changes.
+    pub v3_stored: Option<StoredObject>,
 }
+
+/// A metadata object as a store held it (JSON), kept to be written back with changes.
+pub type StoredObject = std::sync::Arc<serde_json::Map<String, serde_json::Value>>;
 
 /// The dimension of a complex variable's two parts: the name of the nc-complex convention,
 /// which netCDF4-python reads as complex numbers (`auto_complex=True`).
@@ -207,6 +213,7 @@ impl Var {
             scalar_as_1d: false,
             stored_fill: None,
             complex: false,
+            v3_stored: None,
         }
     }
 
@@ -271,6 +278,8 @@ pub struct Group {
     pub dims: Vec<DimId>,
     pub vars: Vec<Var>,
     pub atts: Vec<Att>,
+    /// The `zarr.json` a Zarr v3 group was read from ([`Var::v3_stored`]).
+    pub v3_stored: Option<StoredObject>,
 }
 
 impl Group {
@@ -283,6 +292,7 @@ impl Group {
             dims: Vec::new(),
             vars: Vec::new(),
             atts: Vec::new(),
+            v3_stored: None,
         }
     }
 

@@ -10,13 +10,14 @@
 
 use super::super::json::{Json, Object};
 use super::meta::{Meta, join};
-use super::{Opened, Reader, read_atts, u64_list};
+use super::{NCPROPERTIES, Opened, Reader, SUPERBLOCK, nczarr_group_info, read_atts, u64_list};
 use crate::error::{Error, Result};
 use crate::format::Layout;
 use crate::model::{GroupId, NcType, StringStorage, Tree, Values, Var};
 use crate::zmap::Store;
 use serde_json::Number;
 use std::borrow::Cow;
+use std::sync::Arc;
 use typed_arena::Arena;
 
 type Obj<'a> = Object<'a>;
@@ -75,9 +76,10 @@ pub(super) fn attributes<'a>(obj: &Obj<'a>) -> Obj<'a> {
     }
 }
 
-/// Reads a Zarr v3 dataset: its root `zarr.json` must be a group. Read-only (we do not write
-/// Zarr v3).
-pub(super) fn read_dataset(store: &dyn Store, xarray: bool) -> Result<Opened> {
+/// Reads a Zarr v3 dataset: its root `zarr.json` must be a group. NCZarr when the root's
+/// attributes hold the superblock and `pure` (`mode=zarr`) does not ask otherwise: dimensions,
+/// arrays and groups are then those `_nczarr_group` lists, as in Zarr v2.
+pub(super) fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opened> {
     let fetched = Arena::new();
     let raw = Meta::new(store, None, &fetched);
     let root = raw
@@ -89,40 +91,66 @@ pub(super) fn read_dataset(store: &dyn Store, xarray: bool) -> Result<Opened> {
             store.describe()
         )));
     }
-    let mut reader = Reader::new(
-        Meta::new(store, consolidated(&root), &fetched),
-        false,
-        false,
-    );
+    let root_attrs = attributes(&root);
+    let nczarr = !pure && root_attrs.contains_key(SUPERBLOCK);
+    let ncproperties = root_attrs
+        .get(NCPROPERTIES)
+        .and_then(Json::as_str)
+        .map(String::from);
+    let inline = consolidated(&root);
+    let has_consolidated = inline.is_some();
+    let mut reader = Reader::new(Meta::new(store, inline, &fetched), nczarr, false);
     reader.v3 = true;
     reader.read_group_v3(Tree::ROOT, "", &root)?;
     reader.read_pending_vars()?;
     Ok(Opened {
+        read_only_reason: reader.unwritable_arrays(),
         tree: reader.tree,
         layout: Layout {
-            nczarr: false,
+            nczarr,
             xarray,
             consolidated: false,
+            zarr_v3: true,
         },
-        read_only_reason: Some("writing Zarr v3 is not supported yet".to_string()),
-        ncproperties: None,
-        has_zmetadata: false,
+        ncproperties,
+        has_zmetadata: has_consolidated,
     })
 }
 
 impl<'a> Reader<'a> {
     /// Reads group `g` at `path` from its `zarr.json` `obj`: its attributes, its arrays (kept
-    /// for [`Reader::read_pending_vars`]) and, depth first, its groups. Children are the
-    /// names below `path` that hold a `zarr.json`; anything else there is not Zarr.
+    /// for [`Reader::read_pending_vars`]) and, depth first, its groups. Children are the ones
+    /// `_nczarr_group` lists, in NCZarr; otherwise the names below `path` that hold a
+    /// `zarr.json` (anything else there is not Zarr).
     fn read_group_v3(&mut self, g: GroupId, path: &str, obj: &Obj<'a>) -> Result<()> {
         let key = join(path, ZARR_JSON);
-        self.tree.group_mut(g).atts = read_atts(&attributes(obj), &key)?;
-        let names: Vec<String> = self
-            .meta
-            .children(path)?
-            .into_iter()
-            .filter(|n| !n.starts_with('.') && n != ZARR_JSON)
-            .collect();
+        let attrs = attributes(obj);
+        self.tree.group_mut(g).atts = read_atts(&attrs, &key)?;
+        self.tree.group_mut(g).v3_stored = Some(Arc::new(obj.to_map()));
+        let info = if self.nczarr {
+            nczarr_group_info(&attrs, &Obj::default(), &key)?
+        } else {
+            None
+        };
+        let listed = info.is_some();
+        let names: Vec<String> = match info {
+            Some(info) => {
+                for (name, len, unlimited) in info.dims {
+                    self.tree.add_dim(g, &name, len, unlimited);
+                }
+                let names: Vec<String> = info.arrays.into_iter().chain(info.groups).collect();
+                if let Some(bad) = names.iter().find(|n| !plain_name(n)) {
+                    return Err(Error::metadata(key, format!("bad child name {bad:?}")));
+                }
+                names
+            }
+            None => self
+                .meta
+                .children(path)?
+                .into_iter()
+                .filter(|n| !n.starts_with('.') && n != ZARR_JSON)
+                .collect(),
+        };
         let keys: Vec<String> = names
             .iter()
             .map(|n| join(&join(path, n), ZARR_JSON))
@@ -132,6 +160,9 @@ impl<'a> Reader<'a> {
         let mut groups = Vec::new();
         for (name, key) in names.into_iter().zip(keys) {
             let Some(child) = self.meta.get(&key)? else {
+                if listed {
+                    return Err(Error::metadata(key, "missing"));
+                }
                 continue;
             };
             match node(&child, &key)? {
@@ -149,6 +180,11 @@ impl<'a> Reader<'a> {
         }
         Ok(())
     }
+}
+
+/// A name one level of a store path can have.
+fn plain_name(name: &str) -> bool {
+    !(name.is_empty() || name.contains('/') || name == "." || name == "..")
 }
 
 /// Undoes the encoding xarray gives the `_FillValue` attribute of a Zarr v3 array: a float's
@@ -476,7 +512,11 @@ fn numpy_dtype(data_type: &Json, big: Option<bool>) -> std::result::Result<Strin
             n if n % 4 == 0 => format!("{order}U{}", n / 4),
             n => return Err(format!("fixed_length_utf32 of {n} bytes")),
         },
-        "null_terminated_bytes" => format!("|S{}", length()?),
+        // One byte is a char, in NCZarr as in pure Zarr (netcdf-c's marker).
+        "null_terminated_bytes" => match length()? {
+            1 => ">S1".to_string(),
+            n => format!("|S{n}"),
+        },
         "numpy.datetime64" | "numpy.timedelta64" => {
             let unit = cfg
                 .and_then(|c| c.get("unit"))

@@ -1,0 +1,266 @@
+//! Zarr v3 written through libnetcdf (`mode=nczarr,v3` and `mode=zarr,v3`) and read by
+//! zarr-python 3 and xarray, and Zarr v3 stores zarr-python wrote, edited through libnetcdf.
+//!
+//! The oracle of what a store must hold is the netCDF-4 file stock `ncgen` makes of the same
+//! CDL, as netCDF4-python and xarray read it (`tests/py/netcdf_truth.py`); zarr-python and
+//! xarray must read the same from our store (`tests/py/check_zarr_v3.py`). That ncdump reads
+//! our Zarr v3 back as the HDF5 ground truth is tests/cli_differential.rs's check.
+
+mod common;
+
+use common::s3::{BUCKET, Kind, Server};
+use common::{Host, case_name, cdl_files, ncdump, ncgen, run, run_env, scratch, url};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// What netCDF4-python and xarray read of the netCDF-4 file `nc`.
+fn truth(nc: &Path) -> String {
+    let script = common::repo_root().join("tests/py/netcdf_truth.py");
+    common::python::run("netcdf4", &[script.to_str().unwrap(), nc.to_str().unwrap()])
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The problems zarr-python and xarray find in `store` (a directory or a zip archive) against
+/// the truth in the file `truth`, after checking that they compared at least one array.
+fn problems(store: &Path, truth: &Path) -> Vec<String> {
+    let script = common::repo_root().join("tests/py/check_zarr_v3.py");
+    let args = [
+        script.to_str().unwrap(),
+        store.to_str().unwrap(),
+        truth.to_str().unwrap(),
+    ];
+    let out = common::python::run("zarr3", &args).unwrap_or_else(|e| format!("\"{e}\""));
+    let report: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let mut problems: Vec<String> = report["problems"]
+        .as_array()
+        .map(|p| {
+            p.iter()
+                .map(|s| s.as_str().unwrap_or("?").to_string())
+                .collect()
+        })
+        .unwrap_or_else(|| vec![format!("no report: {out}")]);
+    if report["compared"].as_u64().unwrap_or(0) == 0 {
+        problems.push(format!("no array compared: {out}"));
+    }
+    problems
+}
+
+/// Every CDL of the corpus, written by stock `ncgen` through the library as NCZarr and as pure
+/// Zarr in Zarr v3, reads in zarr-python and xarray as the netCDF-4 file of the same CDL does
+/// in netCDF4-python and xarray: arrays, dimension names, types, values, attributes.
+#[test]
+fn zarr_python_and_xarray_read_what_netcdf_writes() {
+    if common::reference_only() {
+        // netcdf-c writes no Zarr v3.
+        return;
+    }
+    let dir = scratch("v3-write");
+    let mut report = common::Report::new("zarr_v3_written");
+    for cdl in cdl_files() {
+        let name = case_name(&cdl);
+        let nc = dir.path().join(format!("{name}.nc"));
+        ncgen(Host::Stock, &cdl, nc.to_str().unwrap()).unwrap_or_else(|e| panic!("{e}"));
+        let truth_file = dir.path().join(format!("{name}.json"));
+        std::fs::write(&truth_file, truth(&nc)).unwrap();
+        for mode in ["nczarr,v3,file", "zarr,v3,file"] {
+            let store = dir
+                .path()
+                .join(format!("{name}.{}.zarr", &mode[..mode.find(',').unwrap()]));
+            let outcome =
+                ncgen(Host::Ours, &cdl, &url(&store, mode)).and_then(|()| {
+                    match problems(&store, &truth_file) {
+                        p if p.is_empty() => Ok(()),
+                        p => Err(p.join("\n")),
+                    }
+                });
+            report.case(&format!("{name} [{mode}]"), outcome);
+        }
+    }
+    report.finish(30);
+}
+
+/// `nccopy` of a netCDF-4 file into a Zarr v3 zip archive and into S3 (s3s-fs on loopback)
+/// stores the dataset it stores in a directory: `ncdump` reads the same from all three, and
+/// zarr-python and xarray read the archive and the bucket's objects as the netCDF-4 file.
+#[test]
+fn zip_archives_and_s3_hold_what_a_directory_holds() {
+    if common::reference_only() {
+        return;
+    }
+    let dir = scratch("v3-stores");
+    let server = Server::start(Kind::S3sFs);
+    let endpoint = server.endpoint();
+    let s3_env = common::s3::tool_env(&endpoint);
+    for name in ["groups", "strings", "filters", "unlimited"] {
+        let cdl = common::repo_root().join(format!("tests/cdl/{name}.cdl"));
+        let nc = dir.path().join(format!("{name}.nc"));
+        let nc = nc.to_str().unwrap();
+        ncgen(Host::Stock, &cdl, nc).unwrap_or_else(|e| panic!("{e}"));
+        let truth_file = dir.path().join(format!("{name}.json"));
+        std::fs::write(&truth_file, truth(Path::new(nc))).unwrap();
+
+        let store = dir.path().join(format!("{name}.zarr"));
+        let zip = dir.path().join(format!("{name}.zip"));
+        let key = format!("v3/{name}");
+        let s3 = format!("s3://{BUCKET}/{key}#mode=nczarr,v3,s3");
+        for target in [url(&store, "nczarr,v3,file"), url(&zip, "nczarr,v3,zip")] {
+            run(Host::Ours, "nccopy", &[nc, &target])
+                .output()
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        run_env(Host::Ours, "nccopy", &[nc, &s3], &s3_env)
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+
+        let from_dir = ncdump(Host::Ours, &[], &url(&store, "nczarr,file")).unwrap();
+        let from_zip = ncdump(Host::Ours, &[], &url(&zip, "nczarr,zip")).unwrap();
+        let from_s3 = run_env(Host::Ours, "ncdump", &[&s3], &s3_env)
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let norm = common::dump::normalise_name;
+        assert_eq!(norm(&from_zip), norm(&from_dir), "{name}: zip");
+        assert_eq!(norm(&from_s3), norm(&from_dir), "{name}: S3");
+        for stored in [zip.clone(), server.bucket_dir().join(&key)] {
+            let found = problems(&stored, &truth_file);
+            assert!(found.is_empty(), "{name} {}: {found:#?}", stored.display());
+        }
+    }
+}
+
+/// zarr-python's own store: a sharded float array, a gzip array, a nested group with an array
+/// without dimension names, consolidated metadata.
+const WRITE_ZARR_PYTHON: &str = r#"
+import sys, warnings, numpy as np, zarr
+warnings.simplefilter("ignore")
+g = zarr.open_group(sys.argv[1], mode="w", zarr_format=3)
+g.attrs["title"] = "zarr-python"
+a = g.create_array("sharded", shape=(8, 6), chunks=(2, 3), shards=(4, 6), dtype="f4",
+                   dimension_names=["y", "x"], fill_value=-1.0)
+a[:] = np.arange(48, dtype="f4").reshape(8, 6)
+b = g.create_array("gz", shape=(5,), chunks=(2,), dtype="i2", dimension_names=["t"],
+                   compressors=[zarr.codecs.GzipCodec(level=3)])
+b[:] = np.arange(5)
+s = g.create_group("sub")
+s.attrs["kind"] = "nested"
+c = s.create_array("anon", shape=(3,), chunks=(3,), dtype="u1")
+c[:] = [1, 2, 3]
+zarr.consolidate_metadata(sys.argv[1])
+"#;
+
+/// Edits through netCDF4-python (the library preloaded; the plain path, which netCDF4-python
+/// opens rather than creates): attributes of the root and of the sharded array, a block of the
+/// sharded array, and a new variable.
+const EDIT_NETCDF4: &str = r#"
+import sys, numpy as np, netCDF4
+with netCDF4.Dataset(sys.argv[1], "r+") as ds:
+    ds.setncattr("history", "edited")
+    v = ds["sharded"]
+    v.setncattr("note", "block set")
+    v[1:5, 2:4] = np.full((4, 2), 42, dtype="f4")
+    added = ds.createVariable("added", "f8", ("t",), zlib=True, complevel=2)
+    added[:] = np.linspace(0, 1, 5)
+"#;
+
+/// What zarr-python reads of the store, with and without its consolidated metadata.
+const READ_ZARR_PYTHON: &str = r#"
+import json, sys, warnings, numpy as np, zarr
+warnings.simplefilter("ignore")
+out = {}
+for consolidated in (True, False):
+    g = zarr.open_group(sys.argv[1], mode="r", use_consolidated=consolidated)
+    out[str(consolidated)] = {
+        "root": dict(g.attrs),
+        "members": sorted(k for k, _ in g.members(max_depth=None)),
+        "sharded": g["sharded"][...].tolist(),
+        "sharded.attrs": dict(g["sharded"].attrs),
+        "added": g["added"][...].tolist(),
+        "added.codecs": [type(c).__name__ for c in g["added"].metadata.codecs],
+        "added.dims": list(g["added"].metadata.dimension_names),
+        "gz": g["gz"][...].tolist(),
+        "anon": g["sub/anon"][...].tolist(),
+        "anon.dims": g["sub/anon"].metadata.dimension_names,
+    }
+print(json.dumps(out))
+"#;
+
+/// A Zarr v3 store zarr-python wrote, edited through libnetcdf, reads in zarr-python (through
+/// its consolidated metadata and without) with the edits and nothing else changed: objects
+/// not edited keep their bytes, shards keep their codecs, an array without dimension names
+/// gets none.
+#[test]
+fn zarr_python_stores_are_edited_in_place() {
+    if common::reference_only() {
+        return;
+    }
+    let dir = scratch("v3-edit");
+    let store = dir.path().join("zp.zarr");
+    let path = store.to_str().unwrap();
+    common::python::run_script("zarr3", WRITE_ZARR_PYTHON, &[path])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let before = common::directory_objects(&store);
+    common::python::run_netcdf4_preloaded(EDIT_NETCDF4, &[path]).unwrap_or_else(|e| panic!("{e}"));
+    let after = common::directory_objects(&store);
+
+    let changed: Vec<&str> = before
+        .iter()
+        .filter(|(k, v)| after.get(*k) != Some(*v))
+        .map(|(k, _)| k.as_str())
+        .collect();
+    // The root (attributes, consolidated metadata), the sharded array's metadata and its two
+    // shards the block touches; nothing else.
+    assert_eq!(
+        changed,
+        [
+            "sharded/c/0/0",
+            "sharded/c/1/0",
+            "sharded/zarr.json",
+            "zarr.json"
+        ],
+        "{:?}",
+        after.keys().collect::<Vec<_>>()
+    );
+    let sharded: Value = serde_json::from_slice(&after["sharded/zarr.json"]).unwrap();
+    let original: Value = serde_json::from_slice(&before["sharded/zarr.json"]).unwrap();
+    assert_eq!(sharded["codecs"], original["codecs"]);
+
+    let out = common::python::run_script("zarr3", READ_ZARR_PYTHON, &[path])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let read: BTreeMap<String, Value> = serde_json::from_str(&out).unwrap();
+    let mut expected_block: Vec<Vec<f64>> = (0..8)
+        .map(|r| (0..6).map(|c| f64::from(r * 6 + c)).collect())
+        .collect();
+    for row in &mut expected_block[1..5] {
+        row[2] = 42.0;
+        row[3] = 42.0;
+    }
+    for (how, r) in &read {
+        assert_eq!(r["root"]["title"], "zarr-python", "{how}");
+        assert_eq!(r["root"]["history"], "edited", "{how}");
+        assert_eq!(
+            r["members"],
+            serde_json::json!(["added", "gz", "sharded", "sub", "sub/anon"]),
+            "{how}"
+        );
+        assert_eq!(r["sharded"], serde_json::json!(expected_block), "{how}");
+        assert_eq!(
+            r["sharded.attrs"],
+            serde_json::json!({"note": "block set"}),
+            "{how}"
+        );
+        assert_eq!(
+            r["added"],
+            serde_json::json!([0.0, 0.25, 0.5, 0.75, 1.0]),
+            "{how}"
+        );
+        assert_eq!(r["added.dims"], serde_json::json!(["t"]), "{how}");
+        assert_eq!(
+            r["added.codecs"],
+            serde_json::json!(["BytesCodec", "Shuffle", "GzipCodec"]),
+            "{how}"
+        );
+        assert_eq!(r["gz"], serde_json::json!([0, 1, 2, 3, 4]), "{how}");
+        assert_eq!(r["anon"], serde_json::json!([1, 2, 3]), "{how}");
+        assert_eq!(r["anon.dims"], Value::Null, "{how}");
+    }
+}
