@@ -943,6 +943,60 @@ fn ncdump_reads_each_chunk_with_one_get_and_no_head() {
     assert!(reqs.iter().all(|r| r.method != "HEAD"), "{reqs:?}");
 }
 
+/// NCZarr in Zarr v3 on S3: `ncgen` writes each chunk once and reads none; `ncdump` finds the
+/// root `zarr.json` in its first round of metadata requests and the arrays from the root's
+/// `_nczarr_group`, so it lists nothing, asks for each array's `zarr.json` once and each of the
+/// 40 chunks of `v` in one GET, and makes no HEAD.
+#[test]
+fn zarr_v3_opens_without_listing_and_reads_each_chunk_once() {
+    let counted = Counted::start("s3-count-v3");
+    let (dir, proxy, env) = (&counted.dir, &counted.proxy, counted.env());
+    let cdl = sample_cdl(dir.path());
+    let s3 = format!("s3://{BUCKET}/count/v3#mode=nczarr,v3,s3");
+    let r = tool("ncgen", &["-4", "-o", &s3, cdl.to_str().unwrap()], &env);
+    assert!(r.success(), "{}", r.describe());
+    let writes = proxy.take();
+    let chunk = |r: &&Request, var: &str| {
+        r.target.contains(&format!("/count/v3/{var}/c/")) && !r.target.contains('?')
+    };
+    let puts = writes.iter().filter(|r| r.method == "PUT" && chunk(r, "v"));
+    assert_eq!(puts.count(), 40, "{writes:?}");
+    assert!(
+        !writes.iter().any(|r| r.method == "GET" && chunk(&r, "w")),
+        "{writes:?}"
+    );
+
+    let r = tool("ncdump", &[&s3], &env);
+    assert!(r.success(), "{}", r.describe());
+    let reqs = proxy.take();
+    let lists: Vec<&Request> = reqs.iter().filter(|r| r.target.contains('?')).collect();
+    assert!(lists.is_empty(), "{lists:?}");
+    assert!(reqs.iter().all(|r| r.method != "HEAD"), "{reqs:?}");
+    let gets = |suffix: &str| {
+        reqs.iter()
+            .filter(|r| r.method == "GET" && r.target.ends_with(suffix))
+            .count()
+    };
+    assert_eq!(
+        (
+            gets("/count/v3/zarr.json"),
+            gets("/v/zarr.json"),
+            gets("/w/zarr.json")
+        ),
+        (1, 1, 1),
+        "{reqs:?}"
+    );
+    let mut chunk_gets: Vec<&str> = reqs
+        .iter()
+        .filter(|r| r.method == "GET" && chunk(r, "v"))
+        .map(|r| r.target.as_str())
+        .collect();
+    assert_eq!(chunk_gets.len(), 40, "{reqs:?}");
+    chunk_gets.sort_unstable();
+    chunk_gets.dedup();
+    assert_eq!(chunk_gets.len(), 40, "{reqs:?}");
+}
+
 /// The sample dataset, written by `ncgen` straight to a fresh s3s-fs at
 /// `s3://BUCKET/<stem>/a`, and a proxy in front of that server which records what the tools
 /// under test ask for (and answers the GETs a trap names itself). Fields drop in order: the

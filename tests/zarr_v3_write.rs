@@ -264,3 +264,177 @@ fn zarr_python_stores_are_edited_in_place() {
         assert_eq!(r["anon.dims"], Value::Null, "{how}");
     }
 }
+
+/// Stores zarr-python changed after consolidating them: `lon` grown and given an attribute
+/// behind its root's consolidated metadata, and a group `sub` consolidated on its own.
+const WRITE_STALE: &str = r#"
+import sys, warnings, numpy as np, zarr
+warnings.simplefilter("ignore")
+path = sys.argv[1]
+r = zarr.open_group(path, mode="w", zarr_format=3)
+a = r.create_array("lon", shape=(4,), chunks=(2,), dtype="f8", dimension_names=["x"])
+a[:] = np.arange(4.0)
+s = r.create_group("sub")
+s.create_array("b", shape=(4,), chunks=(4,), dtype="f8", dimension_names=["y"])[:] = 1
+zarr.consolidate_metadata(path)
+zarr.consolidate_metadata(path, path="sub")
+a = zarr.open_array(path + "/lon", mode="a")
+a.resize((8,))
+a[4:] = [4, 5, 6, 7]
+a.attrs["added"] = "later"
+"#;
+
+/// Edits through netCDF4-python: an attribute of `lon`, a variable added to `sub` and an
+/// attribute of `sub/b`.
+const EDIT_STALE: &str = r#"
+import sys, netCDF4
+with netCDF4.Dataset(sys.argv[1], "r+") as ds:
+    ds["lon"].units = "deg"
+    sub = ds.groups["sub"]
+    sub.createVariable("new", "i4", ("y",))[:] = [1, 2, 3, 4]
+    sub["b"].units = "m"
+"#;
+
+/// What zarr-python reads, through consolidated metadata (the root's and `sub`'s) and not.
+const READ_STALE: &str = r#"
+import json, sys, warnings, zarr
+warnings.simplefilter("ignore")
+out = {}
+for consolidated in (True, False):
+    g = zarr.open_group(sys.argv[1], mode="r", use_consolidated=consolidated)
+    sub = zarr.open_group(sys.argv[1], path="sub", mode="r", use_consolidated=consolidated)
+    out[str(consolidated)] = {
+        "lon": g["lon"][...].tolist(),
+        "lon.attrs": dict(g["lon"].attrs),
+        "sub": sorted(sub.array_keys()),
+        "b.attrs": dict(sub["b"].attrs),
+    }
+print(json.dumps(out))
+"#;
+
+/// An edit writes back each object as the store has it, not as a stale consolidated copy
+/// says (zarr-python keeps no consolidated metadata up to date by itself): the grown array
+/// keeps its length and attributes; and every group's consolidated metadata is made again,
+/// not only the root's.
+#[test]
+fn edits_start_from_the_objects_and_refresh_every_consolidation() {
+    if common::reference_only() {
+        return;
+    }
+    let dir = scratch("v3-stale");
+    let store = dir.path().join("st.zarr");
+    let path = store.to_str().unwrap();
+    common::python::run_script("zarr3", WRITE_STALE, &[path]).unwrap_or_else(|e| panic!("{e}"));
+    common::python::run_netcdf4_preloaded(EDIT_STALE, &[path]).unwrap_or_else(|e| panic!("{e}"));
+    let out =
+        common::python::run_script("zarr3", READ_STALE, &[path]).unwrap_or_else(|e| panic!("{e}"));
+    let read: BTreeMap<String, Value> = serde_json::from_str(&out).unwrap();
+    for (how, r) in &read {
+        let lon: Vec<f64> = (0..8).map(f64::from).collect();
+        assert_eq!(r["lon"], serde_json::json!(lon), "{how}");
+        assert_eq!(
+            r["lon.attrs"],
+            serde_json::json!({"added": "later", "units": "deg"}),
+            "{how}"
+        );
+        assert_eq!(r["sub"], serde_json::json!(["b", "new"]), "{how}");
+        assert_eq!(r["b.attrs"], serde_json::json!({"units": "m"}), "{how}");
+    }
+
+    // Consolidated metadata asked for (`consolidated`) on a store that has none is written
+    // at the first change.
+    let plain = dir.path().join("plain.zarr");
+    let plain_path = plain.to_str().unwrap();
+    common::python::run_script("zarr3", WRITE_STALE, &[plain_path])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let root = plain.join("zarr.json");
+    let mut obj: Value = serde_json::from_slice(&std::fs::read(&root).unwrap()).unwrap();
+    obj.as_object_mut().unwrap().remove("consolidated_metadata");
+    std::fs::write(&root, serde_json::to_vec(&obj).unwrap()).unwrap();
+    let mut ds = nczarr_rs::api::Dataset::open(
+        &nczarr_rs::url::DatasetUrl::parse(&url(&plain, "zarr,consolidated,file")).unwrap(),
+        true,
+    )
+    .unwrap();
+    let note = nczarr_rs::model::Values::text("x");
+    let root_group = nczarr_rs::api::Owner::Group(nczarr_rs::model::Tree::ROOT);
+    ds.put_att(root_group, "note", nczarr_rs::model::NcType::Char, note)
+        .unwrap();
+    ds.close().unwrap();
+    let obj: Value = serde_json::from_slice(&std::fs::read(&root).unwrap()).unwrap();
+    let block = &obj["consolidated_metadata"]["metadata"];
+    assert_eq!(block["lon"]["shape"], serde_json::json!([8]), "{obj}");
+    assert_eq!(block["sub/b"]["node_type"], "array", "{obj}");
+}
+
+/// What Zarr v3 cannot hold as netCDF has it: a group or variable named `zarr.json` is refused
+/// (its path would be a metadata object's); a char `_FillValue` of NUL is one byte, not none;
+/// a string `_FillValue` deleted from pure Zarr v3 stays deleted.
+#[test]
+fn names_and_fill_values_zarr_v3_must_not_lose() {
+    if common::reference_only() {
+        return;
+    }
+    let dir = scratch("v3-edges");
+    let named = dir.path().join("named.cdl");
+    std::fs::write(
+        &named,
+        "netcdf named { dimensions: x = 2 ; variables: int zarr.json(x) ; }",
+    )
+    .unwrap();
+    let refused = run(
+        Host::Ours,
+        "ncgen",
+        &[
+            "-4",
+            "-o",
+            &url(&dir.path().join("n.zarr"), "nczarr,v3,file"),
+            named.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        refused.refused_saying("Name contains illegal characters"),
+        "{}",
+        refused.describe()
+    );
+
+    let cdl = dir.path().join("fills.cdl");
+    std::fs::write(
+        &cdl,
+        "netcdf fills { dimensions: x = 3 ; variables: char c(x) ; c:_FillValue = \"\\000\" ; \
+         c:units = \"u\" ; string s(x) ; s:_FillValue = \"zz\" ; data: c = \"a\" ; s = \"p\" ; }",
+    )
+    .unwrap();
+    let nc = dir.path().join("fills.nc");
+    ncgen(Host::Stock, &cdl, nc.to_str().unwrap()).unwrap();
+    let store = dir.path().join("fills.zarr");
+    ncgen(Host::Ours, &cdl, &url(&store, "nczarr,v3,file")).unwrap();
+    let truth = ncdump(Host::Stock, &[], nc.to_str().unwrap()).unwrap();
+    let ours = ncdump(Host::Ours, &[], &url(&store, "nczarr,file")).unwrap();
+    let norm = common::dump::normalise_name;
+    assert_eq!(norm(&ours), norm(&truth));
+    let ds = nczarr_rs::api::Dataset::open(
+        &nczarr_rs::url::DatasetUrl::parse(&url(&store, "nczarr,file")).unwrap(),
+        false,
+    )
+    .unwrap();
+    let c = &ds.tree.group(nczarr_rs::model::Tree::ROOT).vars[0];
+    assert_eq!(c.att("_FillValue").map(|a| a.values.len()), Some(1));
+
+    let pure = dir.path().join("pure.zarr");
+    ncgen(Host::Ours, &cdl, &url(&pure, "zarr,v3,file")).unwrap();
+    let u = url(&pure, "zarr,file");
+    let mut ds =
+        nczarr_rs::api::Dataset::open(&nczarr_rs::url::DatasetUrl::parse(&u).unwrap(), true)
+            .unwrap();
+    ds.redef().unwrap();
+    ds.del_att(
+        nczarr_rs::api::Owner::Var(nczarr_rs::model::Tree::ROOT, 1),
+        "_FillValue",
+    )
+    .unwrap();
+    ds.close().unwrap();
+    let dump = ncdump(Host::Ours, &["-h"], &u).unwrap();
+    assert!(dump.contains("string s(x) ;"), "{dump}");
+    assert!(!dump.contains("s:_FillValue"), "{dump}");
+}

@@ -136,7 +136,8 @@ impl Dataset {
     /// Opens the dataset that an open `store` holds, read as `wanted` asks (pure Zarr unless
     /// `wanted.nczarr`).
     pub fn open_over(store: Box<dyn Store>, wanted: Layout, writable: bool) -> Result<Dataset> {
-        let opened = format::read::read_dataset(store.as_ref(), !wanted.nczarr, wanted.xarray)?;
+        let opened =
+            format::read::read_dataset_as(store.as_ref(), !wanted.nczarr, wanted.xarray, writable)?;
         let layout = Layout {
             nczarr: opened.layout.nczarr,
             xarray: wanted.xarray,
@@ -149,10 +150,12 @@ impl Dataset {
         ds.remember_paths();
         if ds.writable && ds.read_only_reason.is_none() {
             // The store holds the metadata of this tree already: only objects the model
-            // changes are written (foreign formatting survives otherwise). A `.zmetadata` the
-            // user asked for but the store lacks is written at the first sync.
+            // changes are written (foreign formatting survives otherwise). Consolidated metadata
+            // the user asked for but the store lacks is written at the first sync.
+            let missing = ds.layout.consolidated && !opened.has_zmetadata;
+            let carrier = format::write::consolidated_key(ds.layout);
             for (k, v) in format::write::metadata_objects(&ds.tree, ds.layout) {
-                if k != ".zmetadata" || opened.has_zmetadata {
+                if !(missing && k == carrier) {
                     ds.written.insert(k, v);
                 }
             }

@@ -29,6 +29,22 @@ pub fn check(name: &str) -> Result<()> {
     Ok(())
 }
 
+/// The metadata object of every Zarr v3 node, which no group or variable may be named: its
+/// store path would be that object's.
+const ZARR_V3_NODE_OBJECT: &str = "zarr.json";
+
+/// Checks the name of a group or variable: a netCDF name ([`check`]) that is not a Zarr
+/// metadata object's (the v2 objects' start with `.`, which [`check`] refuses).
+pub fn check_node(name: &str) -> Result<()> {
+    check(name)?;
+    if name == ZARR_V3_NODE_OBJECT {
+        return Err(Error::BadName(format!(
+            "{name} (the name of Zarr v3's metadata objects)"
+        )));
+    }
+    Ok(())
+}
+
 /// Decodes a C name: must be UTF-8.
 pub fn from_bytes(bytes: &[u8]) -> Result<&str> {
     std::str::from_utf8(bytes)
@@ -48,5 +64,13 @@ mod tests {
             assert!(check(bad).is_err(), "{bad:?}");
         }
         assert!(matches!(check(&"a".repeat(257)), Err(Error::MaxName(_))));
+    }
+
+    #[test]
+    fn groups_and_variables_are_not_named_as_metadata_objects() {
+        assert!(check("zarr.json").is_ok());
+        assert!(matches!(check_node("zarr.json"), Err(Error::BadName(_))));
+        assert!(check_node("zarr.jsonx").is_ok());
+        assert!(check_node(".zarray").is_err());
     }
 }

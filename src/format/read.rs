@@ -60,7 +60,7 @@ fn restore_fill_attribute(var: &mut Var, recorded: Option<u64>, pure: bool) {
         None => return,
     };
     let values = match var.ty {
-        NcType::Char => Values::fixed(NcType::Char, stored.into_iter().take(1).collect()),
+        NcType::Char => Values::fixed(NcType::Char, vec![stored.first().copied().unwrap_or(0)]),
         NcType::String if var.strings != StringStorage::Ucs4 => Values::Strings(vec![stored]),
         _ => return,
     };
@@ -928,23 +928,46 @@ fn has_zarr_below(meta: &Meta, path: &str, depth: u32, budget: &Cell<usize>) -> 
     Ok(false)
 }
 
-/// Reads the dataset's metadata. `pure` forces pure-Zarr interpretation (`mode=zarr`).
+/// Reads the dataset's metadata to be read only. `pure` forces pure-Zarr interpretation
+/// (`mode=zarr`).
 pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opened> {
+    read_dataset_as(store, pure, xarray, false)
+}
+
+/// Reads the dataset's metadata; `writable`: to be written to, when the objects themselves
+/// are read rather than their consolidated copies (which another writer may have left stale:
+/// an object written back must be the store's, changed only as the model changes it).
+pub fn read_dataset_as(
+    store: &dyn Store,
+    pure: bool,
+    xarray: bool,
+    writable: bool,
+) -> Result<Opened> {
     let fetched = Arena::new();
     let raw = Meta::new(store, None, &fetched);
     let zmetadata = raw.keep(store.get(&StoreKey::new(".zmetadata")?)?);
     let has_zmetadata = zmetadata.is_some();
     let consolidated = match zmetadata {
-        Some(b) => match raw.parse(".zmetadata", b)?.remove("metadata") {
+        Some(b) if !writable => match raw.parse(".zmetadata", b)?.remove("metadata") {
             Some(Json::Object(o)) => Some(o),
             _ => None,
         },
-        None => None,
+        _ => None,
     };
     let meta = Meta::new(store, consolidated, &fetched);
-    meta.prefetch(&[".zgroup".to_string(), ".zattrs".to_string()])?;
+    // Without consolidated metadata, a Zarr v3 root is looked for in the same round.
+    let mut first = vec![".zgroup".to_string(), ".zattrs".to_string()];
+    if !has_zmetadata {
+        first.push(v3::ZARR_JSON.to_string());
+    }
+    meta.prefetch(&first)?;
     let root_zgroup = meta.get(".zgroup")?;
     let root_zattrs = meta.get(".zattrs")?;
+    if root_zgroup.is_none() && root_zattrs.is_none() && !has_zmetadata {
+        if let Some(root) = meta.get(v3::ZARR_JSON)? {
+            return v3::read_dataset(store, &fetched, root, pure, xarray, writable);
+        }
+    }
     // The root group is read again below.
     meta.put_back(".zgroup", &root_zgroup);
     meta.put_back(".zattrs", &root_zattrs);
@@ -969,8 +992,11 @@ pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opene
             // An empty location (an object-store prefix with no objects) holds no dataset.
             return Err(Error::NotFound(store.describe()));
         }
-        if kids.iter().any(|k| k == v3::ZARR_JSON) {
-            return v3::read_dataset(store, pure, xarray);
+        if let Some(root) = raw
+            .get(v3::ZARR_JSON)?
+            .filter(|_| kids.iter().any(|k| k == v3::ZARR_JSON))
+        {
+            return v3::read_dataset(store, &fetched, root, pure, xarray, writable);
         }
         if kids.iter().any(|k| k == ".zarray") {
             return Err(Error::NotZarr(format!(

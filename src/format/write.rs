@@ -320,6 +320,16 @@ fn array_attributes(tree: &Tree, var: &Var, layout: Layout) -> Value {
     array_attributes_with(tree, var, layout, FillAttribute::AsAny)
 }
 
+/// The metadata object that holds a dataset's consolidated metadata: `.zmetadata`, or in Zarr
+/// v3 the root's `zarr.json`.
+pub fn consolidated_key(layout: Layout) -> &'static str {
+    if layout.zarr_v3 {
+        v3::ZARR_JSON
+    } else {
+        ".zmetadata"
+    }
+}
+
 /// Every metadata object of the dataset, in a stable order: groups before their contents.
 pub fn metadata_objects(tree: &Tree, layout: Layout) -> Vec<(String, Vec<u8>)> {
     if layout.zarr_v3 {

@@ -76,15 +76,19 @@ pub(super) fn attributes<'a>(obj: &Obj<'a>) -> Obj<'a> {
     }
 }
 
-/// Reads a Zarr v3 dataset: its root `zarr.json` must be a group. NCZarr when the root's
-/// attributes hold the superblock and `pure` (`mode=zarr`) does not ask otherwise: dimensions,
-/// arrays and groups are then those `_nczarr_group` lists, as in Zarr v2.
-pub(super) fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opened> {
-    let fetched = Arena::new();
-    let raw = Meta::new(store, None, &fetched);
-    let root = raw
-        .get(ZARR_JSON)?
-        .ok_or_else(|| Error::metadata(ZARR_JSON, "missing"))?;
+/// Reads a Zarr v3 dataset whose root `zarr.json` is `root` (which must be a group), with the
+/// objects `fetched` holds. NCZarr when the root's attributes hold the superblock and `pure`
+/// (`mode=zarr`) does not ask otherwise: dimensions, arrays and groups are then those
+/// `_nczarr_group` lists, as in Zarr v2. Consolidated metadata serves the open unless
+/// `writable` (see [`super::read_dataset_as`]).
+pub(super) fn read_dataset<'a>(
+    store: &'a dyn Store,
+    fetched: &'a Arena<Vec<u8>>,
+    root: Obj<'a>,
+    pure: bool,
+    xarray: bool,
+    writable: bool,
+) -> Result<Opened> {
     if node(&root, ZARR_JSON)? == Node::Array {
         return Err(Error::NotZarr(format!(
             "{} is a single Zarr array, not a group",
@@ -99,10 +103,33 @@ pub(super) fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Resul
         .map(String::from);
     let inline = consolidated(&root);
     let has_consolidated = inline.is_some();
-    let mut reader = Reader::new(Meta::new(store, inline, &fetched), nczarr, false);
+    let listed = inline.clone().filter(|_| writable);
+    let inline = inline.filter(|_| !writable);
+    let mut reader = Reader::new(Meta::new(store, inline, fetched), nczarr, false);
     reader.v3 = true;
-    reader.read_group_v3(Tree::ROOT, "", &root)?;
-    reader.read_pending_vars()?;
+    let read = reader
+        .read_group_v3(Tree::ROOT, "", &root)
+        .and_then(|()| reader.read_pending_vars());
+    // Written back, consolidated metadata would lose what only it describes: a dataset whose
+    // objects do not hold all it lists is read through it, read-only.
+    let unlisted = match (read, &listed) {
+        (Err(e), None) => return Err(e),
+        (Err(e), Some(_)) => Some(e.to_string()),
+        (Ok(()), Some(listed)) => node_not_read(listed, &reader.tree).map(|node| {
+            format!("it lists {node}, which has no zarr.json of its own (or, in NCZarr, no entry in _nczarr_group)")
+        }),
+        (Ok(()), None) => None,
+    };
+    if let Some(why) = unlisted {
+        let opened = read_dataset(store, fetched, root, pure, xarray, false)?;
+        return Ok(Opened {
+            read_only_reason: Some(format!(
+                "its consolidated metadata does not match its objects ({why}), which \
+                 consolidating it again puts right"
+            )),
+            ..opened
+        });
+    }
     Ok(Opened {
         read_only_reason: reader.unwritable_arrays(),
         tree: reader.tree,
@@ -115,6 +142,25 @@ pub(super) fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Resul
         ncproperties,
         has_zmetadata: has_consolidated,
     })
+}
+
+/// The path of a node the consolidated metadata `listed` holds that is not in `tree` (read
+/// from the objects themselves), if there is one.
+fn node_not_read(listed: &Obj, tree: &Tree) -> Option<String> {
+    let mut read = std::collections::HashSet::new();
+    for g in tree.groups_preorder() {
+        let path = tree.group_path(g);
+        for var in &tree.group(g).vars {
+            read.insert(join(&path, &var.name));
+        }
+        read.insert(path);
+    }
+    listed
+        .iter()
+        .filter_map(|(key, _)| key.strip_suffix(ZARR_JSON))
+        .map(|node| node.trim_end_matches('/'))
+        .find(|node| !read.contains(*node))
+        .map(String::from)
 }
 
 impl<'a> Reader<'a> {

@@ -18,48 +18,76 @@ use crate::model::{NcType, StringStorage, Tree, Values, Var};
 use serde_json::{Map, Value, json};
 
 /// The metadata object of every Zarr v3 node.
-const ZARR_JSON: &str = "zarr.json";
+pub(super) const ZARR_JSON: &str = "zarr.json";
 
 /// Every `zarr.json` of the dataset, groups before their contents; with consolidated metadata
-/// inline in the root's when `layout.consolidated`.
+/// inline in the root's when `layout.consolidated`, and in any other group's that had some.
 pub(super) fn metadata_objects(tree: &Tree, layout: Layout) -> Vec<(String, Value)> {
     let mut out = Vec::new();
+    let mut consolidating = Vec::new();
     for g in tree.groups_preorder() {
         let path = tree.group_path(g);
+        let keeps = if g == Tree::ROOT {
+            layout.consolidated
+        } else {
+            had_consolidated(tree.group(g))
+        };
+        if keeps {
+            consolidating.push((out.len(), path.clone()));
+        }
         out.push((prefixed(&path, ZARR_JSON), group_object(tree, g, layout)));
         for var in &tree.group(g).vars {
             let key = prefixed(&var_path(tree, g, var), ZARR_JSON);
             out.push((key, array_object(tree, var, layout)));
         }
     }
-    if layout.consolidated {
-        consolidate(&mut out);
+    let blocks: Vec<(usize, Value)> = consolidating
+        .iter()
+        .map(|(at, path)| (*at, consolidated_below(&out, path)))
+        .collect();
+    for (at, block) in blocks {
+        out[at].1["consolidated_metadata"] = block;
     }
     out
+}
+
+/// A group read with consolidated metadata of its own (zarr-python consolidates any group).
+fn had_consolidated(group: &crate::model::Group) -> bool {
+    group
+        .v3_stored
+        .as_ref()
+        .is_some_and(|o| o.get("consolidated_metadata").is_some_and(Value::is_object))
 }
 
 fn consolidated_block(metadata: Map<String, Value>) -> Value {
     json!({ "kind": "inline", "must_understand": false, "metadata": metadata })
 }
 
-/// Puts every node's object into the root's, as zarr-python consolidates them: by path, a
-/// group's carrying an empty consolidated block of its own.
-fn consolidate(objects: &mut [(String, Value)]) {
+/// The consolidated metadata of the group at `path`: every node below it, by path from it, as
+/// zarr-python consolidates them (a group's carrying an empty block of its own).
+fn consolidated_below(objects: &[(String, Value)], path: &str) -> Value {
+    let prefix = if path.is_empty() {
+        String::new()
+    } else {
+        format!("{path}/")
+    };
     let mut metadata = Map::new();
-    for (key, obj) in objects.iter().skip(1) {
-        let path = key
-            .strip_suffix(ZARR_JSON)
-            .unwrap_or(key)
-            .trim_end_matches('/');
+    for (key, obj) in objects {
+        let Some(node) = key
+            .strip_prefix(&prefix)
+            .and_then(|rest| rest.strip_suffix(ZARR_JSON))
+            .map(|rest| rest.trim_end_matches('/'))
+            .filter(|node| !node.is_empty())
+        else {
+            continue;
+        };
         let mut obj = obj.clone();
         if obj["node_type"] == "group" {
             obj["consolidated_metadata"] = consolidated_block(Map::new());
         }
-        metadata.insert(path.to_string(), obj);
+        metadata.insert(node.to_string(), obj);
     }
-    if let Some((_, root)) = objects.first_mut() {
-        root["consolidated_metadata"] = consolidated_block(metadata);
-    }
+    consolidated_block(metadata)
 }
 
 fn group_object(tree: &Tree, g: crate::model::GroupId, layout: Layout) -> Value {
@@ -75,7 +103,7 @@ fn group_object(tree: &Tree, g: crate::model::GroupId, layout: Layout) -> Value 
         }
     };
     obj.insert("attributes".into(), attributes);
-    // The root's is made again from the nodes (when it is kept); a group's own would be stale.
+    // Made again from the nodes below when it is kept: as stored, it may be stale.
     obj.remove("consolidated_metadata");
     Value::Object(obj)
 }
@@ -106,6 +134,10 @@ fn array_object(tree: &Tree, var: &Var, layout: Layout) -> Value {
         Some(stored) => (**stored).clone(),
         None => new_array(var),
     };
+    if matches!(var.ty, NcType::Char | NcType::String) {
+        // Their `_FillValue` is the fill value: the model's.
+        obj.insert("fill_value".into(), fill_value(var));
+    }
     obj.insert("shape".into(), Value::from(shape));
     obj.insert("attributes".into(), attributes);
     let names = dimension_names(tree, var);
@@ -182,6 +214,17 @@ fn data_type(var: &Var) -> Value {
 /// The `fill_value`: the one netCDF reads where nothing was written (under `NC_NOFILL`, which
 /// Zarr v3 has no word for, the `_FillValue` if there is one, else zeros).
 fn fill_value(var: &Var) -> Value {
+    if var.ty == NcType::Char {
+        // One byte, NUL included (zarr-python's base64 of no byte would read as none).
+        let byte = match var.att("_FillValue").map(|a| &a.values) {
+            Some(Values::Fixed {
+                ty: NcType::Char,
+                bytes,
+            }) => bytes.first().copied().unwrap_or(0),
+            _ => 0,
+        };
+        return Value::from(base64::encode(&[byte]));
+    }
     if !var.no_fill || var.att("_FillValue").is_some() {
         return fill_of(var, false);
     }
@@ -432,6 +475,7 @@ mod tests {
         // xarray opens no char array with a `_FillValue` attribute: the fill is `fill_value`
         // (base64, as zarr-python stores bytes), its place among the attributes recorded.
         assert_eq!(a["fill_value"], "eA==");
+        assert_eq!(fill_value(&Var::new("d", NcType::Char, vec![])), "AA==");
         assert!(a["attributes"].get("_FillValue").is_none());
         let info = &a["attributes"]["_nczarr_array"];
         assert_eq!(info["fill_attribute"], 1);
