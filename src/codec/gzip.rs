@@ -1,11 +1,11 @@
 //! `gzip` (numcodecs, and a core codec of Zarr v3): a gzip member, level 0-9. Reported to
 //! netCDF as deflate of its level: the same compression, framed otherwise.
 
-use super::{Codec, Config, bad_config, failed, params, stream};
-use crate::error::Result;
-use flate2::{Compression, read::MultiGzDecoder, write::GzEncoder};
+use super::zlib::{Framing, MOST_EXPANSION, deflate_into, inflate_into};
+use super::{Codec, Config, bad_config, params, stream};
+use crate::error::{Error, Result};
+use flate2::read::MultiGzDecoder;
 use serde_json::Value;
-use std::io::Write;
 
 const ID: &str = "gzip";
 
@@ -38,18 +38,48 @@ impl Codec for Gzip {
         Some((super::hdf5_id::DEFLATE, vec![self.level]))
     }
 
+    /// One gzip member in one pass (libdeflate, as for zlib).
     fn encode_into(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
-        let mut kept = std::mem::take(out);
-        kept.clear();
-        kept.reserve(raw.len() / 2 + 64);
-        let mut e = GzEncoder::new(kept, Compression::new(self.level));
-        e.write_all(raw).map_err(|x| failed(ID, x))?;
-        *out = e.finish().map_err(|x| failed(ID, x))?;
-        Ok(())
+        deflate_into(ID, Framing::Gzip, raw, self.level, out)
     }
 
+    /// Inflates into a buffer of `limit` bytes, or fewer when `encoded` cannot inflate to that
+    /// many: a short corrupt stream never reserves a large buffer.
     fn decode(&self, encoded: &[u8], limit: usize) -> Result<Vec<u8>> {
-        stream::read_bounded(ID, MultiGzDecoder::new(encoded), limit)
+        let room = limit.min(encoded.len().saturating_mul(MOST_EXPANSION));
+        let mut out = vec![0u8; room];
+        let n = decode_to(encoded, &mut out, limit)?;
+        out.truncate(n);
+        Ok(out)
+    }
+
+    fn writes_in_place(&self) -> bool {
+        true
+    }
+
+    fn decode_into(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize> {
+        let limit = out.len();
+        decode_to(encoded, out, limit)
+    }
+}
+
+/// Inflates `encoded` into the start of `out`: one member (what numcodecs and zarr-python
+/// write) in one pass; a stream that fills less than `out`, or that one pass cannot read, may
+/// hold further members (gzip allows several), and is read again by a decoder of members.
+fn decode_to(encoded: &[u8], out: &mut [u8], limit: usize) -> Result<usize> {
+    match inflate_into(ID, Framing::Gzip, encoded, out, limit) {
+        Ok(n) if n == out.len() => Ok(n),
+        Ok(_) | Err(Error::Filter { .. }) => {
+            let all = stream::read_bounded(ID, MultiGzDecoder::new(encoded), limit)?;
+            let (n, room) = (all.len(), out.len());
+            out.get_mut(..n)
+                .ok_or_else(|| {
+                    super::past_limit(ID, format!("decompresses to more than {room} bytes"))
+                })?
+                .copy_from_slice(&all);
+            Ok(n)
+        }
+        Err(e) => Err(e),
     }
 }
 
@@ -79,5 +109,42 @@ mod tests {
             g.hdf5(),
             Some((super::super::hdf5_id::DEFLATE, vec![g.level]))
         );
+    }
+
+    /// Streams of several members (gzip allows them; flate2's encoder makes one per call)
+    /// read whole, in place or not; a stream longer than the room it is given fails.
+    #[test]
+    fn every_member_is_read_and_limits_hold() {
+        use flate2::{Compression, write::GzEncoder};
+        use std::io::Write;
+        let member = |bytes: &[u8]| {
+            let mut e = GzEncoder::new(Vec::new(), Compression::new(5));
+            e.write_all(bytes).unwrap();
+            e.finish().unwrap()
+        };
+        let data: Vec<u8> = (0..40_000u32).map(|i| (i % 251) as u8).collect();
+        let g = Gzip { level: 1 };
+        let mut two = member(&data[..15_000]);
+        two.extend(member(&data[15_000..]));
+        assert_eq!(g.decode(&two, data.len()).unwrap(), data);
+        let mut out = vec![0u8; data.len()];
+        assert_eq!(g.decode_into(&two, &mut out).unwrap(), data.len());
+        assert_eq!(out, data);
+        let one = g.encode(&data).unwrap();
+        let mut back = Vec::new();
+        std::io::Read::read_to_end(&mut MultiGzDecoder::new(&one[..]), &mut back).unwrap();
+        assert_eq!(
+            back, data,
+            "libdeflate's member is a gzip member flate2 reads"
+        );
+        let mut short = vec![0u8; data.len() - 1];
+        for stream in [&one, &two] {
+            let e = g.decode_into(stream, &mut short).unwrap_err().to_string();
+            assert!(e.contains("more than"), "{e}");
+        }
+        let mut larger = vec![0u8; data.len() + 10];
+        assert_eq!(g.decode_into(&one, &mut larger).unwrap(), data.len());
+        let damaged: Vec<u8> = one.iter().map(|b| b ^ 0x55).collect();
+        assert!(g.decode(&damaged, data.len()).is_err());
     }
 }

@@ -10,7 +10,7 @@ const ID: &str = "zlib";
 
 /// Most bytes one deflate stream can inflate to per byte of input: a 258-byte match coded in
 /// two bits.
-const MOST_EXPANSION: usize = 1032;
+pub(super) const MOST_EXPANSION: usize = 1032;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Zlib {
@@ -51,7 +51,7 @@ impl Codec for Zlib {
     /// Deflates into `out`'s memory in one pass with libdeflate (this thread's compressor for
     /// the level; level 0 stores the bytes in uncompressed blocks, as zlib's does).
     fn encode_into(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
-        deflate_into(raw, self.level, out)
+        deflate_into(ID, Framing::Zlib, raw, self.level, out)
     }
 
     /// Inflates into a buffer of `limit` bytes, or fewer when `encoded` cannot inflate to that
@@ -59,7 +59,7 @@ impl Codec for Zlib {
     fn decode(&self, encoded: &[u8], limit: usize) -> Result<Vec<u8>> {
         let room = limit.min(encoded.len().saturating_mul(MOST_EXPANSION));
         let mut out = vec![0u8; room];
-        let n = inflate_into(encoded, &mut out, limit)?;
+        let n = inflate_into(ID, Framing::Zlib, encoded, &mut out, limit)?;
         out.truncate(n);
         Ok(out)
     }
@@ -70,22 +70,36 @@ impl Codec for Zlib {
 
     fn decode_into(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize> {
         let limit = out.len();
-        inflate_into(encoded, out, limit)
+        inflate_into(ID, Framing::Zlib, encoded, out, limit)
     }
 }
 
-/// Deflates `raw` into a zlib stream in `out` (replacing what it held) with this thread's
-/// libdeflate compressor for `level` (0-9), made on its first use.
-fn deflate_into(raw: &[u8], level: u32, out: &mut Vec<u8>) -> Result<()> {
+/// How a deflate stream is framed: zlib's header and Adler-32, or a gzip member.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Framing {
+    Zlib,
+    Gzip,
+}
+
+/// Deflates `raw` into one stream of `framing` in `out` (replacing what it held) with this
+/// thread's libdeflate compressor for `level` (0-9), made on its first use; `codec` names
+/// the codec in errors.
+pub(super) fn deflate_into(
+    codec: &str,
+    framing: Framing,
+    raw: &[u8],
+    level: u32,
+    out: &mut Vec<u8>,
+) -> Result<()> {
     thread_local! {
         static COMPRESSORS: RefCell<Option<[Option<Compressor>; 10]>> = const { RefCell::new(None) };
     }
     with_reused(
-        ID,
+        codec,
         &COMPRESSORS,
         || Some(Default::default()),
         |all| {
-            let outside = || bad_config(ID, format!("level {level} is outside 0..=9"));
+            let outside = || bad_config(codec, format!("level {level} is outside 0..=9"));
             let slot = all.get_mut(level as usize).ok_or_else(outside)?;
             let c = match slot {
                 Some(c) => c,
@@ -96,38 +110,57 @@ fn deflate_into(raw: &[u8], level: u32, out: &mut Vec<u8>) -> Result<()> {
             };
             // Zero-filled only past the kept length (the end of the last chunk's output);
             // the compressor writes every byte it returns.
-            out.resize(c.zlib_compress_bound(raw.len()), 0);
-            let n = c
-                .zlib_compress(raw, out)
-                .map_err(|e| failed(ID, format!("cannot compress: {e:?}")))?;
+            let bound = match framing {
+                Framing::Zlib => c.zlib_compress_bound(raw.len()),
+                Framing::Gzip => c.gzip_compress_bound(raw.len()),
+            };
+            out.resize(bound, 0);
+            let n = match framing {
+                Framing::Zlib => c.zlib_compress(raw, out),
+                Framing::Gzip => c.gzip_compress(raw, out),
+            }
+            .map_err(|e| failed(codec, format!("cannot compress: {e:?}")))?;
             out.truncate(n);
             Ok(())
         },
     )
 }
 
-/// Inflates the zlib stream at the start of `encoded` into the start of `out` in one pass
-/// (libdeflate, this thread's decompressor); returns the bytes written. A stream longer than
-/// `out` (reported as longer than `limit`), a truncated or corrupt one, or one whose checksum
-/// does not match is an error; bytes after the stream are ignored.
-fn inflate_into(encoded: &[u8], out: &mut [u8], limit: usize) -> Result<usize> {
+/// Inflates the stream of `framing` at the start of `encoded` into the start of `out` in one
+/// pass (libdeflate, this thread's decompressor); returns the bytes written. A stream longer
+/// than `out` (reported as longer than `limit`), a truncated or corrupt one, or one whose
+/// checksum does not match is an error; bytes after the stream (for gzip: any further
+/// member) are ignored.
+pub(super) fn inflate_into(
+    codec: &str,
+    framing: Framing,
+    encoded: &[u8],
+    out: &mut [u8],
+    limit: usize,
+) -> Result<usize> {
     thread_local! {
         static DECOMPRESSOR: RefCell<Option<Decompressor>> = const { RefCell::new(None) };
     }
     with_reused(
-        ID,
+        codec,
         &DECOMPRESSOR,
         || Some(Decompressor::new()),
-        |d| match d.zlib_decompress(encoded, out) {
-            Ok(n) => Ok(n),
-            Err(DecompressionError::InsufficientSpace) => Err(past_limit(
-                ID,
-                format!("decompresses to more than the expected {limit} bytes"),
-            )),
-            Err(DecompressionError::BadData) => Err(failed(
-                ID,
-                "corrupt stream: truncated, damaged or failing its checksum",
-            )),
+        |d| {
+            let inflated = match framing {
+                Framing::Zlib => d.zlib_decompress(encoded, out),
+                Framing::Gzip => d.gzip_decompress(encoded, out),
+            };
+            match inflated {
+                Ok(n) => Ok(n),
+                Err(DecompressionError::InsufficientSpace) => Err(past_limit(
+                    codec,
+                    format!("decompresses to more than the expected {limit} bytes"),
+                )),
+                Err(DecompressionError::BadData) => Err(failed(
+                    codec,
+                    "corrupt stream: truncated, damaged or failing its checksum",
+                )),
+            }
         },
     )
 }
