@@ -3,15 +3,17 @@
 //! and consolidated, with every codec and sharding) get one metadata object or chunk
 //! damaged at random — truncated, bytes flipped, a JSON value replaced by one of another type or an
 //! absurd size, hostile paths, the object removed — and the dataset is opened and every variable
-//! read through the Rust API. Any outcome is fine except a panic: every failure must be an error
-//! value (which the C boundary turns into a netCDF code).
+//! read through the Rust API, then opened for writing and changed. Seeds include NCZarr and pure
+//! Zarr in Zarr v3 written by `ncgen`. Any outcome is fine except a panic: every failure must be
+//! an error value (which the C boundary turns into a netCDF code).
 
 mod common;
 #[path = "../fuzz/session.rs"]
 mod session;
 
 use common::{Host, ncgen, repo_root, scratch, url};
-use nczarr_rs::api::Dataset;
+use nczarr_rs::api::{Dataset, Owner};
+use nczarr_rs::model::{NcType, Tree, Values};
 use nczarr_rs::url::DatasetUrl;
 use proptest::prelude::*;
 use serde_json::Value;
@@ -30,7 +32,13 @@ fn seeds() -> &'static Vec<Seed> {
         let dir = scratch("fuzz-seeds");
         let mut out = Vec::new();
         for case in ["storage", "groups", "strings", "unlimited", "scalars"] {
-            for mode in ["nczarr,file", "zarr,file", "nczarr,consolidated,file"] {
+            for mode in [
+                "nczarr,file",
+                "zarr,file",
+                "nczarr,consolidated,file",
+                "nczarr,v3,file",
+                "zarr,v3,consolidated,file",
+            ] {
                 let cdl = repo_root().join(format!("tests/cdl/{case}.cdl"));
                 let store = dir
                     .path()
@@ -124,6 +132,13 @@ fn open_and_read(root: &Path, mode: &str) {
     };
     if let Ok(mut ds) = Dataset::open(&url, false) {
         session::inquire_and_read(&mut ds);
+    }
+    // Opened for writing, what was read is written back with a change: the writer takes
+    // whatever the reader accepted.
+    if let Ok(mut ds) = Dataset::open(&url, true) {
+        let root = Owner::Group(Tree::ROOT);
+        let _ = ds.put_att(root, "fuzzed", NcType::Char, Values::text("yes"));
+        let _ = ds.close();
     }
 }
 
