@@ -187,6 +187,8 @@ struct Reader<'a> {
     v3: bool,
     /// Zarr v3: the `zarr.json` of each array found, by the array's path.
     v3_arrays: HashMap<String, Obj<'a>>,
+    /// Zarr v3: keep each node's object in the model (`v3_stored`), to be written back.
+    keep_stored: bool,
 }
 
 impl<'a> Reader<'a> {
@@ -204,6 +206,7 @@ impl<'a> Reader<'a> {
             search_budget: Cell::new(SEARCH_LISTINGS),
             v3: false,
             v3_arrays: HashMap::new(),
+            keep_stored: false,
         }
     }
 
@@ -355,7 +358,9 @@ impl<'a> Reader<'a> {
             var.dimension_separator = array.separator;
             var.v3_chunk_keys = array.prefixed_keys;
             var.zarr_v3 = true;
-            var.v3_stored = Some(std::sync::Arc::new(obj.to_map()));
+            if self.keep_stored {
+                var.v3_stored = Some(std::sync::Arc::new(obj.to_map()));
+            }
             return Ok(var);
         }
         let zk = join(path, ".zarray");

@@ -24,6 +24,8 @@ type Obj<'a> = Object<'a>;
 
 /// The metadata object of every Zarr v3 node.
 pub(super) const ZARR_JSON: &str = "zarr.json";
+/// A group's key for zarr-python's consolidated metadata.
+const CONSOLIDATED: &str = "consolidated_metadata";
 
 /// What a `zarr.json` is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,7 +56,7 @@ fn show(v: Option<&str>) -> String {
 /// zarr-python's consolidated metadata of the root group `root`, keyed as the store keys the
 /// objects it holds (`a/b/zarr.json`); `None` when there is none (or in a form not known).
 pub(super) fn consolidated<'a>(root: &Obj<'a>) -> Option<Obj<'a>> {
-    let c = root.get("consolidated_metadata")?.as_object()?;
+    let c = root.get(CONSOLIDATED)?.as_object()?;
     if c.get("kind").and_then(Json::as_str) != Some("inline") {
         return None;
     }
@@ -107,6 +109,7 @@ pub(super) fn read_dataset<'a>(
     let inline = inline.filter(|_| !writable);
     let mut reader = Reader::new(Meta::new(store, inline, fetched), nczarr, false);
     reader.v3 = true;
+    reader.keep_stored = writable;
     let read = reader
         .read_group_v3(Tree::ROOT, "", &root)
         .and_then(|()| reader.read_pending_vars());
@@ -172,7 +175,15 @@ impl<'a> Reader<'a> {
         let key = join(path, ZARR_JSON);
         let attrs = attributes(obj);
         self.tree.group_mut(g).atts = read_atts(&attrs, &key)?;
-        self.tree.group_mut(g).v3_stored = Some(Arc::new(obj.to_map()));
+        if self.keep_stored {
+            // Consolidated metadata is made again when written: only whether there was some
+            // is kept.
+            let mut kept = obj.clone();
+            if let Some(Json::Object(_)) = kept.remove(CONSOLIDATED) {
+                kept.insert(CONSOLIDATED, Json::Object(Obj::default()));
+            }
+            self.tree.group_mut(g).v3_stored = Some(Arc::new(kept.to_map()));
+        }
         let info = if self.nczarr {
             nczarr_group_info(&attrs, &Obj::default(), &key)?
         } else {
