@@ -397,6 +397,13 @@ fn names_and_fill_values_zarr_v3_must_not_lose() {
         "{}",
         refused.describe()
     );
+    // In Zarr v2 it is a name like any other.
+    ncgen(
+        Host::Ours,
+        &named,
+        &url(&dir.path().join("n2.zarr"), "nczarr,file"),
+    )
+    .unwrap();
 
     let cdl = dir.path().join("fills.cdl");
     std::fs::write(
@@ -437,4 +444,62 @@ fn names_and_fill_values_zarr_v3_must_not_lose() {
     let dump = ncdump(Host::Ours, &["-h"], &u).unwrap();
     assert!(dump.contains("string s(x) ;"), "{dump}");
     assert!(!dump.contains("s:_FillValue"), "{dump}");
+}
+
+/// A Zarr v2 store zarr-python consolidated whose `y` lost its `.zarray` afterwards, and a
+/// Zarr v3 array of numpy unicode with a fill value of its own.
+const WRITE_MISMATCHED: &str = r#"
+import os, sys, warnings, numpy as np, zarr
+warnings.simplefilter("ignore")
+v2, v3 = sys.argv[1], sys.argv[2]
+g = zarr.open_group(v2, mode="w", zarr_format=2)
+for name in ("x", "y"):
+    a = g.create_array(name, shape=(4,), chunks=(2,), dtype="i4")
+    a[:] = np.arange(4)
+    a.attrs["_ARRAY_DIMENSIONS"] = ["n"]
+zarr.consolidate_metadata(v2)
+os.remove(os.path.join(v2, "y", ".zarray"))
+g = zarr.open_group(v3, mode="w", zarr_format=3)
+g.create_array("u", shape=(2,), dtype="<U5", fill_value="zz", dimension_names=["n"])
+zarr.consolidate_metadata(v3)
+"#;
+
+/// Opened for writing, a store whose objects do not hold what its consolidated metadata
+/// lists (in Zarr v2 as in v3) is read through that metadata and refuses changes, rather than
+/// writing back a consolidated metadata without them; and a numpy unicode array's own fill
+/// value survives a change elsewhere (no `_FillValue` stands for it).
+#[test]
+fn what_only_consolidated_metadata_holds_is_not_written_away() {
+    if common::reference_only() {
+        return;
+    }
+    let dir = scratch("v3-mismatch");
+    let (v2, v3) = (dir.path().join("v2.zarr"), dir.path().join("v3.zarr"));
+    let args = [v2.to_str().unwrap(), v3.to_str().unwrap()];
+    common::python::run_script("zarr3", WRITE_MISMATCHED, &args).unwrap_or_else(|e| panic!("{e}"));
+    let zmetadata = std::fs::read(v2.join(".zmetadata")).unwrap();
+    let open = |store: &Path| {
+        let u = nczarr_rs::url::DatasetUrl::parse(&url(store, "zarr,file")).unwrap();
+        nczarr_rs::api::Dataset::open(&u, true).unwrap()
+    };
+    let ds = open(&v2);
+    let refused = ds.check_writable().unwrap_err().to_string();
+    assert!(refused.contains("it lists y"), "{refused}");
+    assert_eq!(ds.tree.group(nczarr_rs::model::Tree::ROOT).vars.len(), 2);
+    ds.close().unwrap();
+    assert_eq!(std::fs::read(v2.join(".zmetadata")).unwrap(), zmetadata);
+
+    let mut ds = open(&v3);
+    let root = nczarr_rs::api::Owner::Group(nczarr_rs::model::Tree::ROOT);
+    let note = nczarr_rs::model::Values::text("x");
+    ds.put_att(root, "note", nczarr_rs::model::NcType::Char, note)
+        .unwrap();
+    ds.close().unwrap();
+    let obj: Value = serde_json::from_slice(&std::fs::read(v3.join("zarr.json")).unwrap()).unwrap();
+    assert_eq!(
+        obj["consolidated_metadata"]["metadata"]["u"]["fill_value"], "zz",
+        "{obj}"
+    );
+    let dump = ncdump(Host::Ours, &[], &url(&v3, "zarr,file")).unwrap();
+    assert!(dump.contains("u = \"zz\", \"zz\""), "{dump}");
 }

@@ -57,7 +57,7 @@ impl Dataset {
         if self.classic_model {
             return Err(Error::StrictNc3("groups".into()));
         }
-        names::check_node(name)?;
+        names::check_node(name, self.layout.zarr_v3)?;
         self.name_free(parent, name)?;
         if self.tree.groups.len() >= 0xFFFF {
             return Err(Error::Invalid("too many groups".into()));
@@ -68,7 +68,7 @@ impl Dataset {
     /// `nc_def_var`.
     pub fn def_var(&mut self, g: GroupId, name: &str, ty: NcType, dims: &[i32]) -> Result<usize> {
         self.ensure_define_mode()?;
-        names::check_node(name)?;
+        names::check_node(name, self.layout.zarr_v3)?;
         if self.tree.group(g).var_index(name).is_some() {
             return Err(Error::NameInUse(name.to_string()));
         }
@@ -268,7 +268,7 @@ impl Dataset {
     /// `nc_rename_var`: in an existing dataset the variable's chunks move with it.
     pub fn rename_var(&mut self, g: GroupId, v: usize, name: &str) -> Result<()> {
         self.check_writable()?;
-        names::check_node(name)?;
+        names::check_node(name, self.layout.zarr_v3)?;
         if self.tree.group(g).var_index(name).is_some() {
             return Err(Error::NameInUse(name.to_string()));
         }
@@ -291,7 +291,7 @@ impl Dataset {
     /// `nc_rename_grp`.
     pub fn rename_grp(&mut self, g: GroupId, name: &str) -> Result<()> {
         self.check_writable()?;
-        names::check_node(name)?;
+        names::check_node(name, self.layout.zarr_v3)?;
         let parent = self
             .tree
             .group(g)

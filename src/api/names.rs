@@ -33,11 +33,12 @@ pub fn check(name: &str) -> Result<()> {
 /// store path would be that object's.
 const ZARR_V3_NODE_OBJECT: &str = "zarr.json";
 
-/// Checks the name of a group or variable: a netCDF name ([`check`]) that is not a Zarr
-/// metadata object's (the v2 objects' start with `.`, which [`check`] refuses).
-pub fn check_node(name: &str) -> Result<()> {
+/// Checks the name of a group or variable of a dataset in Zarr v3 when `zarr_v3`: a netCDF
+/// name ([`check`]) that is not a metadata object's (the v2 objects' start with `.`, which
+/// [`check`] refuses; `zarr.json` is a name like any other in Zarr v2).
+pub fn check_node(name: &str, zarr_v3: bool) -> Result<()> {
     check(name)?;
-    if name == ZARR_V3_NODE_OBJECT {
+    if zarr_v3 && name == ZARR_V3_NODE_OBJECT {
         return Err(Error::BadName(format!(
             "{name} (the name of Zarr v3's metadata objects)"
         )));
@@ -68,9 +69,12 @@ mod tests {
 
     #[test]
     fn groups_and_variables_are_not_named_as_metadata_objects() {
-        assert!(check("zarr.json").is_ok());
-        assert!(matches!(check_node("zarr.json"), Err(Error::BadName(_))));
-        assert!(check_node("zarr.jsonx").is_ok());
-        assert!(check_node(".zarray").is_err());
+        assert!(check_node("zarr.json", false).is_ok());
+        assert!(matches!(
+            check_node("zarr.json", true),
+            Err(Error::BadName(_))
+        ));
+        assert!(check_node("zarr.jsonx", true).is_ok());
+        assert!(check_node(".zarray", false).is_err());
     }
 }

@@ -63,12 +63,14 @@ impl Codec for Gzip {
     }
 }
 
-/// Inflates `encoded` into the start of `out`: one member (what numcodecs and zarr-python
-/// write) in one pass; a stream that fills less than `out`, or that one pass cannot read, may
-/// hold further members (gzip allows several), and is read again by a decoder of members.
+/// Inflates `encoded` into the start of `out`. One member (what numcodecs and zarr-python
+/// write) is inflated in one pass, and kept when it is the whole stream: when the stream ends
+/// with that member's trailer (its CRC-32 and length). Anything else (more members, which gzip
+/// allows, or bytes after the member) is read again by a decoder of members, which takes every
+/// member and refuses anything that is not one.
 fn decode_to(encoded: &[u8], out: &mut [u8], limit: usize) -> Result<usize> {
     match inflate_into(ID, Framing::Gzip, encoded, out, limit) {
-        Ok(n) if n == out.len() => Ok(n),
+        Ok(n) if ends_with_trailer_of(encoded, &out[..n]) => Ok(n),
         Ok(_) | Err(Error::Filter { .. }) => {
             let all = stream::read_bounded(ID, MultiGzDecoder::new(encoded), limit)?;
             let (n, room) = (all.len(), out.len());
@@ -81,6 +83,17 @@ fn decode_to(encoded: &[u8], out: &mut [u8], limit: usize) -> Result<usize> {
         }
         Err(e) => Err(e),
     }
+}
+
+/// True when the gzip stream `encoded` ends with the trailer of a member that inflates to
+/// `decoded`: its CRC-32 and its length modulo 2^32, little-endian.
+fn ends_with_trailer_of(encoded: &[u8], decoded: &[u8]) -> bool {
+    let Some(trailer) = encoded.len().checked_sub(8).map(|at| &encoded[at..]) else {
+        return false;
+    };
+    let crc = u32::from_le_bytes([trailer[0], trailer[1], trailer[2], trailer[3]]);
+    let size = u32::from_le_bytes([trailer[4], trailer[5], trailer[6], trailer[7]]);
+    size == decoded.len() as u32 && crc == libdeflater::crc32(decoded)
 }
 
 #[cfg(test)]
@@ -144,6 +157,19 @@ mod tests {
         }
         let mut larger = vec![0u8; data.len() + 10];
         assert_eq!(g.decode_into(&one, &mut larger).unwrap(), data.len());
+        // A whole member followed by anything but members is no gzip stream; followed by
+        // another member, it is longer than its room.
+        for after in [&b"garbage!"[..], &[0u8; 16][..], &member(b"more")[..]] {
+            let mut stream = one.clone();
+            stream.extend_from_slice(after);
+            assert!(g.decode(&stream, data.len()).is_err(), "{after:?}");
+            assert!(g.decode_into(&stream, &mut out).is_err(), "{after:?}");
+        }
+        // Where the room is only a bound (strings behind vlen-utf8), several members still
+        // read whole.
+        let mut room = vec![0u8; 2 * data.len()];
+        assert_eq!(g.decode_into(&two, &mut room).unwrap(), data.len());
+        assert_eq!(&room[..data.len()], &data[..]);
         let damaged: Vec<u8> = one.iter().map(|b| b ^ 0x55).collect();
         assert!(g.decode(&damaged, data.len()).is_err());
     }

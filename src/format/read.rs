@@ -189,6 +189,8 @@ struct Reader<'a> {
     v3_arrays: HashMap<String, Obj<'a>>,
     /// Zarr v3: keep each node's object in the model (`v3_stored`), to be written back.
     keep_stored: bool,
+    /// Zarr v3, when `keep_stored`: every node the groups' consolidated metadata lists.
+    consolidated_nodes: Vec<ListedNode>,
 }
 
 impl<'a> Reader<'a> {
@@ -207,6 +209,7 @@ impl<'a> Reader<'a> {
             v3: false,
             v3_arrays: HashMap::new(),
             keep_stored: false,
+            consolidated_nodes: Vec::new(),
         }
     }
 
@@ -933,6 +936,63 @@ fn has_zarr_below(meta: &Meta, path: &str, depth: u32, budget: &Cell<usize>) -> 
     Ok(false)
 }
 
+/// A node consolidated metadata lists: its path, and whether it is an array.
+type ListedNode = (String, bool);
+
+/// The node of a `.zmetadata` key naming an array or group object (`a/b/.zarray`: `a/b`).
+fn v2_node(key: &str) -> Option<ListedNode> {
+    [(".zarray", true), (".zgroup", false)]
+        .iter()
+        .find_map(|(o, array)| Some((key.strip_suffix(o)?, *array)))
+        .map(|(node, array)| (node.trim_end_matches('/').to_string(), array))
+}
+
+/// Opened for writing, a dataset is read from its objects; when `consolidated` metadata lists
+/// nodes (`listed`, by path) the objects do not hold, or reading the objects failed (`read`),
+/// writing it back would lose what only it describes: why, if so. Without consolidated
+/// metadata, a failed read is the error it is.
+fn consolidation_mismatch(
+    read: Result<()>,
+    consolidated: bool,
+    listed: &[ListedNode],
+    tree: &Tree,
+) -> Result<Option<String>> {
+    match read {
+        Err(e) if consolidated => Ok(Some(e.to_string())),
+        Err(e) => Err(e),
+        Ok(()) => {
+            let mut nodes = std::collections::HashSet::new();
+            for g in tree.groups_preorder() {
+                let path = tree.group_path(g);
+                for var in &tree.group(g).vars {
+                    nodes.insert((join(&path, &var.name), true));
+                }
+                nodes.insert((path, false));
+            }
+            let missing = listed.iter().find(|node| !nodes.contains(*node));
+            Ok(missing.map(|(node, _)| {
+                if node.split('/').any(|part| part.starts_with('.')) {
+                    format!("it lists {node}, which netCDF cannot name")
+                } else {
+                    format!("it lists {node}, which its objects do not hold")
+                }
+            }))
+        }
+    }
+}
+
+/// A dataset read through its consolidated metadata, read-only for `why` it does not match
+/// its objects.
+fn read_only_as_consolidated(opened: Opened, why: &str) -> Result<Opened> {
+    Ok(Opened {
+        read_only_reason: Some(format!(
+            "its consolidated metadata does not match its objects ({why}); consolidating it \
+             again puts that right"
+        )),
+        ..opened
+    })
+}
+
 /// Reads the dataset's metadata to be read only. `pure` forces pure-Zarr interpretation
 /// (`mode=zarr`).
 pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opened> {
@@ -952,13 +1012,23 @@ pub fn read_dataset_as(
     let raw = Meta::new(store, None, &fetched);
     let zmetadata = raw.keep(store.get(&StoreKey::new(".zmetadata")?)?);
     let has_zmetadata = zmetadata.is_some();
-    let consolidated = match zmetadata {
-        Some(b) if !writable => match raw.parse(".zmetadata", b)?.remove("metadata") {
+    let consolidated = match zmetadata.map(|b| raw.parse(".zmetadata", b)) {
+        Some(Ok(mut z)) => match z.remove("metadata") {
             Some(Json::Object(o)) => Some(o),
             _ => None,
         },
-        _ => None,
+        // Rewritten at the first change when the dataset is written to.
+        Some(Err(_)) if writable => None,
+        Some(Err(e)) => return Err(e),
+        None => None,
     };
+    // Opened for writing, the objects are read, and checked against what `.zmetadata` lists.
+    let listed: Vec<ListedNode> = consolidated
+        .iter()
+        .filter(|_| writable)
+        .flat_map(|c| c.iter().filter_map(|(key, _)| v2_node(key)))
+        .collect();
+    let consolidated = consolidated.filter(|_| !writable);
     let meta = Meta::new(store, consolidated, &fetched);
     // Without consolidated metadata, a Zarr v3 root is looked for in the same round.
     let mut first = vec![".zgroup".to_string(), ".zattrs".to_string()];
@@ -997,9 +1067,10 @@ pub fn read_dataset_as(
             // An empty location (an object-store prefix with no objects) holds no dataset.
             return Err(Error::NotFound(store.describe()));
         }
-        if let Some(root) = raw
-            .get(v3::ZARR_JSON)?
-            .filter(|_| kids.iter().any(|k| k == v3::ZARR_JSON))
+        // Without `.zmetadata`, the first round looked for a Zarr v3 root already.
+        if has_zmetadata
+            && kids.iter().any(|k| k == v3::ZARR_JSON)
+            && let Some(root) = raw.get(v3::ZARR_JSON)?
         {
             return v3::read_dataset(store, &fetched, root, pure, xarray, writable);
         }
@@ -1027,24 +1098,31 @@ pub fn read_dataset_as(
         .and_then(Json::as_str)
         .map(String::from);
     let mut reader = Reader::new(meta, nczarr, v1);
-    reader.read_group(Tree::ROOT, "")?;
-    let ahead: Vec<String> = reader
-        .pending_vars
-        .iter()
-        .flat_map(|(_, path, arrays)| {
-            arrays.iter().flat_map(move |name| {
-                let p = join(path, name);
-                [join(&p, ".zarray"), join(&p, ".zattrs")]
+    let read = (|| {
+        reader.read_group(Tree::ROOT, "")?;
+        let ahead: Vec<String> = reader
+            .pending_vars
+            .iter()
+            .flat_map(|(_, path, arrays)| {
+                arrays.iter().flat_map(move |name| {
+                    let p = join(path, name);
+                    [join(&p, ".zarray"), join(&p, ".zattrs")]
+                })
             })
+            .collect();
+        // The variables' objects stream in while the ones that have arrived are parsed.
+        std::thread::scope(|scope| {
+            reader.meta.stream(scope, &ahead)?;
+            let read = reader.read_pending_vars();
+            reader.meta.end_stream();
+            read
         })
-        .collect();
-    // The variables' objects stream in while the ones that have arrived are parsed.
-    std::thread::scope(|scope| {
-        reader.meta.stream(scope, &ahead)?;
-        let read = reader.read_pending_vars();
-        reader.meta.end_stream();
-        read
-    })?;
+    })();
+    if let Some(why) =
+        consolidation_mismatch(read, has_zmetadata && writable, &listed, &reader.tree)?
+    {
+        return read_only_as_consolidated(read_dataset_as(store, pure, xarray, false)?, &why);
+    }
     let read_only_reason = if nczarr && !in_attrs {
         Some("the dataset uses an older NCZarr layout".to_string())
     } else if let Some(why) = reader.unwritable_arrays() {

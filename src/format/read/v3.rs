@@ -10,7 +10,10 @@
 
 use super::super::json::{Json, Object};
 use super::meta::{Meta, join};
-use super::{NCPROPERTIES, Opened, Reader, SUPERBLOCK, nczarr_group_info, read_atts, u64_list};
+use super::{
+    NCPROPERTIES, Opened, Reader, SUPERBLOCK, consolidation_mismatch, nczarr_group_info, read_atts,
+    read_only_as_consolidated, u64_list,
+};
 use crate::error::{Error, Result};
 use crate::format::Layout;
 use crate::model::{GroupId, NcType, StringStorage, Tree, Values, Var};
@@ -105,7 +108,6 @@ pub(super) fn read_dataset<'a>(
         .map(String::from);
     let inline = consolidated(&root);
     let has_consolidated = inline.is_some();
-    let listed = inline.clone().filter(|_| writable);
     let inline = inline.filter(|_| !writable);
     let mut reader = Reader::new(Meta::new(store, inline, fetched), nczarr, false);
     reader.v3 = true;
@@ -113,25 +115,18 @@ pub(super) fn read_dataset<'a>(
     let read = reader
         .read_group_v3(Tree::ROOT, "", &root)
         .and_then(|()| reader.read_pending_vars());
-    // Written back, consolidated metadata would lose what only it describes: a dataset whose
-    // objects do not hold all it lists is read through it, read-only.
-    let unlisted = match (read, &listed) {
-        (Err(e), None) => return Err(e),
-        (Err(e), Some(_)) => Some(e.to_string()),
-        (Ok(()), Some(listed)) => node_not_read(listed, &reader.tree).map(|node| {
-            format!("it lists {node}, which has no zarr.json of its own (or, in NCZarr, no entry in _nczarr_group)")
-        }),
-        (Ok(()), None) => None,
-    };
-    if let Some(why) = unlisted {
-        let opened = read_dataset(store, fetched, root, pure, xarray, false)?;
-        return Ok(Opened {
-            read_only_reason: Some(format!(
-                "its consolidated metadata does not match its objects ({why}), which \
-                 consolidating it again puts right"
-            )),
-            ..opened
-        });
+    let consolidated_anywhere = !reader.consolidated_nodes.is_empty() || has_consolidated;
+    let mismatch = consolidation_mismatch(
+        read,
+        writable && consolidated_anywhere,
+        &reader.consolidated_nodes,
+        &reader.tree,
+    )?;
+    if let Some(why) = mismatch {
+        return read_only_as_consolidated(
+            read_dataset(store, fetched, root, pure, xarray, false)?,
+            &why,
+        );
     }
     Ok(Opened {
         read_only_reason: reader.unwritable_arrays(),
@@ -147,25 +142,6 @@ pub(super) fn read_dataset<'a>(
     })
 }
 
-/// The path of a node the consolidated metadata `listed` holds that is not in `tree` (read
-/// from the objects themselves), if there is one.
-fn node_not_read(listed: &Obj, tree: &Tree) -> Option<String> {
-    let mut read = std::collections::HashSet::new();
-    for g in tree.groups_preorder() {
-        let path = tree.group_path(g);
-        for var in &tree.group(g).vars {
-            read.insert(join(&path, &var.name));
-        }
-        read.insert(path);
-    }
-    listed
-        .iter()
-        .filter_map(|(key, _)| key.strip_suffix(ZARR_JSON))
-        .map(|node| node.trim_end_matches('/'))
-        .find(|node| !read.contains(*node))
-        .map(String::from)
-}
-
 impl<'a> Reader<'a> {
     /// Reads group `g` at `path` from its `zarr.json` `obj`: its attributes, its arrays (kept
     /// for [`Reader::read_pending_vars`]) and, depth first, its groups. Children are the ones
@@ -176,6 +152,16 @@ impl<'a> Reader<'a> {
         let attrs = attributes(obj);
         self.tree.group_mut(g).atts = read_atts(&attrs, &key)?;
         if self.keep_stored {
+            // What any group's consolidated metadata lists is checked against what is read.
+            if let Some(block) = consolidated(obj) {
+                for (key, listed) in block.iter() {
+                    if let Some(node) = key.strip_suffix(ZARR_JSON) {
+                        let node = join(path, node.trim_end_matches('/'));
+                        let array = listed.get("node_type").and_then(Json::as_str) == Some("array");
+                        self.consolidated_nodes.push((node, array));
+                    }
+                }
+            }
             // Consolidated metadata is made again when written: only whether there was some
             // is kept.
             let mut kept = obj.clone();

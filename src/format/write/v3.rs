@@ -134,8 +134,11 @@ fn array_object(tree: &Tree, var: &Var, layout: Layout) -> Value {
         Some(stored) => (**stored).clone(),
         None => new_array(var),
     };
-    if matches!(var.ty, NcType::Char | NcType::String) {
-        // Their `_FillValue` is the fill value: the model's.
+    let fill_is_modelled =
+        var.ty == NcType::Char || (var.ty == NcType::String && var.strings != StringStorage::Ucs4);
+    if fill_is_modelled {
+        // Their `_FillValue` is the fill value: the model's (numpy unicode keeps its own,
+        // which no attribute stands for).
         obj.insert("fill_value".into(), fill_value(var));
     }
     obj.insert("shape".into(), Value::from(shape));
