@@ -97,11 +97,16 @@ fn codecs(c: &mut Criterion) {
     let raw = harness_values(512);
     let mut g = c.benchmark_group("codec");
     g.throughput(Throughput::Bytes(raw.len() as u64));
-    let chains: [(&str, &str); 6] = [
+    let chains: [(&str, &str); 7] = [
         ("none", "[]"),
         (
             "zlib-1+shuffle",
             r#"[{"id":"shuffle","elementsize":4},{"id":"zlib","level":1}]"#,
+        ),
+        // Zarr v3's deflate.
+        (
+            "gzip-1+shuffle",
+            r#"[{"id":"shuffle","elementsize":4},{"id":"gzip","level":1}]"#,
         ),
         ("zstd-3", r#"[{"id":"zstd","level":3}]"#),
         (

@@ -16,6 +16,11 @@ pub mod read;
 pub mod ucs4;
 pub mod write;
 
+/// The name pure Zarr gives a dimension it has no name for, after its length (as netcdf-c).
+pub fn anonymous_dim_name(len: u64) -> String {
+    format!("_Anonymous_Dim_{len}")
+}
+
 /// How a dataset's metadata is laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Layout {

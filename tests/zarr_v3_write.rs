@@ -10,9 +10,25 @@ mod common;
 
 use common::s3::{BUCKET, Kind, Server};
 use common::{Host, case_name, cdl_files, ncdump, ncgen, run, run_env, scratch, url};
+use nczarr_rs::api::{Dataset, Owner};
+use nczarr_rs::model::{NcType, Tree, Values};
+use nczarr_rs::url::DatasetUrl;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
+
+/// The dataset at `store` opened through the library's Rust API in `mode`.
+fn open(store: &Path, mode: &str, writable: bool) -> Dataset {
+    let u = DatasetUrl::parse(&url(store, mode)).unwrap();
+    Dataset::open(&u, writable).unwrap()
+}
+
+/// Sets a text attribute `note` on the root group: a change that rewrites the root's metadata.
+fn note_on_root(ds: &mut Dataset) {
+    let note = Values::text("x");
+    ds.put_att(Owner::Group(Tree::ROOT), "note", NcType::Char, note)
+        .unwrap();
+}
 
 /// What netCDF4-python and xarray read of the netCDF-4 file `nc`.
 fn truth(nc: &Path) -> String {
@@ -351,15 +367,8 @@ fn edits_start_from_the_objects_and_refresh_every_consolidation() {
     let mut obj: Value = serde_json::from_slice(&std::fs::read(&root).unwrap()).unwrap();
     obj.as_object_mut().unwrap().remove("consolidated_metadata");
     std::fs::write(&root, serde_json::to_vec(&obj).unwrap()).unwrap();
-    let mut ds = nczarr_rs::api::Dataset::open(
-        &nczarr_rs::url::DatasetUrl::parse(&url(&plain, "zarr,consolidated,file")).unwrap(),
-        true,
-    )
-    .unwrap();
-    let note = nczarr_rs::model::Values::text("x");
-    let root_group = nczarr_rs::api::Owner::Group(nczarr_rs::model::Tree::ROOT);
-    ds.put_att(root_group, "note", nczarr_rs::model::NcType::Char, note)
-        .unwrap();
+    let mut ds = open(&plain, "zarr,consolidated,file", true);
+    note_on_root(&mut ds);
     ds.close().unwrap();
     let obj: Value = serde_json::from_slice(&std::fs::read(&root).unwrap()).unwrap();
     let block = &obj["consolidated_metadata"]["metadata"];
@@ -420,26 +429,16 @@ fn names_and_fill_values_zarr_v3_must_not_lose() {
     let ours = ncdump(Host::Ours, &[], &url(&store, "nczarr,file")).unwrap();
     let norm = common::dump::normalise_name;
     assert_eq!(norm(&ours), norm(&truth));
-    let ds = nczarr_rs::api::Dataset::open(
-        &nczarr_rs::url::DatasetUrl::parse(&url(&store, "nczarr,file")).unwrap(),
-        false,
-    )
-    .unwrap();
-    let c = &ds.tree.group(nczarr_rs::model::Tree::ROOT).vars[0];
+    let ds = open(&store, "nczarr,file", false);
+    let c = &ds.tree.group(Tree::ROOT).vars[0];
     assert_eq!(c.att("_FillValue").map(|a| a.values.len()), Some(1));
 
     let pure = dir.path().join("pure.zarr");
     ncgen(Host::Ours, &cdl, &url(&pure, "zarr,v3,file")).unwrap();
     let u = url(&pure, "zarr,file");
-    let mut ds =
-        nczarr_rs::api::Dataset::open(&nczarr_rs::url::DatasetUrl::parse(&u).unwrap(), true)
-            .unwrap();
+    let mut ds = open(&pure, "zarr,file", true);
     ds.redef().unwrap();
-    ds.del_att(
-        nczarr_rs::api::Owner::Var(nczarr_rs::model::Tree::ROOT, 1),
-        "_FillValue",
-    )
-    .unwrap();
+    ds.del_att(Owner::Var(Tree::ROOT, 1), "_FillValue").unwrap();
     ds.close().unwrap();
     let dump = ncdump(Host::Ours, &["-h"], &u).unwrap();
     assert!(dump.contains("string s(x) ;"), "{dump}");
@@ -478,22 +477,15 @@ fn what_only_consolidated_metadata_holds_is_not_written_away() {
     let args = [v2.to_str().unwrap(), v3.to_str().unwrap()];
     common::python::run_script("zarr3", WRITE_MISMATCHED, &args).unwrap_or_else(|e| panic!("{e}"));
     let zmetadata = std::fs::read(v2.join(".zmetadata")).unwrap();
-    let open = |store: &Path| {
-        let u = nczarr_rs::url::DatasetUrl::parse(&url(store, "zarr,file")).unwrap();
-        nczarr_rs::api::Dataset::open(&u, true).unwrap()
-    };
-    let ds = open(&v2);
+    let ds = open(&v2, "zarr,file", true);
     let refused = ds.check_writable().unwrap_err().to_string();
     assert!(refused.contains("it lists y"), "{refused}");
-    assert_eq!(ds.tree.group(nczarr_rs::model::Tree::ROOT).vars.len(), 2);
+    assert_eq!(ds.tree.group(Tree::ROOT).vars.len(), 2);
     ds.close().unwrap();
     assert_eq!(std::fs::read(v2.join(".zmetadata")).unwrap(), zmetadata);
 
-    let mut ds = open(&v3);
-    let root = nczarr_rs::api::Owner::Group(nczarr_rs::model::Tree::ROOT);
-    let note = nczarr_rs::model::Values::text("x");
-    ds.put_att(root, "note", nczarr_rs::model::NcType::Char, note)
-        .unwrap();
+    let mut ds = open(&v3, "zarr,file", true);
+    note_on_root(&mut ds);
     ds.close().unwrap();
     let obj: Value = serde_json::from_slice(&std::fs::read(v3.join("zarr.json")).unwrap()).unwrap();
     assert_eq!(

@@ -104,11 +104,11 @@ impl Dataset {
             var.dimension_separator = '/';
             if ty == NcType::String {
                 var.strings = StringStorage::Objects;
-                let utf8 = serde_json::json!({ "id": crate::codec::VLEN_UTF8 });
+                let id = ("id".to_string(), crate::codec::VLEN_UTF8.into());
                 var.filters.push(Filter {
                     id: 0,
                     params: Vec::new(),
-                    codec: utf8.as_object().cloned().unwrap_or_default(),
+                    codec: [id].into_iter().collect(),
                 });
             }
         }

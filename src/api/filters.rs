@@ -40,9 +40,10 @@ impl Dataset {
         let config = match built.hdf5() {
             // Zarr v3 defines gzip and no zlib: the same compression, which every v3 reader has.
             Some((hdf5_id::DEFLATE, level)) if zarr_v3 => {
-                let level = serde_json::Value::from(level.first().copied().unwrap_or(1));
-                let gzip = serde_json::json!({ "id": "gzip", "level": level });
-                codec::from_config(gzip.as_object().unwrap_or(&built.config()), ctx)?.config()
+                let level = level.first().copied().unwrap_or(1);
+                let gzip = [("id", "gzip".into()), ("level", level.into())];
+                let gzip = gzip.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+                codec::from_config(&gzip, ctx)?.config()
             }
             _ => built.config(),
         };

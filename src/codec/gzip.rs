@@ -1,7 +1,7 @@
 //! `gzip` (numcodecs, and a core codec of Zarr v3): a gzip member, level 0-9. Reported to
 //! netCDF as deflate of its level: the same compression, framed otherwise.
 
-use super::zlib::{Framing, MOST_EXPANSION, deflate_into, inflate_into};
+use super::zlib::{Framing, deflate_into, inflate_into, inflated};
 use super::{Codec, Config, bad_config, params, stream};
 use crate::error::{Error, Result};
 use flate2::read::MultiGzDecoder;
@@ -43,14 +43,8 @@ impl Codec for Gzip {
         deflate_into(ID, Framing::Gzip, raw, self.level, out)
     }
 
-    /// Inflates into a buffer of `limit` bytes, or fewer when `encoded` cannot inflate to that
-    /// many: a short corrupt stream never reserves a large buffer.
     fn decode(&self, encoded: &[u8], limit: usize) -> Result<Vec<u8>> {
-        let room = limit.min(encoded.len().saturating_mul(MOST_EXPANSION));
-        let mut out = vec![0u8; room];
-        let n = decode_to(encoded, &mut out, limit)?;
-        out.truncate(n);
-        Ok(out)
+        inflated(encoded, limit, |out| decode_to(encoded, out, limit))
     }
 
     fn writes_in_place(&self) -> bool {

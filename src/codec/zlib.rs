@@ -10,7 +10,7 @@ const ID: &str = "zlib";
 
 /// Most bytes one deflate stream can inflate to per byte of input: a 258-byte match coded in
 /// two bits.
-pub(super) const MOST_EXPANSION: usize = 1032;
+const MOST_EXPANSION: usize = 1032;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Zlib {
@@ -57,11 +57,9 @@ impl Codec for Zlib {
     /// Inflates into a buffer of `limit` bytes, or fewer when `encoded` cannot inflate to that
     /// many: a short corrupt stream never reserves a large buffer.
     fn decode(&self, encoded: &[u8], limit: usize) -> Result<Vec<u8>> {
-        let room = limit.min(encoded.len().saturating_mul(MOST_EXPANSION));
-        let mut out = vec![0u8; room];
-        let n = inflate_into(ID, Framing::Zlib, encoded, &mut out, limit)?;
-        out.truncate(n);
-        Ok(out)
+        inflated(encoded, limit, |out| {
+            inflate_into(ID, Framing::Zlib, encoded, out, limit)
+        })
     }
 
     fn writes_in_place(&self) -> bool {
@@ -72,6 +70,21 @@ impl Codec for Zlib {
         let limit = out.len();
         inflate_into(ID, Framing::Zlib, encoded, out, limit)
     }
+}
+
+/// What `inflate` writes of the deflate stream `encoded` (at most `limit` bytes) into a buffer
+/// of `limit` bytes, or fewer when `encoded` cannot inflate to that many: a short corrupt
+/// stream never reserves a large buffer.
+pub(super) fn inflated(
+    encoded: &[u8],
+    limit: usize,
+    inflate: impl FnOnce(&mut [u8]) -> Result<usize>,
+) -> Result<Vec<u8>> {
+    let room = limit.min(encoded.len().saturating_mul(MOST_EXPANSION));
+    let mut out = vec![0u8; room];
+    let n = inflate(&mut out)?;
+    out.truncate(n);
+    Ok(out)
 }
 
 /// How a deflate stream is framed: zlib's header and Adler-32, or a gzip member.

@@ -51,9 +51,12 @@ fn get_alt<'o, 'a>(m: &'o Obj<'a>, names: &[&str]) -> Option<&'o Json<'a>> {
 /// variable's attributes (`recorded`); in pure Zarr (`pure`), a fill value other than the empty
 /// one zarr-python gives by default is one, put last.
 fn restore_fill_attribute(var: &mut Var, recorded: Option<u64>, pure: bool) {
-    let Some(stored) = var.stored_fill.clone() else {
+    let Some(stored) = &var.stored_fill else {
         return;
     };
+    if var.att("_FillValue").is_some() {
+        return;
+    }
     let position = match recorded {
         Some(p) => usize::try_from(p).unwrap_or(usize::MAX),
         None if pure && stored.iter().any(|b| *b != 0) => usize::MAX,
@@ -61,16 +64,21 @@ fn restore_fill_attribute(var: &mut Var, recorded: Option<u64>, pure: bool) {
     };
     let values = match var.ty {
         NcType::Char => Values::fixed(NcType::Char, vec![stored.first().copied().unwrap_or(0)]),
-        NcType::String if var.strings != StringStorage::Ucs4 => Values::Strings(vec![stored]),
+        NcType::String if var.strings != StringStorage::Ucs4 => {
+            Values::Strings(vec![stored.clone()])
+        }
         _ => return,
     };
-    if var.att("_FillValue").is_none() {
-        let att = Att {
-            name: "_FillValue".into(),
-            values,
-        };
-        var.atts.insert(position.min(var.atts.len()), att);
-    }
+    let att = Att {
+        name: "_FillValue".into(),
+        values,
+    };
+    var.atts.insert(position.min(var.atts.len()), att);
+}
+
+/// A name one level of a store path can have.
+fn plain_name(name: &str) -> bool {
+    !(name.is_empty() || name.contains('/') || name == "." || name == "..")
 }
 
 fn is_reserved(name: &str) -> bool {
@@ -264,7 +272,7 @@ impl<'a> Reader<'a> {
         };
         self.pending_vars.push((g, path.to_string(), arrays));
         for name in groups {
-            if name.contains('/') || name.is_empty() || name == "." || name == ".." {
+            if !plain_name(&name) {
                 return Err(Error::metadata(za_key, format!("bad group name {name:?}")));
             }
             let child = self.tree.add_group(g, &name);
@@ -325,7 +333,7 @@ impl<'a> Reader<'a> {
     fn read_pending_vars(&mut self) -> Result<()> {
         for (g, path, arrays) in std::mem::take(&mut self.pending_vars) {
             for name in arrays {
-                if name.contains('/') || name.is_empty() || name == "." || name == ".." {
+                if !plain_name(&name) {
                     return Err(Error::metadata(
                         join(&path, ".zattrs"),
                         format!("bad array name {name:?}"),
@@ -648,7 +656,7 @@ impl<'a> Reader<'a> {
     }
 
     fn anonymous(&mut self, len: u64) -> DimId {
-        let name = format!("_Anonymous_Dim_{len}");
+        let name = super::anonymous_dim_name(len);
         match self.tree.find_dim_in_scope(Tree::ROOT, &name) {
             Some(d) => d,
             None => self.tree.add_dim(Tree::ROOT, &name, len, false),

@@ -113,7 +113,7 @@ fn close_attrs(
 }
 
 /// The attributes of group `g`: its own, and in NCZarr the `_nczarr_*` records of it
-/// (`superblock_version` for the root's superblock).
+/// (`superblock`: the root's superblock record).
 fn group_attributes(tree: &Tree, g: GroupId, layout: Layout, superblock: Value) -> Value {
     let grp = tree.group(g);
     let mut map = Map::new();
@@ -265,14 +265,14 @@ fn var_objects(tree: &Tree, g: GroupId, var: &Var, layout: Layout, out: &mut Vec
     }
     out.push((prefixed(&path, ".zarray"), Value::Object(zarray)));
 
-    let attributes = array_attributes(tree, var, layout);
+    let attributes = array_attributes(tree, var, layout, FillAttribute::AsAny);
     out.push((prefixed(&path, ".zattrs"), attributes));
 }
 
 /// The attributes of variable `var`: its own (its `_FillValue` as `fill` says), and
 /// `_ARRAY_DIMENSIONS` in Zarr v2 when `layout.xarray`, `_nczarr_array` in NCZarr (saying where
 /// a `_FillValue` left out was).
-fn array_attributes_with(tree: &Tree, var: &Var, layout: Layout, fill: FillAttribute) -> Value {
+fn array_attributes(tree: &Tree, var: &Var, layout: Layout, fill: FillAttribute) -> Value {
     let scalar = var.is_scalar();
     let mut map = Map::new();
     let left_at = match fill {
@@ -316,10 +316,6 @@ fn array_attributes_with(tree: &Tree, var: &Var, layout: Layout, fill: FillAttri
     close_attrs(map, types, layout)
 }
 
-fn array_attributes(tree: &Tree, var: &Var, layout: Layout) -> Value {
-    array_attributes_with(tree, var, layout, FillAttribute::AsAny)
-}
-
 /// The metadata object that holds a dataset's consolidated metadata: `.zmetadata`, or in Zarr
 /// v3 the root's `zarr.json`.
 pub fn consolidated_key(layout: Layout) -> &'static str {
@@ -334,8 +330,8 @@ pub fn consolidated_key(layout: Layout) -> &'static str {
 pub fn metadata_objects(tree: &Tree, layout: Layout) -> Vec<(String, Vec<u8>)> {
     if layout.zarr_v3 {
         return v3::metadata_objects(tree, layout)
-            .iter()
-            .map(|(k, v)| (k.clone(), to_bytes(v)))
+            .into_iter()
+            .map(|(k, v)| (k, to_bytes(&v)))
             .collect();
     }
     let mut objects = Vec::new();

@@ -11,8 +11,8 @@
 use super::super::json::{Json, Object};
 use super::meta::{Meta, join};
 use super::{
-    NCPROPERTIES, Opened, Reader, SUPERBLOCK, consolidation_mismatch, nczarr_group_info, read_atts,
-    read_only_as_consolidated, u64_list,
+    NCPROPERTIES, Opened, Reader, SUPERBLOCK, consolidation_mismatch, nczarr_group_info,
+    plain_name, read_atts, read_only_as_consolidated, u64_list,
 };
 use crate::error::{Error, Result};
 use crate::format::Layout;
@@ -59,18 +59,24 @@ fn show(v: Option<&str>) -> String {
 /// zarr-python's consolidated metadata of the root group `root`, keyed as the store keys the
 /// objects it holds (`a/b/zarr.json`); `None` when there is none (or in a form not known).
 pub(super) fn consolidated<'a>(root: &Obj<'a>) -> Option<Obj<'a>> {
-    let c = root.get(CONSOLIDATED)?.as_object()?;
-    if c.get("kind").and_then(Json::as_str) != Some("inline") {
-        return None;
-    }
     let mut out = Obj::default();
-    for (path, obj) in c.get("metadata")?.as_object()?.iter() {
+    for (path, obj) in inline_metadata(root)?.iter() {
         let path = path.trim_matches('/');
         if !path.is_empty() {
             out.insert(&format!("{path}/{ZARR_JSON}"), obj.clone());
         }
     }
     Some(out)
+}
+
+/// The nodes zarr-python's consolidated metadata of `group` describes, by path from it, as it
+/// holds them; `None` when there is none (or in a form not known).
+fn inline_metadata<'o, 'a>(group: &'o Obj<'a>) -> Option<&'o Obj<'a>> {
+    let c = group.get(CONSOLIDATED)?.as_object()?;
+    if c.get("kind").and_then(Json::as_str) != Some("inline") {
+        return None;
+    }
+    c.get("metadata")?.as_object()
 }
 
 /// The user attributes of a node.
@@ -106,9 +112,9 @@ pub(super) fn read_dataset<'a>(
         .get(NCPROPERTIES)
         .and_then(Json::as_str)
         .map(String::from);
-    let inline = consolidated(&root);
-    let has_consolidated = inline.is_some();
-    let inline = inline.filter(|_| !writable);
+    let has_consolidated = inline_metadata(&root).is_some();
+    // Opened for writing, the objects are read (and checked against the consolidated nodes).
+    let inline = consolidated(&root).filter(|_| !writable);
     let mut reader = Reader::new(Meta::new(store, inline, fetched), nczarr, false);
     reader.v3 = true;
     reader.keep_stored = writable;
@@ -153,14 +159,10 @@ impl<'a> Reader<'a> {
         self.tree.group_mut(g).atts = read_atts(&attrs, &key)?;
         if self.keep_stored {
             // What any group's consolidated metadata lists is checked against what is read.
-            if let Some(block) = consolidated(obj) {
-                for (key, listed) in block.iter() {
-                    if let Some(node) = key.strip_suffix(ZARR_JSON) {
-                        let node = join(path, node.trim_end_matches('/'));
-                        let array = listed.get("node_type").and_then(Json::as_str) == Some("array");
-                        self.consolidated_nodes.push((node, array));
-                    }
-                }
+            for (node, listed) in inline_metadata(obj).iter().flat_map(|m| m.iter()) {
+                let node = join(path, node.trim_matches('/'));
+                let array = listed.get("node_type").and_then(Json::as_str) == Some("array");
+                self.consolidated_nodes.push((node, array));
             }
             // Consolidated metadata is made again when written: only whether there was some
             // is kept.
@@ -223,11 +225,6 @@ impl<'a> Reader<'a> {
         }
         Ok(())
     }
-}
-
-/// A name one level of a store path can have.
-fn plain_name(name: &str) -> bool {
-    !(name.is_empty() || name.contains('/') || name == "." || name == "..")
 }
 
 /// Undoes the encoding xarray gives the `_FillValue` attribute of a Zarr v3 array: a float's

@@ -10,8 +10,8 @@
 //! the superblock saying version 3. Never touches chunks.
 
 use super::{
-    FillAttribute, Layout, NCZARR_V3_VERSION, array_attributes_with, fill_of, group_attributes,
-    number, prefixed, var_path,
+    FillAttribute, Layout, NCZARR_V3_VERSION, array_attributes, fill_of, group_attributes, number,
+    prefixed, var_path,
 };
 use crate::format::base64;
 use crate::model::{NcType, StringStorage, Tree, Values, Var};
@@ -19,6 +19,8 @@ use serde_json::{Map, Value, json};
 
 /// The metadata object of every Zarr v3 node.
 pub(super) const ZARR_JSON: &str = "zarr.json";
+/// A group's key for zarr-python's consolidated metadata.
+const CONSOLIDATED: &str = "consolidated_metadata";
 
 /// Every `zarr.json` of the dataset, groups before their contents; with consolidated metadata
 /// inline in the root's when `layout.consolidated`, and in any other group's that had some.
@@ -46,7 +48,7 @@ pub(super) fn metadata_objects(tree: &Tree, layout: Layout) -> Vec<(String, Valu
         .map(|(at, path)| (*at, consolidated_below(&out, path)))
         .collect();
     for (at, block) in blocks {
-        out[at].1["consolidated_metadata"] = block;
+        out[at].1[CONSOLIDATED] = block;
     }
     out
 }
@@ -56,7 +58,7 @@ fn had_consolidated(group: &crate::model::Group) -> bool {
     group
         .v3_stored
         .as_ref()
-        .is_some_and(|o| o.get("consolidated_metadata").is_some_and(Value::is_object))
+        .is_some_and(|o| o.get(CONSOLIDATED).is_some_and(Value::is_object))
 }
 
 fn consolidated_block(metadata: Map<String, Value>) -> Value {
@@ -83,7 +85,7 @@ fn consolidated_below(objects: &[(String, Value)], path: &str) -> Value {
         };
         let mut obj = obj.clone();
         if obj["node_type"] == "group" {
-            obj["consolidated_metadata"] = consolidated_block(Map::new());
+            obj[CONSOLIDATED] = consolidated_block(Map::new());
         }
         metadata.insert(node.to_string(), obj);
     }
@@ -104,7 +106,7 @@ fn group_object(tree: &Tree, g: crate::model::GroupId, layout: Layout) -> Value 
     };
     obj.insert("attributes".into(), attributes);
     // Made again from the nodes below when it is kept: as stored, it may be stale.
-    obj.remove("consolidated_metadata");
+    obj.remove(CONSOLIDATED);
     Value::Object(obj)
 }
 
@@ -114,7 +116,7 @@ fn dimension_names(tree: &Tree, var: &Var) -> Value {
         .iter()
         .map(|d| {
             let dim = tree.dim(*d);
-            if dim.name == format!("_Anonymous_Dim_{}", dim.len) {
+            if dim.name == crate::format::anonymous_dim_name(dim.len) {
                 Value::Null
             } else {
                 Value::from(dim.name.clone())
@@ -124,7 +126,7 @@ fn dimension_names(tree: &Tree, var: &Var) -> Value {
 }
 
 fn array_object(tree: &Tree, var: &Var, layout: Layout) -> Value {
-    let attributes = array_attributes_with(tree, var, layout, xarray_fill_attribute(var));
+    let attributes = array_attributes(tree, var, layout, xarray_fill_attribute(var));
     let shape = if var.is_scalar() {
         Vec::new()
     } else {
@@ -352,6 +354,14 @@ mod tests {
         }
     }
 
+    fn filter(codec: Value) -> Filter {
+        Filter {
+            id: 0,
+            params: vec![],
+            codec: codec.as_object().unwrap().clone(),
+        }
+    }
+
     fn tree_with(var: Var) -> Tree {
         let mut tree = Tree::new();
         tree.add_dim(Tree::ROOT, "x", 6, false);
@@ -382,22 +392,9 @@ mod tests {
     #[test]
     fn new_arrays_are_described_as_zarr_python_writes_them() {
         let mut var = float_var();
-        var.filters.push(Filter {
-            id: 0,
-            params: vec![],
-            codec: json!({"id": "shuffle", "elementsize": 4})
-                .as_object()
-                .unwrap()
-                .clone(),
-        });
-        var.filters.push(Filter {
-            id: 0,
-            params: vec![],
-            codec: json!({"id": "gzip", "level": 1})
-                .as_object()
-                .unwrap()
-                .clone(),
-        });
+        var.filters
+            .push(filter(json!({"id": "shuffle", "elementsize": 4})));
+        var.filters.push(filter(json!({"id": "gzip", "level": 1})));
         let objects = metadata_objects(&tree_with(var), layout(false, false));
         let a = object(&objects, "t/zarr.json");
         assert_eq!(a["data_type"], "float32");
@@ -500,11 +497,7 @@ mod tests {
         }
         let mut s = Var::new("s", NcType::String, vec![]);
         s.strings = StringStorage::Objects;
-        s.filters.push(Filter {
-            id: 0,
-            params: vec![],
-            codec: json!({"id": "vlen-utf8"}).as_object().unwrap().clone(),
-        });
+        s.filters.push(filter(json!({"id": "vlen-utf8"})));
         assert_eq!(data_type(&s), json!("string"));
         assert_eq!(
             codecs(&s),
