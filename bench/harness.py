@@ -171,6 +171,9 @@ class Env:
         self.base_env = base
         self.s3_dir = os.path.join(self.data, "s3")
         self.s3_port = None
+        # Where timed S3 runs connect: the server, or the proxy that simulates a link to it.
+        self.s3_timed_port = None
+        self.s3_link = args.s3_link
         self.s3_count_port = None
         self.s3_count_log = None
         self.open_rss = {}
@@ -180,7 +183,7 @@ class Env:
     def s3_env(self):
         """The environment that points a netCDF library at the loopback S3 server."""
         return {
-            "AWS_ENDPOINT_URL": f"http://127.0.0.1:{self.s3_port}",
+            "AWS_ENDPOINT_URL": f"http://127.0.0.1:{self.s3_timed_port}",
             "AWS_ACCESS_KEY_ID": S3_ACCESS,
             "AWS_SECRET_ACCESS_KEY": S3_SECRET,
             "AWS_REGION": "us-east-1",
@@ -190,6 +193,9 @@ class Env:
         """Starts s3s-fs on loopback once (stopped when the harness exits)."""
         if self.s3_port is None:
             self.s3_port = start_s3s_fs(self.s3_dir, os.environ)
+            self.s3_timed_port = self.s3_port
+            if self.s3_link:
+                self.s3_timed_port = start_latency_proxy(self.s3_port, self.s3_link)
         return os.path.join(self.s3_dir, "data", S3_BUCKET)
 
     def s3_counting_server(self):
@@ -366,7 +372,7 @@ class Env:
         if case.workload != "read_all":
             return "n/a"
         names = sorted(n for n in os.listdir(os.path.join(src, "data")) if n[0].isdigit())
-        base = f"http://127.0.0.1:{self.s3_port}/{S3_BUCKET}/{os.path.basename(src)}/data"
+        base = f"http://127.0.0.1:{self.s3_timed_port}/{S3_BUCKET}/{os.path.basename(src)}/data"
         argv = ["curl", "--silent", "--fail", "--parallel", "--parallel-max", "64",
                 "--aws-sigv4", "aws:amz:us-east-1:s3", "--user", f"{S3_ACCESS}:{S3_SECRET}",
                 "-H", "x-amz-content-sha256: UNSIGNED-PAYLOAD"]
@@ -466,6 +472,33 @@ def start_s3s_fs(directory, environ):
         raise RuntimeError(f"s3s-fs in {directory} did not start: {r.stderr.strip()}")
     atexit.register(subprocess.run, [script, "stop", directory])
     return port
+
+
+def start_latency_proxy(port, link):
+    """Starts bench/latency_proxy.py in front of the S3 server at `port`, with `link` as
+    (latency in ms, MB/s per connection); stopped when the harness exits. Its port."""
+    import atexit
+    listen = free_port()
+    latency, rate = link
+    proxy = subprocess.Popen([sys.executable, os.path.join(ROOT, "bench", "latency_proxy.py"),
+                              str(listen), str(port), str(latency), str(rate)])
+    atexit.register(proxy.kill)
+    import socket
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", listen), timeout=1).close()
+            return listen
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("the latency proxy did not start")
+
+
+def parse_link(text):
+    """`MS,MBPS` (as given to --s3-link) as (latency ms, MB/s); None for no text."""
+    if not text:
+        return None
+    latency, rate = text.split(",")
+    return float(latency), float(rate)
 
 
 def free_port():
@@ -576,7 +609,7 @@ def count_requests(env, case, who):
     if isinstance(how, str):
         return None
     argv, run_env, timed_by = how
-    old, new = f"127.0.0.1:{env.s3_port}", f"127.0.0.1:{port}"
+    old, new = f"127.0.0.1:{env.s3_timed_port}", f"127.0.0.1:{port}"
     argv = [str(a).replace(old, new) for a in argv]
     run_env = {k: v.replace(old, new) for k, v in (run_env or env.base_env).items()}
     start = os.path.getsize(log_path)
@@ -637,6 +670,9 @@ def main():
     ap.add_argument("--zarr-python", required=True)
     ap.add_argument("--with-netcdf-410", default="")
     ap.add_argument("--no-plot", action="store_true")
+    ap.add_argument("--s3-link", type=parse_link, default=None, metavar="MS,MBPS",
+                    help="time S3 cases through bench/latency_proxy.py: MS of latency per "
+                         "request, MBPS megabytes a second per connection (e.g. 20,80)")
     ap.add_argument("--references-without-ours", action="store_true",
                     help="also time the other contenders on cases our library cannot run")
     args = ap.parse_args()

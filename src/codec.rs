@@ -160,6 +160,12 @@ pub trait Codec: Send + Sync + std::fmt::Debug {
     fn part_gap(&self) -> usize {
         0
     }
+    /// How many bytes at the end of an encoded buffer tell, before anything else, which parts
+    /// of it [`Codec::encoded_parts`] names (a Zarr v3 shard's index at its end); `None` when
+    /// its head tells.
+    fn tail_first(&self) -> Option<usize> {
+        None
+    }
     /// The byte ranges of an encoded buffer of `encoded_len` bytes (decoding to `decoded_len`)
     /// that [`Codec::decode_parts`] reads to decode `wanted`, found from the buffer's first
     /// bytes `head` and last bytes `tail` (empty unless the codec asked for them), so that only
@@ -445,6 +451,11 @@ impl Chain {
             Some(codec) => codec.encoded_parts(head, tail, stored_len, decoded_len, wanted),
             None => EncodedParts::Whole,
         }
+    }
+
+    /// The [`Codec::tail_first`] of the chain's one codec.
+    pub fn tail_first(&self) -> Option<usize> {
+        self.only().and_then(|codec| codec.tail_first())
     }
 
     /// The [`Codec::part_gap`] of the chain's one codec (0 for other chains).

@@ -129,6 +129,23 @@ pub(crate) fn runs_of_whole(value: Option<Vec<u8>>, runs: &mut [(u64, &mut [u8])
     })
 }
 
+/// The last bytes of an object, and its length ([`Store::get_tails_many`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tail {
+    pub len: u64,
+    pub bytes: Vec<u8>,
+}
+
+impl Tail {
+    /// The last `n` bytes of `whole`.
+    pub fn of_whole(whole: &[u8], n: usize) -> Tail {
+        Tail {
+            len: whole.len() as u64,
+            bytes: whole[whole.len().saturating_sub(n)..].to_vec(),
+        }
+    }
+}
+
 /// What [`Store::get_each`] hands every object to: the key's index and the object (`None`:
 /// absent).
 pub type EachObject<'a> = dyn Fn(usize, Option<Vec<u8>>) -> Result<()> + Sync + 'a;
@@ -224,6 +241,28 @@ pub trait Store: Send + Sync + std::fmt::Debug {
             .collect()
     }
 
+    /// The last `n` bytes of each object (all of it when it is shorter) with its length;
+    /// `None` when absent. Entry `i` of the result is for `keys[i]`. The default learns each
+    /// length and then reads the tail ([`Store::get_runs_into`]: on stores that do not read
+    /// runs in place, the whole object each time), in parallel; S3 overrides it with one
+    /// concurrent suffix request per object.
+    fn get_tails_many(&self, keys: &[StoreKey], n: usize) -> Result<Vec<Option<Tail>>> {
+        keys.par_iter()
+            .map(|key| {
+                let Some(len) = self.get_runs_into(key, &mut [])? else {
+                    return Ok(None);
+                };
+                let at = len.saturating_sub(n as u64);
+                let mut bytes = vec![0u8; (len - at) as usize];
+                match self.get_runs_into(key, &mut [(at, &mut bytes[..])])? {
+                    Some(again) if again == len => Ok(Some(Tail { len, bytes })),
+                    // Replaced in between: its tail as it is now.
+                    _ => Ok(self.get(key)?.map(|whole| Tail::of_whole(&whole, n))),
+                }
+            })
+            .collect()
+    }
+
     /// Reads the whole object at `key` into `buf` (replacing its contents, reusing its
     /// capacity); false when the object is absent. The default reads a new buffer; backends
     /// that read into a caller's buffer override it.
@@ -237,8 +276,9 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         }
     }
 
-    /// True when [`Store::get_runs_into`] reads the runs of the object at `key` where they
-    /// lie, not the whole object: reading a few parts of it costs about what those parts cost.
+    /// True when [`Store::get_runs_into`] (on a remote store, [`Store::get_runs_many`]) reads
+    /// the runs of the object at `key` where they lie, not the whole object: reading a few
+    /// parts of it costs about what those parts cost.
     fn reads_runs_in_place(&self, _key: &StoreKey) -> bool {
         false
     }

@@ -16,7 +16,7 @@ use nczarr_rs::zmap::file::FileStore;
 use nczarr_rs::zmap::memory::MemoryStore;
 use nczarr_rs::zmap::overlay::OverlayStore;
 use nczarr_rs::zmap::zip::ZipStore;
-use nczarr_rs::zmap::{OpenHow, Store, StoreKey, StorePrefix, open_store};
+use nczarr_rs::zmap::{OpenHow, Store, StoreKey, StorePrefix, Tail, open_store};
 use proptest::prelude::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -351,6 +351,29 @@ fn get_runs_many_reads_ranges(s: &dyn Store) {
     assert_eq!(bufs[5], [0xEE; 10], "a run past the end");
 }
 
+/// The last bytes of several objects at once (one suffix request per object on remote
+/// stores): an object longer than the tail asked for, one shorter, an empty one, an absent one.
+fn get_tails_many_reads_ends(s: &dyn Store) {
+    let value: Vec<u8> = (0..3000u32).map(|i| (i % 251) as u8).collect();
+    s.put(&key("a"), &value).unwrap();
+    s.put(&key("b"), &value[..10]).unwrap();
+    s.put(&key("e"), b"").unwrap();
+    let keys = [key("a"), key("missing"), key("b"), key("e")];
+    let tails = s.get_tails_many(&keys, 100).unwrap();
+    let want = |v: &[u8]| {
+        Some(Tail {
+            len: v.len() as u64,
+            bytes: v[v.len().saturating_sub(100)..].to_vec(),
+        })
+    };
+    assert_eq!(
+        tails,
+        [want(&value), None, want(&value[..10]), want(b"")],
+        "{}",
+        s.describe()
+    );
+}
+
 fn utf8_and_spaces(s: &dyn Store) {
     let k = key("grp ü/v 1/.zarray");
     s.put(&k, "{\"ü\": 1}".as_bytes()).unwrap();
@@ -472,6 +495,7 @@ const SUITE: &[(&str, Check)] = &[
     ("get_into_replaces_the_buffer", get_into_replaces_the_buffer),
     ("get_runs_into_reads_ranges", get_runs_into_reads_ranges),
     ("get_runs_many_reads_ranges", get_runs_many_reads_ranges),
+    ("get_tails_many_reads_ends", get_tails_many_reads_ends),
     ("utf8_and_spaces", utf8_and_spaces),
 ];
 

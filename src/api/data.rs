@@ -72,6 +72,7 @@ mod encoded;
 #[cfg(test)]
 mod object_limit_tests;
 pub(crate) mod read_ahead;
+mod remote_parts;
 mod rows;
 mod split;
 mod string_width;

@@ -477,6 +477,14 @@ impl Codec for Sharding {
         PartialDecode::Blocks
     }
 
+    /// The index, when it is at the shard's end.
+    fn tail_first(&self) -> Option<usize> {
+        let n = self.inner_count().ok()?;
+        (!self.index_at_start)
+            .then(|| self.index_len(n).ok())
+            .flatten()
+    }
+
     /// The shard's index and the inner chunks that hold the wanted bytes.
     fn encoded_parts(
         &self,

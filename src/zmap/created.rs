@@ -8,7 +8,7 @@
 //! nothing of what the objects hold. Worth it where every read is a round trip: writing a new
 //! dataset in parts of chunks reads each chunk first (on S3, one GET per chunk, each a 404).
 
-use super::{EachObject, Produce, Runs, Store, StoreKey, StorePrefix};
+use super::{EachObject, Produce, Runs, Store, StoreKey, StorePrefix, Tail};
 use crate::error::Result;
 use rayon::prelude::*;
 use std::collections::HashSet;
@@ -136,6 +136,12 @@ impl Store for CreatedStore {
             runs[i] = r;
         }
         Ok(spread(keys.len(), &asked, got?, None))
+    }
+
+    fn get_tails_many(&self, keys: &[StoreKey], n: usize) -> Result<Vec<Option<Tail>>> {
+        let asked = self.written_of(keys);
+        let got = self.inner.get_tails_many(&picked(keys, &asked), n)?;
+        Ok(spread(keys.len(), &asked, got, None))
     }
 
     fn get_into(&self, key: &StoreKey, buf: &mut Vec<u8>) -> Result<bool> {

@@ -22,7 +22,7 @@ pub mod runtime;
 pub mod settings;
 mod sso;
 
-use super::{EachObject, ObjectLimit, Produce, Store, StoreKey, StorePrefix, ZARR_MARKERS};
+use super::{EachObject, ObjectLimit, Produce, Store, StoreKey, StorePrefix, Tail, ZARR_MARKERS};
 use crate::error::{Error, Result};
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
@@ -241,6 +241,11 @@ impl S3Store {
         &self.settings
     }
 
+    /// The object paths of `keys`, in order.
+    fn object_paths(&self, keys: &[StoreKey]) -> Result<Vec<Path>> {
+        keys.iter().map(|k| self.object_path(k.as_str())).collect()
+    }
+
     /// The object name of a key or prefix (`""`: the dataset root).
     fn object_path(&self, rel: &str) -> Result<Path> {
         let full = match (self.settings.root.is_empty(), rel.is_empty()) {
@@ -434,6 +439,35 @@ async fn get_span(
     }))
 }
 
+/// One GET of the last `n` bytes of the object at `path` (a suffix range); the whole object
+/// (its last bytes kept) when the server will not serve the range.
+async fn get_tail(
+    client: Arc<dyn ObjectStore>,
+    path: Path,
+    n: usize,
+    limit: u64,
+) -> std::result::Result<Option<Tail>, Failure> {
+    let options = object_store::GetOptions {
+        range: Some(object_store::GetRange::Suffix(n as u64)),
+        ..Default::default()
+    };
+    match client.get_opts(&path, options).await {
+        Ok(result) => {
+            let len = result.meta.size;
+            let got = result.range.clone();
+            let bytes = body::gather(result, limit).await?;
+            if got.end == len && got.end - got.start == bytes.len() as u64 {
+                return Ok(Some(Tail { len, bytes }));
+            }
+        }
+        Err(object_store::Error::NotFound { .. }) => return Ok(None),
+        Err(_) => {}
+    }
+    Ok(get_object(client, path, limit)
+        .await?
+        .map(|whole| Tail::of_whole(&whole, n)))
+}
+
 /// One DELETE; a missing object is fine.
 async fn delete_object(
     client: Arc<dyn ObjectStore>,
@@ -454,10 +488,7 @@ impl Store for S3Store {
     }
 
     fn get_many(&self, keys: &[StoreKey]) -> Result<Vec<Option<Vec<u8>>>> {
-        let paths = keys
-            .iter()
-            .map(|k| self.object_path(k.as_str()))
-            .collect::<Result<Vec<_>>>()?;
+        let paths = self.object_paths(keys)?;
         let limit = self.limit.get();
         self.run_many(paths, move |client, path| {
             (format!("GET {path}"), get_object(client, path, limit))
@@ -471,10 +502,7 @@ impl Store for S3Store {
         if keys.len() <= 1 || rayon::current_thread_index().is_some() {
             return super::get_each_in_batches(self, keys, held, each);
         }
-        let paths = keys
-            .iter()
-            .map(|k| self.object_path(k.as_str()))
-            .collect::<Result<Vec<_>>>()?;
+        let paths = self.object_paths(keys)?;
         let client = Arc::clone(&self.client);
         let timeout = self.settings.timeout;
         let concurrency = self.settings.concurrency;
@@ -601,6 +629,23 @@ impl Store for S3Store {
         Ok(lens)
     }
 
+    /// [`Store::get_runs_many`] fetches only the spans of the runs, by ranged GETs.
+    fn reads_runs_in_place(&self, _key: &StoreKey) -> bool {
+        true
+    }
+
+    /// One suffix-range GET per object, all of them concurrently.
+    fn get_tails_many(&self, keys: &[StoreKey], n: usize) -> Result<Vec<Option<Tail>>> {
+        let paths = self.object_paths(keys)?;
+        let limit = self.limit.get();
+        self.run_many(paths, move |client, path| {
+            (
+                format!("GET {path} last {n} bytes"),
+                get_tail(client, path, n, limit),
+            )
+        })
+    }
+
     fn put(&self, key: &StoreKey, value: &[u8]) -> Result<()> {
         self.put_many(vec![(key.clone(), value.to_vec())])
     }
@@ -658,10 +703,7 @@ impl Store for S3Store {
 
     fn delete_prefix(&self, prefix: &StorePrefix) -> Result<()> {
         let keys = self.list_keys(prefix)?;
-        let paths = keys
-            .iter()
-            .map(|k| self.object_path(k.as_str()))
-            .collect::<Result<Vec<_>>>()?;
+        let paths = self.object_paths(&keys)?;
         // Bulk deletes (`DeleteObjects`, up to 1000 keys a request), one bounded batch at a time.
         for batch in paths.chunks(DELETE_BATCH) {
             let client = Arc::clone(&self.client);

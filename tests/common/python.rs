@@ -28,8 +28,24 @@ pub fn run(env: &str, args: &[&str]) -> Result<String, String> {
 
 /// [`run`] with `preload` (the library under test) preloaded, its warnings quiet.
 pub fn run_with(env: &str, args: &[&str], preload: Option<&Path>) -> Result<String, String> {
+    run_with_vars(env, args, preload, &[])
+}
+
+/// [`run_with`] with environment variables set (`None`: removed).
+pub fn run_with_vars(
+    env: &str,
+    args: &[&str],
+    preload: Option<&Path>,
+    vars: &[(&str, Option<&str>)],
+) -> Result<String, String> {
     let mut cmd = Command::new(interpreter(env)?);
     cmd.args(args).env_remove("LD_PRELOAD");
+    for (name, value) in vars {
+        match value {
+            Some(v) => cmd.env(name, v),
+            None => cmd.env_remove(name),
+        };
+    }
     if let Some(lib) = preload {
         cmd.env("LD_PRELOAD", lib).env("NCZARR_RS_QUIET", "1");
     }

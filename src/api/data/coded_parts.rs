@@ -1,24 +1,352 @@
-//! Reading only the parts of a stored chunk that a sparse request needs: the codec says which
-//! byte ranges of the stored chunk decoding the request's runs reads (for blosc: its header,
-//! block starts and the blocks that hold the runs), and only those are read from the store,
-//! into a buffer as long as the stored chunk. A time series through large blosc chunks then
-//! reads a few blocks of each chunk instead of the whole of it.
+//! Reading only the parts of stored chunks that a sparse request needs: the codec says which
+//! byte ranges of a stored chunk decoding the request's runs reads (for blosc: its header,
+//! block starts and the blocks that hold the runs; for a Zarr v3 shard: its index and the
+//! inner chunks that hold them), and only those are read from the store. A time series through
+//! large blosc chunks then reads a few blocks of each chunk, and one through Zarr v3 shards a
+//! few inner chunks of each, instead of the whole of them.
 //!
-//! Owns this read protocol: a first look at the chunk's head, at most one more look at a longer
-//! head and one at its tail (a Zarr v3 shard's index), then the parts in one read, checked
-//! against the bytes they were planned from. Which
-//! ranges a codec needs is the codec's; decoding and copying are the caller's.
+//! Owns this read protocol, done for many chunks at once in rounds of concurrent ranged
+//! requests on a remote store: a first look at every chunk (its head, or its tail where the
+//! codec keeps its index there: [`Store::get_tails_many`]), at most one more look at a longer
+//! head and one at its tail, then the parts ([`Store::get_runs_many`]), checked against the
+//! bytes they were planned from. Which ranges a codec needs is the codec's; decoding and
+//! copying are the caller's.
 
-use super::split::slice_disjoint;
 use super::worker_buffers::set_len_sparse;
-use crate::chunk::runs::Run;
 use crate::codec::{Chain, EncodedParts};
 use crate::error::Result;
-use crate::zmap::{Store, StoreKey};
+use crate::zmap::{Runs, Store, StoreKey};
 use std::ops::Range;
 
 /// Bytes looked at first: a blosc header and the starts of up to 1020 blocks.
 const FIRST_HEAD: usize = 4096;
+
+/// What [`plan`] found for one stored chunk.
+pub(super) enum Plan {
+    /// There is no chunk.
+    Absent,
+    /// The chunk is better read whole: the codec needs all of it, it changed between looks,
+    /// or it is too long to be a coding of its bytes.
+    Whole,
+    /// These parts of it.
+    Parts(Parts),
+}
+
+/// The parts of one stored chunk to read, with the bytes looked at to plan them (the parts
+/// read are checked against those).
+pub(super) struct Parts {
+    len: usize,
+    ranges: Vec<Range<usize>>,
+    head: Vec<u8>,
+    tail: Vec<u8>,
+}
+
+/// Parts read from the store, one after another.
+pub(super) struct PartsRead {
+    parts: Parts,
+    bytes: Vec<u8>,
+}
+
+impl Parts {
+    /// Bytes the parts take.
+    pub(super) fn bytes(&self) -> usize {
+        self.ranges.iter().map(|r| r.len()).sum()
+    }
+
+    /// True when `parts` (the bytes read for each range) agree with the bytes looked at.
+    fn agrees_with(&self, parts: &[&[u8]]) -> bool {
+        let tail_at = self.len - self.tail.len();
+        self.ranges.iter().zip(parts).all(|(r, part)| {
+            // The bytes of `looked` (from `from` on) that the part also holds are the same.
+            let same = |looked: &[u8], from: usize| {
+                let start = r.start.max(from);
+                let end = r.end.min(from + looked.len());
+                start >= end
+                    || part[start - r.start..end - r.start] == looked[start - from..end - from]
+            };
+            same(&self.head, 0) && same(&self.tail, tail_at)
+        })
+    }
+
+    /// Where each range's bytes go in `buf`: at the range's own offset (`in_place`: `buf` is
+    /// as long as the stored chunk), or one after another.
+    fn places(&self, in_place: bool) -> impl Iterator<Item = Range<usize>> + '_ {
+        let mut at = 0;
+        self.ranges.iter().map(move |r| {
+            let start = if in_place { r.start } else { at };
+            at = start + r.len();
+            start..at
+        })
+    }
+
+    /// Reads the parts into `buf` ([`Parts::places`]) in one request per span of the store;
+    /// true when the object still has the planned length and the parts agree with the looks.
+    fn read_into(
+        &self,
+        store: &dyn Store,
+        key: &StoreKey,
+        buf: &mut [u8],
+        in_place: bool,
+    ) -> Result<bool> {
+        let len = store.get_runs_many(
+            std::slice::from_ref(key),
+            &mut [self.runs_in(buf, in_place)],
+        )?;
+        Ok(len.first() == Some(&Some(self.len as u64)) && self.agree_in(buf, in_place))
+    }
+
+    /// The parts' places in `buf` as runs to read into.
+    fn runs_in<'b>(&self, buf: &'b mut [u8], in_place: bool) -> Runs<'b> {
+        let mut rest = buf;
+        let mut end = 0;
+        self.ranges
+            .iter()
+            .zip(self.places(in_place))
+            .map(|(r, place)| {
+                let after_gap = std::mem::take(&mut rest).split_at_mut(place.start - end).1;
+                let (part, after) = after_gap.split_at_mut(place.len());
+                rest = after;
+                end = place.end;
+                (r.start as u64, part)
+            })
+            .collect()
+    }
+
+    /// [`Parts::agrees_with`] for the parts in `buf`.
+    fn agree_in(&self, buf: &[u8], in_place: bool) -> bool {
+        let parts: Vec<&[u8]> = self.places(in_place).map(|p| &buf[p]).collect();
+        self.agrees_with(&parts)
+    }
+}
+
+impl PartsRead {
+    /// Makes `stored` as long as the stored chunk, with the parts in their places; bytes
+    /// outside them keep whatever they held.
+    pub(super) fn place(&self, stored: &mut Vec<u8>) {
+        set_len_sparse(stored, self.parts.len);
+        for (r, from) in self.parts.ranges.iter().zip(self.parts.places(false)) {
+            stored[r.clone()].copy_from_slice(&self.bytes[from]);
+        }
+    }
+}
+
+/// What one chunk's looks have found so far.
+struct Looked {
+    len: usize,
+    head: Vec<u8>,
+    tail: Vec<u8>,
+    looked_again: bool,
+    looked_at_tail: bool,
+}
+
+impl Looked {
+    /// The plan for `ranges` the codec named: every range within the chunk (overlaps are
+    /// refused when placing), and some of the bytes looked at among them to check the parts
+    /// against.
+    fn parts(self, ranges: Vec<Range<usize>>) -> Plan {
+        let tail_at = self.len - self.tail.len();
+        let looked_at = |r: &Range<usize>| {
+            r.start < self.head.len() || (!self.tail.is_empty() && r.end > tail_at)
+        };
+        let sorted = ranges.windows(2).all(|w| w[0].end <= w[1].start);
+        let fits = sorted
+            && ranges.iter().all(|r| r.start <= r.end && r.end <= self.len)
+            && ranges.iter().any(looked_at);
+        if !fits {
+            return Plan::Whole;
+        }
+        Plan::Parts(Parts {
+            len: self.len,
+            ranges,
+            head: self.head,
+            tail: self.tail,
+        })
+    }
+}
+
+/// One look: chunk `i`'s bytes from `at`, `len` of them (its tail, or else its head).
+struct Look {
+    i: usize,
+    at: u64,
+    len: usize,
+    tail: bool,
+}
+
+/// Reads every look's bytes in one round; each with the length of its object (`None`: absent).
+fn look(
+    store: &dyn Store,
+    keys: &[StoreKey],
+    looks: &[Look],
+) -> Result<Vec<(Option<u64>, Vec<u8>)>> {
+    let mut bufs: Vec<Vec<u8>> = looks.iter().map(|l| vec![0u8; l.len]).collect();
+    let which: Vec<StoreKey> = looks.iter().map(|l| keys[l.i].clone()).collect();
+    let mut runs: Vec<Runs<'_>> = looks
+        .iter()
+        .zip(bufs.iter_mut())
+        .map(|(l, b)| vec![(l.at, &mut b[..])])
+        .collect();
+    let lens = store.get_runs_many(&which, &mut runs)?;
+    drop(runs);
+    Ok(lens.into_iter().zip(bufs).collect())
+}
+
+/// The plan for reading, from each stored chunk at `keys[i]` (decoding to `decoded_len`
+/// bytes), the parts that decoding its `wanted[i]` byte ranges needs, found in at most three
+/// rounds of looks at all the chunks together: usually one (a blosc chunk's head, a shard's
+/// index at its end).
+pub(super) fn plan(
+    store: &dyn Store,
+    chain: &Chain,
+    keys: &[StoreKey],
+    decoded_len: usize,
+    wanted: &[Vec<Range<usize>>],
+) -> Result<Vec<Plan>> {
+    let n = keys.len();
+    let mut plans: Vec<Option<Plan>> = (0..n).map(|_| None).collect();
+    let mut looked: Vec<Option<Looked>> = (0..n).map(|_| None).collect();
+    // A stored chunk far longer than any coding of its bytes is damaged or hostile: read
+    // whole, where the store's object limit refuses it (not into a buffer of its length).
+    let bound = super::largest_coding(decoded_len);
+    // An index longer than that is no index of this chunk: not fetched before it is refused.
+    if chain.tail_first().is_some_and(|n| n as u64 > bound) {
+        return Ok((0..n).map(|_| Plan::Whole).collect());
+    }
+    for (i, first) in first_looks(store, chain, keys)?.into_iter().enumerate() {
+        match first {
+            Ok(first) if first.len as u64 <= bound => looked[i] = Some(first),
+            Ok(_) => plans[i] = Some(Plan::Whole),
+            Err(plan) => plans[i] = Some(plan),
+        }
+    }
+    loop {
+        let mut looks = Vec::new();
+        for (i, slot) in looked.iter_mut().enumerate() {
+            let Some(l) = slot else { continue };
+            match chain.encoded_parts(&l.head, &l.tail, l.len, decoded_len, &wanted[i]) {
+                EncodedParts::Ranges(ranges) => {
+                    plans[i] = slot.take().map(|l| l.parts(ranges));
+                }
+                EncodedParts::Head(k) if !l.looked_again && k > l.head.len() && k <= l.len => {
+                    l.looked_again = true;
+                    let tail = false;
+                    looks.push(Look {
+                        i,
+                        at: 0,
+                        len: k,
+                        tail,
+                    });
+                }
+                EncodedParts::Tail(k) if !l.looked_at_tail && k > l.tail.len() && k <= l.len => {
+                    l.looked_at_tail = true;
+                    let at = (l.len - k) as u64;
+                    looks.push(Look {
+                        i,
+                        at,
+                        len: k,
+                        tail: true,
+                    });
+                }
+                _ => {
+                    *slot = None;
+                    plans[i] = Some(Plan::Whole);
+                }
+            }
+        }
+        if looks.is_empty() {
+            break;
+        }
+        for (seen, (len, bytes)) in looks.iter().zip(look(store, keys, &looks)?) {
+            let slot = &mut looked[seen.i];
+            match slot {
+                // The chunk changed in between: read whole.
+                Some(l) if len != Some(l.len as u64) => {
+                    *slot = None;
+                    plans[seen.i] = Some(Plan::Whole);
+                }
+                Some(l) if seen.tail => l.tail = bytes,
+                Some(l) => l.head = bytes,
+                None => {}
+            }
+        }
+    }
+    Ok(plans
+        .into_iter()
+        .map(|p| p.unwrap_or(Plan::Whole))
+        .collect())
+}
+
+/// The first look at each chunk, in one round: its tail when the codec names its parts from
+/// there ([`Chain::tail_first`]), else its head. `Err` with the plan for a chunk that is absent,
+/// or too long to address here (read whole, where the store's object limit refuses it).
+fn first_looks(
+    store: &dyn Store,
+    chain: &Chain,
+    keys: &[StoreKey],
+) -> Result<Vec<std::result::Result<Looked, Plan>>> {
+    let looked = |len: Option<u64>, head: Vec<u8>, tail: Vec<u8>| {
+        let len = usize::try_from(len.ok_or(Plan::Absent)?).map_err(|_| Plan::Whole)?;
+        let looked_at_tail = !tail.is_empty();
+        Ok(Looked {
+            len,
+            head,
+            tail,
+            looked_again: false,
+            looked_at_tail,
+        })
+    };
+    if let Some(n) = chain.tail_first() {
+        let tails = store.get_tails_many(keys, n)?;
+        return Ok(tails
+            .into_iter()
+            .map(|t| match t {
+                Some(t) => looked(Some(t.len), Vec::new(), t.bytes),
+                None => Err(Plan::Absent),
+            })
+            .collect());
+    }
+    let firsts: Vec<Look> = (0..keys.len())
+        .map(|i| Look {
+            i,
+            at: 0,
+            len: FIRST_HEAD,
+            tail: false,
+        })
+        .collect();
+    Ok(look(store, keys, &firsts)?
+        .into_iter()
+        .map(|(len, mut head)| {
+            head.truncate(len.map_or(0, |l| l.min(FIRST_HEAD as u64) as usize));
+            looked(len, head, Vec::new())
+        })
+        .collect())
+}
+
+/// Reads the planned parts of the chunks at `keys` in one round. `None` for a chunk whose
+/// parts do not agree with the bytes looked at, or whose length changed: it was replaced in
+/// between, and parts of two versions are never decoded together (read it whole).
+pub(super) fn read(
+    store: &dyn Store,
+    keys: &[StoreKey],
+    parts: Vec<Parts>,
+) -> Result<Vec<Option<PartsRead>>> {
+    let mut bufs: Vec<Vec<u8>> = parts.iter().map(|p| vec![0u8; p.bytes()]).collect();
+    let mut runs: Vec<Runs<'_>> = parts
+        .iter()
+        .zip(bufs.iter_mut())
+        .map(|(p, buf)| p.runs_in(buf, false))
+        .collect();
+    let lens = store.get_runs_many(keys, &mut runs)?;
+    drop(runs);
+    Ok(parts
+        .into_iter()
+        .zip(bufs)
+        .zip(lens)
+        .map(|((parts, bytes), len)| {
+            (len == Some(parts.len as u64) && parts.agree_in(&bytes, false))
+                .then_some(PartsRead { parts, bytes })
+        })
+        .collect())
+}
 
 /// What [`fetch`] read.
 pub(super) enum Fetched {
@@ -31,10 +359,10 @@ pub(super) enum Fetched {
     Whole,
 }
 
-/// Reads the parts of the stored chunk at `key` that decoding the `wanted` byte ranges of the
-/// decoded chunk (`decoded_len` bytes) needs into `stored`, which becomes as long as the
-/// stored chunk; bytes outside the parts keep whatever they held. When the parts will not
-/// do, `stored` gets the whole chunk.
+/// Reads the parts of the one stored chunk at `key` that decoding the `wanted` byte ranges of
+/// the decoded chunk (`decoded_len` bytes) needs into `stored`, which becomes as long as the
+/// stored chunk ([`PartsRead::place`]). When the parts will not do, `stored` gets the whole
+/// chunk.
 pub(super) fn fetch(
     store: &dyn Store,
     chain: &Chain,
@@ -43,84 +371,21 @@ pub(super) fn fetch(
     wanted: &[Range<usize>],
     stored: &mut Vec<u8>,
 ) -> Result<Fetched> {
-    let whole = |stored: &mut Vec<u8>| {
-        Ok(match store.get_into(key, stored)? {
-            true => Fetched::Whole,
-            false => Fetched::Absent,
-        })
-    };
-    let mut head = vec![0u8; FIRST_HEAD];
-    let Some(len) = store.get_runs_into(key, &mut [(0, &mut head[..])])? else {
-        return Ok(Fetched::Absent);
-    };
-    // A stored chunk far longer than any coding of its bytes is damaged or hostile: read
-    // whole, where the store's object limit refuses it (not into a buffer of its length).
-    let bound = super::largest_coding(decoded_len);
-    let Some(len) = usize::try_from(len).ok().filter(|&l| l as u64 <= bound) else {
-        return whole(stored);
-    };
-    head.truncate(len.min(FIRST_HEAD));
-    let mut tail = Vec::new();
-    let (mut looked_again, mut looked_at_tail) = (false, false);
-    let ranges = loop {
-        match chain.encoded_parts(&head, &tail, len, decoded_len, wanted) {
-            EncodedParts::Ranges(ranges) => break ranges,
-            EncodedParts::Head(n) if !looked_again && n > head.len() && n <= len => {
-                head.resize(n, 0);
-                if store.get_runs_into(key, &mut [(0, &mut head[..])])? != Some(len as u64) {
-                    return whole(stored);
-                }
-                looked_again = true;
+    let keys = std::slice::from_ref(key);
+    match plan(store, chain, keys, decoded_len, &[wanted.to_vec()])?.pop() {
+        Some(Plan::Absent) => return Ok(Fetched::Absent),
+        Some(Plan::Parts(parts)) => {
+            set_len_sparse(stored, parts.len);
+            if parts.read_into(store, key, stored, true)? {
+                return Ok(Fetched::Parts);
             }
-            EncodedParts::Tail(n) if !looked_at_tail && n > tail.len() && n <= len => {
-                tail.resize(n, 0);
-                let at = (len - n) as u64;
-                if store.get_runs_into(key, &mut [(at, &mut tail[..])])? != Some(len as u64) {
-                    return whole(stored);
-                }
-                looked_at_tail = true;
-            }
-            _ => return whole(stored),
         }
-    };
-    // Every range within the chunk (overlaps are refused when slicing), and some of the bytes
-    // looked at among them, to check the parts against.
-    let tail_at = len - tail.len();
-    let looked_at =
-        |r: &Range<usize>| r.start < head.len() || (!tail.is_empty() && r.end > tail_at);
-    let fits =
-        ranges.iter().all(|r| r.start <= r.end && r.end <= len) && ranges.iter().any(looked_at);
-    if !fits {
-        return whole(stored);
+        Some(Plan::Whole) | None => {}
     }
-    set_len_sparse(stored, len);
-    let mut parts: Vec<(Run, usize)> = ranges
-        .iter()
-        .map(|r| {
-            let run = Run {
-                chunk: r.start,
-                mem: r.start,
-                len: r.len(),
-            };
-            (run, 0)
-        })
-        .collect();
-    let Some(mut runs) = slice_disjoint(stored, &mut parts, 1).and_then(|mut s| s.pop()) else {
-        return whole(stored);
-    };
-    let read = store.get_runs_into(key, &mut runs)?;
-    // The bytes the parts were planned from must be the bytes read with them: a chunk
-    // replaced in between is read whole.
-    let same = ranges.iter().all(|r| {
-        let in_head = r.start.min(head.len())..r.end.min(head.len());
-        let in_tail = r.start.max(tail_at)..r.end.max(tail_at);
-        stored[in_head.clone()] == head[in_head]
-            && stored[in_tail.clone()] == tail[in_tail.start - tail_at..in_tail.end - tail_at]
-    });
-    if read != Some(len as u64) || !same {
-        return whole(stored);
-    }
-    Ok(Fetched::Parts)
+    Ok(match store.get_into(key, stored)? {
+        true => Fetched::Whole,
+        false => Fetched::Absent,
+    })
 }
 
 #[cfg(test)]
@@ -130,7 +395,7 @@ mod tests {
     use super::*;
     use crate::codec::Context;
     use crate::zmap::memory::MemoryStore;
-    use crate::zmap::runs_of_whole;
+    use crate::zmap::{Tail, runs_of_whole};
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// A store that reads runs in place and counts what it reads; after `change_after` reads
@@ -213,12 +478,118 @@ mod tests {
         for r in &wanted {
             assert_eq!(out[r.clone()], data[r.clone()]);
         }
-        // The shard replaced between the look at its index and the read of the parts: read
-        // whole.
-        let other = sharded.encode(vec![0u8; data.len()]).unwrap();
-        let (store, key) = store_with(&stored, 2, &other);
-        let got = fetch(&store, &sharded, &key, data.len(), &wanted, &mut buf).unwrap();
-        assert!(matches!(got, Fetched::Whole) && buf == other);
+        // The shard replaced between the look at its index and the read of the parts (the
+        // store's third read of runs): read whole. Replaced between learning its length and
+        // reading its index (the second): its new index and parts. Either way, what decodes
+        // is the new shard.
+        let zeros = vec![0u8; data.len()];
+        let other = sharded.encode(zeros.clone()).unwrap();
+        for change_after in [2, 3] {
+            let (store, key) = store_with(&stored, change_after, &other);
+            let got = fetch(&store, &sharded, &key, data.len(), &wanted, &mut buf).unwrap();
+            let mut out = vec![1u8; data.len()];
+            match got {
+                Fetched::Whole => {
+                    assert_eq!(change_after, 3);
+                    assert!(buf == other);
+                }
+                Fetched::Parts => {
+                    assert_eq!(change_after, 2);
+                    assert!(sharded.decode_parts(&buf, &mut out, &wanted).unwrap());
+                    for r in &wanted {
+                        assert_eq!(out[r.clone()], zeros[r.clone()]);
+                    }
+                }
+                Fetched::Absent => panic!("not read"),
+            }
+        }
+    }
+
+    /// A store that counts the rounds of looks and reads a planner makes.
+    #[derive(Debug)]
+    struct Rounds {
+        inner: MemoryStore,
+        rounds: AtomicUsize,
+    }
+
+    impl Store for Rounds {
+        fn get(&self, key: &StoreKey) -> Result<Option<Vec<u8>>> {
+            self.inner.get(key)
+        }
+        fn get_runs_many(
+            &self,
+            keys: &[StoreKey],
+            runs: &mut [Runs<'_>],
+        ) -> Result<Vec<Option<u64>>> {
+            self.rounds.fetch_add(1, Ordering::Relaxed);
+            self.inner.get_runs_many(keys, runs)
+        }
+        fn get_tails_many(&self, keys: &[StoreKey], n: usize) -> Result<Vec<Option<Tail>>> {
+            self.rounds.fetch_add(1, Ordering::Relaxed);
+            self.inner.get_tails_many(keys, n)
+        }
+        crate::zmap::forward_writes_and_listings!(inner);
+        fn describe(&self) -> String {
+            "rounds".into()
+        }
+    }
+
+    /// Eight shards (index at the end) and eight blosc chunks, one of each absent, planned
+    /// and read together: one round of looks (the shards' indexes, the chunks' heads), one of
+    /// parts, and the parts decode to the wanted bytes of each.
+    #[test]
+    fn many_chunks_are_planned_and_read_in_two_rounds() {
+        let sharded = chain(
+            r#"[{"id":"sharding_indexed","shard_shape":[512,512],"chunk_shape":[64,64],
+                 "codecs":[{"id":"zstd","level":1}],"index_checksum":true}]"#,
+        );
+        let blosc =
+            chain(r#"[{"id":"blosc","cname":"lz4","clevel":5,"shuffle":1,"blocksize":16384}]"#);
+        for codec in [sharded, blosc] {
+            let store = Rounds {
+                inner: MemoryStore::new(),
+                rounds: AtomicUsize::new(0),
+            };
+            let chunk = |k: u32| -> Vec<u8> {
+                (0..262_144u32)
+                    .flat_map(|i| (i.wrapping_mul(2_654_435_761) ^ k).to_le_bytes())
+                    .collect()
+            };
+            let keys: Vec<StoreKey> = (0..8)
+                .map(|k| StoreKey::new(&format!("v/{k}.0")).unwrap())
+                .collect();
+            for (k, key) in keys.iter().enumerate().skip(1) {
+                store
+                    .put(key, &codec.encode(chunk(k as u32)).unwrap())
+                    .unwrap();
+            }
+            let wanted: Vec<Vec<Range<usize>>> = (0..8)
+                .map(|k| vec![4 * k..4 * k + 4, 4 * (200_000 + k)..4 * (200_000 + k) + 8])
+                .collect();
+            let plans = plan(&store, &codec, &keys, 4 * 262_144, &wanted).unwrap();
+            assert!(matches!(plans[0], Plan::Absent));
+            let parts: Vec<Parts> = plans
+                .into_iter()
+                .skip(1)
+                .map(|p| match p {
+                    Plan::Parts(parts) => parts,
+                    _ => panic!("not planned in parts"),
+                })
+                .collect();
+            let read = read(&store, &keys[1..], parts).unwrap();
+            assert_eq!(store.rounds.load(Ordering::Relaxed), 2, "{codec:?}");
+            for (k, read) in read.into_iter().enumerate() {
+                let k = k + 1;
+                let mut stored = Vec::new();
+                read.expect("parts agree").place(&mut stored);
+                let mut out = vec![0u8; 4 * 262_144];
+                assert!(codec.decode_parts(&stored, &mut out, &wanted[k]).unwrap());
+                let want = chunk(k as u32);
+                for r in &wanted[k] {
+                    assert_eq!(out[r.clone()], want[r.clone()], "{codec:?} chunk {k}");
+                }
+            }
+        }
     }
 
     /// Two elements of a blosc chunk of 64 blocks: a few blocks are read, and decoding them

@@ -11,8 +11,9 @@
 
 use super::chunk_io::{self, ChunkBuffers};
 use super::coded_parts::{self, Fetched};
+use super::remote_parts;
 use super::rows;
-use super::split::{PieceRuns, Target, batches_of, in_batches};
+use super::split::{PIECES_PER_BATCH, PieceRuns, Target, batches_of, in_batches};
 use super::worker_buffers::{WorkerBuffers, set_len_sparse};
 use super::{Geometry, finish_error};
 use crate::api::convert;
@@ -54,7 +55,13 @@ pub(super) fn read(
 ) -> Result<Vec<usize>> {
     let (geo, pieces) = (target.geo, target.pieces);
     let buffers = WorkerBuffers::new();
-    in_batches(target, wanted, batch_len, |batch, per_piece| {
+    let in_parts = remote_parts::applies(store, geo);
+    let pieces_per_batch = if in_parts {
+        PIECES_PER_BATCH
+    } else {
+        batch_len
+    };
+    in_batches(target, wanted, pieces_per_batch, |batch, per_piece| {
         let keys: Vec<StoreKey> = batch
             .iter()
             .map(|&i| geo.key(&pieces[i].chunk))
@@ -67,14 +74,18 @@ pub(super) fn read(
                     buffers.with(|bufs| land_parts(store, geo, key, runs, bufs))
                 });
         }
-        chunk_io::fetch_each(
-            store,
-            &keys,
-            per_piece,
-            keys.len(),
-            &buffers,
-            |scratch, runs, key, stored| land(geo, key, stored, runs, scratch),
-        )
+        let land_whole = |scratch: &mut Vec<u8>, runs, key: &StoreKey, stored: Option<&[u8]>| {
+            land(geo, key, stored, runs, scratch)
+        };
+        if in_parts {
+            let landing = remote_parts::Landing {
+                wanted: &|runs: &PieceRuns<'_>| wanted_ranges(geo, runs),
+                decoded: &|chunk: &[u8], mut runs: PieceRuns<'_>| copy_runs(chunk, 0, &mut runs),
+                whole: &land_whole,
+            };
+            return remote_parts::read(store, geo, keys, per_piece, batch_len, &buffers, landing);
+        }
+        chunk_io::fetch_each(store, &keys, per_piece, keys.len(), &buffers, land_whole)
     })
 }
 
@@ -91,10 +102,15 @@ pub(super) fn read_rows(
     let (geo, pieces) = (target.geo, target.pieces);
     let plans = rows::plans(geo, pieces, wanted, target.out.len(), target.strides)?;
     let buffers = WorkerBuffers::new();
+    let in_parts = remote_parts::applies(store, geo);
     let left = batches_of(
         target.out,
         &plans,
-        batch_len,
+        if in_parts {
+            PIECES_PER_BATCH
+        } else {
+            batch_len
+        },
         |batch, out| rows::split(batch.iter().map(|(_, r)| r), out, geo.esize),
         |batch, per_piece| {
             let keys: Vec<StoreKey> = batch
@@ -122,28 +138,38 @@ pub(super) fn read_rows(
                     },
                 );
             }
-            chunk_io::fetch_each(
-                store,
-                &keys,
-                items,
-                keys.len(),
-                &buffers,
-                |scratch, (dests, (_, rows)), key, stored| {
-                    land_rows(
-                        geo,
-                        key,
-                        stored,
-                        rows,
-                        &row_spans(geo, rows),
-                        dests,
-                        scratch,
-                    )
-                },
-            )
+            let land_whole = |scratch: &mut Vec<u8>,
+                              (dests, (_, rows)): RowsItem<'_, '_>,
+                              key: &StoreKey,
+                              stored: Option<&[u8]>| {
+                land_rows(
+                    geo,
+                    key,
+                    stored,
+                    rows,
+                    &row_spans(geo, rows),
+                    dests,
+                    scratch,
+                )
+            };
+            if in_parts {
+                let landing = remote_parts::Landing {
+                    wanted: &|(_, (_, rows)): &RowsItem<'_, '_>| row_spans(geo, rows),
+                    decoded: &|chunk: &[u8], (dests, (_, rows)): RowsItem<'_, '_>| {
+                        copy_rows(geo, rows, Some(chunk), dests)
+                    },
+                    whole: &land_whole,
+                };
+                return remote_parts::read(store, geo, keys, items, batch_len, &buffers, landing);
+            }
+            chunk_io::fetch_each(store, &keys, items, keys.len(), &buffers, land_whole)
         },
     )?;
     Ok(left.into_iter().map(|(i, _)| i).collect())
 }
+
+/// A piece of a strided read: its rows' places in the caller's buffer, and its index and rows.
+type RowsItem<'o, 'p> = (PieceRuns<'o>, &'p (usize, runs::Rows));
 
 /// Decodes one fetched chunk (only the `parts` its rows need when there are some and its
 /// codec can; fill when absent) and copies the rows of its piece into place.
@@ -227,7 +253,7 @@ fn land_parts(
     mut runs: PieceRuns<'_>,
     bufs: &mut ChunkBuffers,
 ) -> Result<()> {
-    let found = match read_parts(store, geo, key, &wanted(geo, &runs), bufs)? {
+    let found = match read_parts(store, geo, key, &wanted_ranges(geo, &runs), bufs)? {
         PartsRead::Decoded => {
             copy_runs(&bufs.scratch, 0, &mut runs);
             return Ok(());
@@ -268,7 +294,13 @@ fn land(
     } else {
         set_len_sparse(scratch, geo.chunk_bytes);
         if geo.partial_decode() != PartialDecode::Whole
-            && Dataset::decode_chunk_parts_into(geo, key, bytes, scratch, &wanted(geo, &runs))?
+            && Dataset::decode_chunk_parts_into(
+                geo,
+                key,
+                bytes,
+                scratch,
+                &wanted_ranges(geo, &runs),
+            )?
         {
             copy_runs(scratch, 0, &mut runs);
             return Ok(());
@@ -325,7 +357,7 @@ const MOST_ROW_SPANS: usize = 1 << 16;
 /// The byte ranges of the chunk that `runs` copy, in their order, neighbours closer than the
 /// codec's [`crate::codec::Chain::part_gap`] joined (a piece of many short runs then makes a
 /// shorter list).
-fn wanted(geo: &Geometry, runs: &PieceRuns<'_>) -> Vec<Range<usize>> {
+fn wanted_ranges(geo: &Geometry, runs: &PieceRuns<'_>) -> Vec<Range<usize>> {
     let gap = geo.chain.part_gap();
     let mut ranges: Vec<Range<usize>> = Vec::new();
     for (at, o) in runs.iter() {
