@@ -34,7 +34,9 @@ fn url_safe(path: &str) -> bool {
 pub enum Request {
     /// `nc_open` without a format of its choosing.
     Open,
-    /// `nc_create`, or an open whose format the caller chose (a user-defined format flag, an
+    /// `nc_create` without a format of its choosing.
+    Create,
+    /// An open or create whose format the caller chose (a user-defined format flag, an
     /// in-memory dataset).
     Other,
 }
@@ -54,7 +56,28 @@ pub fn repaired(path: &str, request: Request) -> Option<Repair> {
     if let Some(repair) = repaired_fragment(path) {
         return Some(repair);
     }
+    if let Some(url) = bare_s3(path).filter(|_| request != Request::Other) {
+        return Some(repaired_fragment(&url).unwrap_or(Repair::Path(url)));
+    }
     local_dataset(path, request).map(Repair::Path)
+}
+
+/// An `s3://bucket/key` URL that names no mode (no `mode` key and no mode word alone in its
+/// fragment, no `[...]` prefix), with `mode=nczarr,s3` put first in its fragment. libnetcdf
+/// 4.9.0 reads such a URL as OPeNDAP and 4.10.1 refuses it ("Unsupported protocol"), so the
+/// only dataset it can name is a Zarr one; the reader tells NCZarr, pure Zarr v2 and Zarr v3
+/// apart by what is stored.
+fn bare_s3(path: &str) -> Option<String> {
+    let cleaned = libnetcdf_cleaned(path);
+    let location = fragment::split_unescaped(&cleaned, '#')[0];
+    if url_protocol(location) != Some("s3") {
+        return None;
+    }
+    match cleaned.get(location.len() + 1..) {
+        Some(rest) if fragment::names_a_mode(rest) => None,
+        Some(rest) if !rest.is_empty() => Some(format!("{location}#mode=nczarr,s3&{rest}")),
+        _ => Some(format!("{location}#mode=nczarr,s3")),
+    }
 }
 
 /// The repair of a URL whose parameters send libnetcdf 4.9.0 into its endless loop, read as
@@ -177,7 +200,7 @@ mod tests {
     #[test]
     fn urls_keep_all_but_the_fragment() {
         assert_eq!(
-            path("s3://bucket/a#b/key#mode=zarr", Request::Open),
+            path("s3://bucket/a#b/key#mode=zarr", Request::Other),
             None,
             "the first '#' starts the fragment, as in netcdf-c"
         );
@@ -199,7 +222,11 @@ mod tests {
             None
         );
         assert_eq!(path("[mode=zarr file:///d/x.zarr", Request::Open), None);
-        assert_eq!(path("s3://b/k", Request::Open), None);
+        assert_eq!(
+            path("s3://b/k", Request::Open).as_deref(),
+            Some("s3://b/k#mode=nczarr,s3"),
+            "an S3 URL without a mode is NCZarr on S3"
+        );
         // libnetcdf's URL parser wants only a `:` after the protocol, drops control
         // characters, and the first of two backslashes.
         assert_eq!(
@@ -221,6 +248,49 @@ mod tests {
             Some("<refused>")
         );
         assert_eq!(path("/data/x.nc#mode=zarr", Request::Open), None);
+    }
+
+    #[test]
+    fn s3_urls_without_a_mode_become_nczarr_on_s3() {
+        for request in [Request::Open, Request::Create] {
+            assert_eq!(
+                path("s3://bucket/a/b.zarr", request).as_deref(),
+                Some("s3://bucket/a/b.zarr#mode=nczarr,s3")
+            );
+            assert_eq!(
+                path("s3://bucket/k#aws.profile=x&log", request).as_deref(),
+                Some("s3://bucket/k#mode=nczarr,s3&aws.profile=x&log"),
+                "the fragment's other keys are kept"
+            );
+            assert_eq!(
+                path("s3://bucket/k#", request).as_deref(),
+                Some("s3://bucket/k#mode=nczarr,s3")
+            );
+        }
+        // A mode, or a word that stands for one, is the caller's choice.
+        for named in [
+            "#mode=bytes",
+            "#MODE=nczarr,s3",
+            "#s3",
+            "#bytes&log",
+            "#x&zarr",
+        ] {
+            let url = format!("s3://bucket/k{named}");
+            let repaired = path(&url, Request::Open);
+            assert!(
+                repaired
+                    .as_deref()
+                    .is_none_or(|r| !r.contains("mode=nczarr,s3&")),
+                "{url}: {repaired:?}"
+            );
+        }
+        assert_eq!(path("[log]s3://bucket/k", Request::Open), None);
+        assert_eq!(
+            path("s3://bucket/k", Request::Other),
+            None,
+            "a format chosen"
+        );
+        assert_eq!(path("https://host/bucket/k", Request::Open), None);
     }
 
     #[test]

@@ -1244,3 +1244,41 @@ fn pure_zarr_open_never_lists_an_arrays_chunks() {
         );
     }
 }
+
+/// An `s3://bucket/key` URL that names no mode, which netcdf-c alone reads as OPeNDAP (4.9.0)
+/// or refuses (4.10.1): `ncgen` creates NCZarr there, and stock `ncdump` (4.9.0) and
+/// netCDF4-python (4.10.1) open it, reading what the same CDL gives on a directory store.
+#[test]
+fn s3_urls_without_a_mode_are_zarr_datasets() {
+    let common::Subject::Preload(lib) = common::subject() else {
+        return;
+    };
+    let server = Server::start(Kind::Moto);
+    let dir = scratch("s3-bare");
+    let endpoint = server.endpoint();
+    let env = env_with(
+        dir.path(),
+        &[("AWS_ENDPOINT_URL", &endpoint), ("AWS_PROFILE", "none")],
+    );
+    let cdl = sample_cdl(dir.path());
+    let local = url(&dir.path().join("local.zarr"), "nczarr,file");
+    let bare = format!("s3://{BUCKET}/bare/a");
+    for target in [&local, &bare] {
+        let r = tool("ncgen", &["-4", "-o", target, cdl.to_str().unwrap()], &env);
+        assert!(r.success(), "{}", r.describe());
+    }
+    let want = ncdump_ok(&local, &env).unwrap();
+    assert_eq!(ncdump_ok(&bare, &env).unwrap(), want);
+    assert_eq!(
+        ncdump_ok(&format!("{bare}#mode=nczarr,s3"), &env).unwrap(),
+        want
+    );
+    let script = "import sys, netCDF4\n\
+                  ds = netCDF4.Dataset(sys.argv[1])\n\
+                  print(sorted(ds.variables), ds['v'][:].sum())";
+    let read = |url: &str| {
+        common::python::run_with_vars("netcdf4", &["-c", script, url], Some(lib), &env)
+            .unwrap_or_else(|e| panic!("{url}: {e}"))
+    };
+    assert_eq!(read(&bare), read(&local));
+}

@@ -93,8 +93,10 @@ pub extern "C" fn NC_infermodel(
     let Some(real) = real() else {
         return NC_EINTERNAL;
     };
-    let request = if iscreate != 0 || !params.is_null() || mode(omodep) & FORMAT_CHOSEN != 0 {
+    let request = if !params.is_null() || mode(omodep) & FORMAT_CHOSEN != 0 {
         Request::Other
+    } else if iscreate != 0 {
+        Request::Create
     } else {
         Request::Open
     };

@@ -122,6 +122,18 @@ pub(super) fn repaired(protocol: &str, prefix: &str, fragment: &str) -> Option<L
     Some(Looping::Fragment(kept.join("&")))
 }
 
+/// True when `fragment` (after the `#`) names a mode: a `mode` key, or a word that stands for
+/// one (`zarr`, `bytes`, ...) in 4.9.0 or 4.10.1.
+pub(super) fn names_a_mode(fragment: &str) -> bool {
+    parsed(fragment).iter().any(|(k, v)| {
+        k.eq_ignore_ascii_case("mode")
+            || (v.is_empty()
+                && [false, true]
+                    .iter()
+                    .any(|&of_410| macros(of_410).any(|(m, _)| m == k)))
+    })
+}
+
 /// True when `word` implies another mode word (in 4.10.1, or in 4.9.0).
 fn implies(of_410: bool, word: &str) -> bool {
     inferences(of_410).any(|(w, _)| w.eq_ignore_ascii_case(word))
