@@ -30,6 +30,9 @@ pub(super) enum Plan {
     Whole,
     /// These parts of it.
     Parts(Parts),
+    /// All of it, which the look already read (a chunk no longer than the look, or a server
+    /// that answered the look with the whole object).
+    Held(Vec<u8>),
 }
 
 /// The parts of one stored chunk to read, with the bytes looked at to plan them (the parts
@@ -213,6 +216,8 @@ pub(super) fn plan(
     }
     for (i, first) in first_looks(store, chain, keys)?.into_iter().enumerate() {
         match first {
+            Ok(first) if first.head.len() == first.len => plans[i] = Some(Plan::Held(first.head)),
+            Ok(first) if first.tail.len() == first.len => plans[i] = Some(Plan::Held(first.tail)),
             Ok(first) if first.len as u64 <= bound => looked[i] = Some(first),
             Ok(_) => plans[i] = Some(Plan::Whole),
             Err(plan) => plans[i] = Some(plan),
@@ -380,6 +385,10 @@ pub(super) fn fetch(
                 return Ok(Fetched::Parts);
             }
         }
+        Some(Plan::Held(whole)) => {
+            *stored = whole;
+            return Ok(Fetched::Whole);
+        }
         Some(Plan::Whole) | None => {}
     }
     Ok(match store.get_into(key, stored)? {
@@ -480,8 +489,8 @@ mod tests {
         }
         // The shard replaced between the look at its index and the read of the parts (the
         // store's third read of runs): read whole. Replaced between learning its length and
-        // reading its index (the second): its new index and parts. Either way, what decodes
-        // is the new shard.
+        // reading its index (the second): its new index, which is all of it. Either way, what
+        // decodes is the new shard.
         let zeros = vec![0u8; data.len()];
         let other = sharded.encode(zeros.clone()).unwrap();
         for change_after in [2, 3] {
@@ -489,10 +498,9 @@ mod tests {
             let got = fetch(&store, &sharded, &key, data.len(), &wanted, &mut buf).unwrap();
             let mut out = vec![1u8; data.len()];
             match got {
-                Fetched::Whole => {
-                    assert_eq!(change_after, 3);
-                    assert!(buf == other);
-                }
+                // The new shard holds only its index (inner chunks of zeros, the fill value,
+                // are not stored): the look at its tail read all of it.
+                Fetched::Whole => assert!(buf == other),
                 Fetched::Parts => {
                     assert_eq!(change_after, 2);
                     assert!(sharded.decode_parts(&buf, &mut out, &wanted).unwrap());
@@ -590,6 +598,24 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A chunk no longer than the first look is held from it: one round, nothing read twice.
+    #[test]
+    fn a_chunk_the_look_read_whole_is_held() {
+        let blosc = chain(r#"[{"id":"blosc","cname":"lz4","clevel":5,"shuffle":1,"blocksize":0}]"#);
+        let data: Vec<u8> = (0..500u32).flat_map(|i| i.to_le_bytes()).collect();
+        let stored = blosc.encode(data.clone()).unwrap();
+        assert!(stored.len() < FIRST_HEAD);
+        let store = Rounds {
+            inner: MemoryStore::new(),
+            rounds: AtomicUsize::new(0),
+        };
+        let key = StoreKey::new("v/0").unwrap();
+        store.put(&key, &stored).unwrap();
+        let plans = plan(&store, &blosc, &[key], data.len(), &[vec![4..8]]).unwrap();
+        assert!(matches!(&plans[..], [Plan::Held(held)] if *held == stored));
+        assert_eq!(store.rounds.load(Ordering::Relaxed), 1);
     }
 
     /// Two elements of a blosc chunk of 64 blocks: a few blocks are read, and decoding them

@@ -86,13 +86,18 @@ pub(super) fn read<T: Send>(
     }
     let (keys, items) = (keys_in_parts, items_in_parts);
     let plans = coded_parts::plan(store, &geo.chain, &keys, geo.chunk_bytes, &wanted)?;
-    let mut absent: Vec<(StoreKey, T)> = Vec::new();
+    // Chunks the looks found absent, or read whole already.
+    let mut in_hand: Vec<(StoreKey, T, Option<Vec<u8>>)> = Vec::new();
     let mut rounds: Vec<Vec<InParts<T>>> = Vec::new();
     let mut round_bytes = 0;
     for (((key, item), plan), wanted) in keys.into_iter().zip(items).zip(plans).zip(wanted) {
         let parts = match plan {
             Plan::Absent => {
-                absent.push((key, item));
+                in_hand.push((key, item, None));
+                continue;
+            }
+            Plan::Held(bytes) => {
+                in_hand.push((key, item, Some(bytes)));
                 continue;
             }
             Plan::Whole => {
@@ -110,8 +115,8 @@ pub(super) fn read<T: Send>(
             }
         }
     }
-    absent.into_par_iter().try_for_each(|(key, item)| {
-        buffers.with(|b| (landing.whole)(&mut b.scratch, item, &key, None))
+    in_hand.into_par_iter().try_for_each(|(key, item, bytes)| {
+        buffers.with(|b| (landing.whole)(&mut b.scratch, item, &key, bytes.as_deref()))
     })?;
     let declined = Mutex::new(Vec::new());
     for round in rounds {
