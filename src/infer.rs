@@ -62,21 +62,31 @@ pub fn repaired(path: &str, request: Request) -> Option<Repair> {
     local_dataset(path, request).map(Repair::Path)
 }
 
-/// An `s3://bucket/key` URL that names no mode (no `mode` key and no mode word alone in its
-/// fragment, no `[...]` prefix), with `mode=nczarr,s3` put first in its fragment. libnetcdf
-/// 4.9.0 reads such a URL as OPeNDAP and 4.10.1 refuses it ("Unsupported protocol"), so the
-/// only dataset it can name is a Zarr one; the reader tells NCZarr, pure Zarr v2 and Zarr v3
-/// apart by what is stored.
+/// An `s3://bucket/key` URL that names no mode, with `mode=nczarr,s3` put first in its
+/// fragment. libnetcdf 4.9.0 reads such a URL as OPeNDAP and 4.10.1 refuses it ("Unsupported
+/// protocol"), so the only dataset it can name is a Zarr one; the reader tells NCZarr, pure
+/// Zarr v2 and Zarr v3 apart by what is stored. Only plain URLs, which every libnetcdf parses
+/// alike: printable ASCII without backslashes, a `[...]` prefix, user names or a query, whose
+/// fragment is absent or holds only keys a dataset URL may carry besides its mode. Anything
+/// else after a `#` may be part of the key (S3 keys may hold `#`), and a create there would
+/// clobber another dataset.
 fn bare_s3(path: &str) -> Option<String> {
-    let cleaned = libnetcdf_cleaned(path);
-    let location = fragment::split_unescaped(&cleaned, '#')[0];
-    if url_protocol(location) != Some("s3") {
+    let plain = path
+        .chars()
+        .all(|c| c.is_ascii_graphic() && !"\\[@?".contains(c));
+    let (location, fragment) = match path.split_once('#') {
+        Some((location, fragment)) => (location, Some(fragment)),
+        None => (path, None),
+    };
+    if !plain || url_protocol(location) != Some("s3") {
         return None;
     }
-    match cleaned.get(location.len() + 1..) {
-        Some(rest) if fragment::names_a_mode(rest) => None,
-        Some(rest) if !rest.is_empty() => Some(format!("{location}#mode=nczarr,s3&{rest}")),
-        _ => Some(format!("{location}#mode=nczarr,s3")),
+    match fragment {
+        None | Some("") => Some(format!("{location}#mode=nczarr,s3")),
+        Some(rest) if fragment::only_dataset_keys(rest) => {
+            Some(format!("{location}#mode=nczarr,s3&{rest}"))
+        }
+        Some(_) => None,
     }
 }
 
@@ -200,7 +210,7 @@ mod tests {
     #[test]
     fn urls_keep_all_but_the_fragment() {
         assert_eq!(
-            path("s3://bucket/a#b/key#mode=zarr", Request::Other),
+            path("s3://bucket/a#b/key#mode=zarr", Request::Open),
             None,
             "the first '#' starts the fragment, as in netcdf-c"
         );
@@ -284,7 +294,22 @@ mod tests {
                 "{url}: {repaired:?}"
             );
         }
-        assert_eq!(path("[log]s3://bucket/k", Request::Open), None);
+        // Text after a `#` that may be part of the key, and URLs libnetcdf versions read
+        // differently, are left alone.
+        for other in [
+            "s3://bucket/run#3",
+            "s3://bucket/a#b/c",
+            "s3://bucket/k#log#x",
+            "s3://bucket/k?versionId=3",
+            "s3://user@bucket/k",
+            "s3://bucket/k\\x",
+            "s3://bucket/k\u{1}",
+            "s3://bucket/k\u{e9}",
+            "s3://bucket/a b",
+            "[log]s3://bucket/k",
+        ] {
+            assert_eq!(path(other, Request::Create), None, "{other}");
+        }
         assert_eq!(
             path("s3://bucket/k", Request::Other),
             None,

@@ -50,6 +50,9 @@ const FORMAT_CHOSEN: c_int = NC_UDF0
     | NC_INMEMORY
     | NC_MMAP;
 
+/// Create flags that ask for a netCDF-3 format (`NC_64BIT_OFFSET`, `NC_64BIT_DATA`).
+const NETCDF3_CREATE: c_int = 0x0200 | 0x0020;
+
 /// What to give libnetcdf for `path`, when it needs repair.
 fn repaired(path: *const c_char, request: Request) -> Option<Repair> {
     if path.is_null() {
@@ -93,7 +96,9 @@ pub extern "C" fn NC_infermodel(
     let Some(real) = real() else {
         return NC_EINTERNAL;
     };
-    let request = if !params.is_null() || mode(omodep) & FORMAT_CHOSEN != 0 {
+    let chosen =
+        mode(omodep) & FORMAT_CHOSEN != 0 || (iscreate != 0 && mode(omodep) & NETCDF3_CREATE != 0);
+    let request = if !params.is_null() || chosen {
         Request::Other
     } else if iscreate != 0 {
         Request::Create

@@ -122,16 +122,14 @@ pub(super) fn repaired(protocol: &str, prefix: &str, fragment: &str) -> Option<L
     Some(Looping::Fragment(kept.join("&")))
 }
 
-/// True when `fragment` (after the `#`) names a mode: a `mode` key, or a word that stands for
-/// one (`zarr`, `bytes`, ...) in 4.9.0 or 4.10.1.
-pub(super) fn names_a_mode(fragment: &str) -> bool {
-    parsed(fragment).iter().any(|(k, v)| {
-        k.eq_ignore_ascii_case("mode")
-            || (v.is_empty()
-                && [false, true]
-                    .iter()
-                    .any(|&of_410| macros(of_410).any(|(m, _)| m == k)))
-    })
+/// Keys a dataset URL's fragment may carry besides its mode (compared without case).
+const DATASET_KEYS: [&str; 4] = ["log", "show", "aws.profile", "aws.region"];
+
+/// True when every parameter of `fragment` (after the `#`) is one of [`DATASET_KEYS`].
+pub(super) fn only_dataset_keys(fragment: &str) -> bool {
+    parsed(fragment)
+        .iter()
+        .all(|(k, _)| DATASET_KEYS.iter().any(|d| d.eq_ignore_ascii_case(k)))
 }
 
 /// True when `word` implies another mode word (in 4.10.1, or in 4.9.0).

@@ -359,8 +359,8 @@ pub(super) enum Fetched {
     Absent,
     /// The parts are in the buffer it was given.
     Parts,
-    /// The whole stored chunk is in the buffer: the codec needs all of it, or the chunk
-    /// changed between reads.
+    /// The whole stored chunk is in the buffer: the codec needs all of it, the chunk is no
+    /// longer than a look at it, or it changed between reads.
     Whole,
 }
 
@@ -385,11 +385,9 @@ pub(super) fn fetch(
                 return Ok(Fetched::Parts);
             }
         }
-        Some(Plan::Held(whole)) => {
-            *stored = whole;
-            return Ok(Fetched::Whole);
-        }
-        Some(Plan::Whole) | None => {}
+        // Read whole again, as a local store reads whole objects (a zip entry's CRC is
+        // checked then, not when its runs are read).
+        Some(Plan::Held(_) | Plan::Whole) | None => {}
     }
     Ok(match store.get_into(key, stored)? {
         true => Fetched::Whole,
