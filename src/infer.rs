@@ -53,6 +53,28 @@ pub enum Repair {
 
 /// What to give libnetcdf in place of `path`, when it needs repair (see the module doc).
 pub fn repaired(path: &str, request: Request) -> Option<Repair> {
+    let repair = repaired_as_read(path, request);
+    // libnetcdf 4.9.0 cleaning a name also drops every byte of a non-ASCII character (it
+    // compares a signed `char` with ' '), so `#mode=zar\u{e9}r` reads as `#mode=zarr` there:
+    // what it reads of the name it is given must not loop either. No rewrite serves both that
+    // reading and 4.10.1's (which keeps the bytes), so such a name is refused.
+    if path.is_ascii() {
+        return repair;
+    }
+    let given = match &repair {
+        Some(Repair::Path(p)) => p.as_str(),
+        Some(Repair::Refuse) => return repair,
+        None => path,
+    };
+    let read_by_490: String = given.chars().filter(char::is_ascii).collect();
+    match repaired_fragment(&read_by_490) {
+        Some(_) => Some(Repair::Refuse),
+        None => repair,
+    }
+}
+
+/// [`repaired`] for the name as 4.10.1 reads it (and 4.9.0, when it is ASCII).
+fn repaired_as_read(path: &str, request: Request) -> Option<Repair> {
     if let Some(repair) = repaired_fragment(path) {
         return Some(repair);
     }
@@ -258,6 +280,32 @@ mod tests {
             Some("<refused>")
         );
         assert_eq!(path("/data/x.nc#mode=zarr", Request::Open), None);
+    }
+
+    #[test]
+    fn names_that_loop_once_4_9_0_drops_their_non_ascii_bytes_are_refused() {
+        for looping in [
+            "file:///d/x.zarr#mode=zar\u{e9}r",
+            "file:///d/x.zarr#mode=nczarr&xarr\u{e9}ay",
+        ] {
+            assert_eq!(
+                path(looping, Request::Open).as_deref(),
+                Some("<refused>"),
+                "{looping}"
+            );
+        }
+        // A repair whose words end alike in both readings stands.
+        assert_eq!(
+            path("s3://b/k\u{e9}#mode=zarr", Request::Open).as_deref(),
+            Some("s3://b/k\u{e9}#mode=zarr,s3,nczarr")
+        );
+        for fine in [
+            "file:///d/\u{e9}.zarr#mode=nczarr,file",
+            "/d/\u{e9}.zarr",
+            "file:///d/x.zarr#mode=nczarr,file&note=\u{e9}",
+        ] {
+            assert_eq!(path(fine, Request::Open), None, "{fine}");
+        }
     }
 
     #[test]

@@ -193,14 +193,20 @@ fn looping_names_read_on_4_9_0_as_on_4_10() {
             assert!(on_490.success(), "{name}: {}", on_490.describe());
             assert_eq!(on_490.output(), on_410.output(), "{name}");
         }
-        // Two backslashes left once the tab between them goes: no rewrite reads back as it
-        // is written, so the name is refused rather than left to loop.
-        let refused = guarded_dump(Host::Ours, &format!("{file}#mode=zarr&x=a\\\t\\b"));
-        assert!(
-            refused.refused_saying("never finish"),
-            "{}",
-            refused.describe()
-        );
+        // Two backslashes left once the tab between them goes, and mode words that loop once
+        // 4.9.0 drops their non-ASCII bytes: no rewrite reads back as it is written, so the
+        // name is refused rather than left to loop.
+        for looping in [
+            format!("{file}#mode=zarr&x=a\\\t\\b"),
+            format!("{file}#mode=zar\u{e9}r"),
+        ] {
+            let refused = guarded_dump(Host::Ours, &looping);
+            assert!(
+                refused.refused_saying("never finish"),
+                "{looping}: {}",
+                refused.describe()
+            );
+        }
     }
 }
 
