@@ -51,6 +51,16 @@ class RequestsCountedAtTheServer(unittest.TestCase):
             f.seek(start)
             return s3_requests.count(f.read(), harness.S3_BUCKET)
 
+    def test_the_simulated_link_delays_each_request_and_passes_bytes_unchanged(self):
+        import time
+        proxy = harness.start_latency_proxy(self.port, (150, 80))
+        through = f"http://127.0.0.1:{proxy}/{harness.S3_BUCKET}/v/0.0"
+        started = time.monotonic()
+        body = subprocess.run(["curl", "--silent", "--fail", *AUTH, through],
+                              check=True, capture_output=True).stdout
+        self.assertEqual(body, b"v/0.0")
+        self.assertGreaterEqual(time.monotonic() - started, 0.15)
+
     def test_every_kind_is_counted_apart(self):
         q = self.counted([self.url("v/.zarray")], [self.url("v/0.0")], [self.url("v/0.0")],
                          ["-r", "0-1", self.url("v/0.1")], ["-I", self.url("v/0.1")],

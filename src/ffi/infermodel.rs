@@ -5,7 +5,9 @@
 //! libnetcdf 4.9.0 into an endless loop, or `NC_EURL` where it cannot be rewritten), then
 //! libnetcdf's own inference runs on it.
 
-use super::codes::{NC_EINTERNAL, NC_EURL, NC_INMEMORY, NC_MMAP, NC_UDF0, NC_UDF1};
+use super::codes::{
+    NC_64BIT_DATA, NC_64BIT_OFFSET, NC_EINTERNAL, NC_EURL, NC_INMEMORY, NC_MMAP, NC_UDF0, NC_UDF1,
+};
 use super::install::netcdf_symbol;
 use crate::infer::{Repair, Request};
 use std::ffi::{CStr, CString};
@@ -50,8 +52,8 @@ const FORMAT_CHOSEN: c_int = NC_UDF0
     | NC_INMEMORY
     | NC_MMAP;
 
-/// Create flags that ask for a netCDF-3 format (`NC_64BIT_OFFSET`, `NC_64BIT_DATA`).
-const NETCDF3_CREATE: c_int = 0x0200 | 0x0020;
+/// Create flags that ask for a netCDF-3 format.
+const NETCDF3_CREATE: c_int = NC_64BIT_OFFSET | NC_64BIT_DATA;
 
 /// What to give libnetcdf for `path`, when it needs repair.
 fn repaired(path: *const c_char, request: Request) -> Option<Repair> {

@@ -29,7 +29,7 @@ use futures::{StreamExt, TryStreamExt};
 use object_store::aws::AmazonS3Builder;
 use object_store::path::Path;
 use object_store::{
-    BackoffConfig, ClientOptions, ObjectStore, ObjectStoreExt, PutPayload, RetryConfig,
+    BackoffConfig, ClientOptions, GetRange, ObjectStore, ObjectStoreExt, PutPayload, RetryConfig,
 };
 use settings::{Credentials, S3Settings};
 use std::future::Future;
@@ -397,17 +397,18 @@ fn one_version(spans: &[Option<Spanned>]) -> bool {
     }
 }
 
-/// One ranged GET: the object's length and the bytes of `span` it has. A span the server
-/// will not serve as asked (one past the object's end, say) falls back to the whole object,
-/// so the caller still learns the object's true length.
-async fn get_span(
+/// One ranged GET: the object's length and the bytes of `range` it has (as far as the object
+/// goes). An answer that is not exactly that range (a server that will not serve it as asked,
+/// caps it, or sends another) falls back to the whole object, from which the range is cut, so
+/// the caller always gets the bytes it asked for and the object's true length.
+async fn get_range(
     client: Arc<dyn ObjectStore>,
     path: Path,
-    span: std::ops::Range<u64>,
+    range: GetRange,
     limit: u64,
 ) -> std::result::Result<Option<Spanned>, Failure> {
     let options = object_store::GetOptions {
-        range: Some(object_store::GetRange::Bounded(span.clone())),
+        range: Some(range.clone()),
         ..Default::default()
     };
     match client.get_opts(&path, options).await {
@@ -416,10 +417,8 @@ async fn get_span(
             let version = result.meta.e_tag.clone();
             let got = result.range.clone();
             let bytes = Bytes::from(body::gather(result, limit).await?);
-            // The whole span asked for (as far as the object goes): a server that serves
-            // less than asked is read whole.
-            let whole_span = got.start == span.start && got.end == span.end.min(len);
-            if whole_span && got.end - got.start == bytes.len() as u64 {
+            let asked = range.as_range(len).ok();
+            if asked == Some(got.clone()) && got.end - got.start == bytes.len() as u64 {
                 return Ok(Some(Spanned {
                     len,
                     bytes,
@@ -432,43 +431,14 @@ async fn get_span(
     }
     Ok(get_object(client, path, limit).await?.map(|whole| {
         let len = whole.len() as u64;
-        let start = span.start.min(len) as usize;
-        let end = span.end.min(len) as usize;
+        // A range that starts past the end has no bytes of the object.
+        let cut = range.as_range(len).unwrap_or(len..len);
         Spanned {
             len,
-            bytes: Bytes::from(whole).slice(start..end.max(start)),
+            bytes: Bytes::from(whole).slice(cut.start as usize..cut.end as usize),
             version: None,
         }
     }))
-}
-
-/// One GET of the last `n` bytes of the object at `path` (a suffix range); the whole object
-/// (its last bytes kept) when the server will not serve the range.
-async fn get_tail(
-    client: Arc<dyn ObjectStore>,
-    path: Path,
-    n: usize,
-    limit: u64,
-) -> std::result::Result<Option<Tail>, Failure> {
-    let options = object_store::GetOptions {
-        range: Some(object_store::GetRange::Suffix(n as u64)),
-        ..Default::default()
-    };
-    match client.get_opts(&path, options).await {
-        Ok(result) => {
-            let len = result.meta.size;
-            let got = result.range.clone();
-            let bytes = body::gather(result, limit).await?;
-            if got.end == len && got.end - got.start == bytes.len() as u64 {
-                return Ok(Some(Tail { len, bytes }));
-            }
-        }
-        Err(object_store::Error::NotFound { .. }) => return Ok(None),
-        Err(_) => {}
-    }
-    Ok(get_object(client, path, limit)
-        .await?
-        .map(|whole| Tail::of_whole(&whole, n)))
 }
 
 /// One DELETE; a missing object is fine.
@@ -594,7 +564,7 @@ impl Store for S3Store {
         let got = self.run_many(work, move |client, (path, span)| {
             (
                 format!("GET {path} bytes {}-{}", span.start, span.end),
-                get_span(client, path, span, limit),
+                get_range(client, path, GetRange::Bounded(span), limit),
             )
         })?;
         let mut per_key: Vec<(Vec<u64>, Vec<Option<Spanned>>)> =
@@ -641,12 +611,22 @@ impl Store for S3Store {
     fn get_tails_many(&self, keys: &[StoreKey], n: usize) -> Result<Vec<Option<Tail>>> {
         let paths = self.object_paths(keys)?;
         let limit = self.limit.get();
-        self.run_many(paths, move |client, path| {
+        let tails = self.run_many(paths, move |client, path| {
+            let suffix = GetRange::Suffix(n as u64);
             (
                 format!("GET {path} last {n} bytes"),
-                get_tail(client, path, n, limit),
+                get_range(client, path, suffix, limit),
             )
-        })
+        })?;
+        Ok(tails
+            .into_iter()
+            .map(|t| {
+                t.map(|t| Tail {
+                    len: t.len,
+                    bytes: Vec::from(t.bytes),
+                })
+            })
+            .collect())
     }
 
     fn put(&self, key: &StoreKey, value: &[u8]) -> Result<()> {

@@ -82,20 +82,11 @@ impl Parts {
         })
     }
 
-    /// Reads the parts into `buf` ([`Parts::places`]) in one request per span of the store;
-    /// true when the object still has the planned length and the parts agree with the looks.
-    fn read_into(
-        &self,
-        store: &dyn Store,
-        key: &StoreKey,
-        buf: &mut [u8],
-        in_place: bool,
-    ) -> Result<bool> {
-        let len = store.get_runs_many(
-            std::slice::from_ref(key),
-            &mut [self.runs_in(buf, in_place)],
-        )?;
-        Ok(len.first() == Some(&Some(self.len as u64)) && self.agree_in(buf, in_place))
+    /// Reads the parts into their places in `buf`, as long as the stored chunk; true when the
+    /// object still has the planned length and the parts agree with the looks.
+    fn read_in_place(&self, store: &dyn Store, key: &StoreKey, buf: &mut [u8]) -> Result<bool> {
+        let len = store.get_runs_into(key, &mut self.runs_in(buf, true))?;
+        Ok(len == Some(self.len as u64) && self.agree_in(buf, true))
     }
 
     /// The parts' places in `buf` as runs to read into.
@@ -175,6 +166,18 @@ struct Look {
     tail: bool,
 }
 
+impl Look {
+    /// Chunk `i`'s first `len` bytes.
+    fn head(i: usize, len: usize) -> Look {
+        Look {
+            i,
+            at: 0,
+            len,
+            tail: false,
+        }
+    }
+}
+
 /// Reads every look's bytes in one round; each with the length of its object (`None`: absent).
 fn look(
     store: &dyn Store,
@@ -233,20 +236,13 @@ pub(super) fn plan(
                 }
                 EncodedParts::Head(k) if !l.looked_again && k > l.head.len() && k <= l.len => {
                     l.looked_again = true;
-                    let tail = false;
-                    looks.push(Look {
-                        i,
-                        at: 0,
-                        len: k,
-                        tail,
-                    });
+                    looks.push(Look::head(i, k));
                 }
                 EncodedParts::Tail(k) if !l.looked_at_tail && k > l.tail.len() && k <= l.len => {
                     l.looked_at_tail = true;
-                    let at = (l.len - k) as u64;
                     looks.push(Look {
                         i,
-                        at,
+                        at: (l.len - k) as u64,
                         len: k,
                         tail: true,
                     });
@@ -309,14 +305,7 @@ fn first_looks(
             })
             .collect());
     }
-    let firsts: Vec<Look> = (0..keys.len())
-        .map(|i| Look {
-            i,
-            at: 0,
-            len: FIRST_HEAD,
-            tail: false,
-        })
-        .collect();
+    let firsts: Vec<Look> = (0..keys.len()).map(|i| Look::head(i, FIRST_HEAD)).collect();
     Ok(look(store, keys, &firsts)?
         .into_iter()
         .map(|(len, mut head)| {
@@ -381,7 +370,7 @@ pub(super) fn fetch(
         Some(Plan::Absent) => return Ok(Fetched::Absent),
         Some(Plan::Parts(parts)) => {
             set_len_sparse(stored, parts.len);
-            if parts.read_into(store, key, stored, true)? {
+            if parts.read_in_place(store, key, stored)? {
                 return Ok(Fetched::Parts);
             }
         }

@@ -13,7 +13,7 @@ use super::chunk_io::{self, ChunkBuffers};
 use super::coded_parts::{self, Fetched};
 use super::remote_parts;
 use super::rows;
-use super::split::{PIECES_PER_BATCH, PieceRuns, Target, batches_of, in_batches};
+use super::split::{PieceRuns, Target, batches_of, in_batches};
 use super::worker_buffers::{WorkerBuffers, set_len_sparse};
 use super::{Geometry, finish_error};
 use crate::api::convert;
@@ -56,11 +56,7 @@ pub(super) fn read(
     let (geo, pieces) = (target.geo, target.pieces);
     let buffers = WorkerBuffers::new();
     let in_parts = remote_parts::applies(store, geo);
-    let pieces_per_batch = if in_parts {
-        PIECES_PER_BATCH
-    } else {
-        batch_len
-    };
+    let pieces_per_batch = remote_parts::pieces_per_batch(store, geo, batch_len);
     in_batches(target, wanted, pieces_per_batch, |batch, per_piece| {
         let keys: Vec<StoreKey> = batch
             .iter()
@@ -106,11 +102,7 @@ pub(super) fn read_rows(
     let left = batches_of(
         target.out,
         &plans,
-        if in_parts {
-            PIECES_PER_BATCH
-        } else {
-            batch_len
-        },
+        remote_parts::pieces_per_batch(store, geo, batch_len),
         |batch, out| rows::split(batch.iter().map(|(_, r)| r), out, geo.esize),
         |batch, per_piece| {
             let keys: Vec<StoreKey> = batch

@@ -10,6 +10,7 @@
 use super::Geometry;
 use super::chunk_io::{self, ChunkBuffers};
 use super::coded_parts::{self, Plan};
+use super::split::PIECES_PER_BATCH;
 use super::worker_buffers::{WorkerBuffers, set_len_sparse};
 use crate::api::dataset::Dataset;
 use crate::codec::PartialDecode;
@@ -29,6 +30,17 @@ pub(super) fn applies(store: &dyn Store, geo: &Geometry) -> bool {
     !store.is_local()
         && geo.partial_decode() == PartialDecode::Blocks
         && geo.chunk_bytes >= REMOTE_PARTS_FROM
+}
+
+/// Pieces per batch of a variable whose chunks [`applies`] says are read in parts: as many as
+/// a batch may list, since parts hold little memory (their rounds are bounded by
+/// [`PARTS_HELD`]); otherwise `batch_len`, the caller's.
+pub(super) fn pieces_per_batch(store: &dyn Store, geo: &Geometry, batch_len: usize) -> usize {
+    if applies(store, geo) {
+        PIECES_PER_BATCH
+    } else {
+        batch_len
+    }
 }
 
 /// Pieces that want more than 1/`REMOTE_SPARSE` of their decoded chunk are fetched whole from
@@ -70,13 +82,15 @@ pub(super) fn read<T: Send>(
     // reads ranges by reading objects whole (the overlay of a diskless dataset). A request
     // that wants little but touches every block of its blosc chunks costs one round of looks
     // more than reading them whole, which only the looks can tell.
+    if !keys.first().is_some_and(|k| store.reads_runs_in_place(k)) {
+        return chunk_io::fetch_each(store, &keys, items, held, buffers, landing.whole);
+    }
     let mut whole: Vec<(StoreKey, T)> = Vec::new();
-    let ranged = keys.first().is_some_and(|k| store.reads_runs_in_place(k));
     let (mut keys_in_parts, mut items_in_parts, mut wanted) = (Vec::new(), Vec::new(), Vec::new());
     for (key, item) in keys.into_iter().zip(items) {
         let ranges = (landing.wanted)(&item);
         let bytes: usize = ranges.iter().map(|r| r.len()).sum();
-        if !ranged || ranges.is_empty() || bytes > geo.chunk_bytes / REMOTE_SPARSE {
+        if ranges.is_empty() || bytes > geo.chunk_bytes / REMOTE_SPARSE {
             whole.push((key, item));
         } else {
             keys_in_parts.push(key);
