@@ -187,6 +187,16 @@ pub enum Error {
     /// answered with an error that no more specific variant describes.
     #[error("object store {store}: {why}")]
     Remote { store: String, why: String },
+    /// A web server failed: unreachable, timed out, dropped the connection, or answered with
+    /// an error that no more specific variant describes.
+    #[error("web server {store}: {why}")]
+    Web { store: String, why: String },
+    /// A store was asked for a listing its server cannot give (a web server without WebDAV).
+    #[error(
+        "{store} cannot be listed ({why}); over plain HTTP a dataset opens without listing \
+         when it is NCZarr or has consolidated metadata"
+    )]
+    NoListing { store: String, why: String },
     /// Memory could not be allocated.
     #[error("out of memory")]
     NoMem,

@@ -47,6 +47,8 @@ pub enum StorageKind {
     Zip,
     /// An S3-compatible object store (also Google Cloud Storage through `gs3`).
     S3,
+    /// Any web server, read over plain HTTP(S) (the `http` or `https` mode).
+    Http,
 }
 
 /// Which metadata layout is read and written.
@@ -266,6 +268,7 @@ impl DatasetUrl {
             match mode.as_str() {
                 "zip" => return StorageKind::Zip,
                 "s3" | "gs3" => return StorageKind::S3,
+                "http" | "https" => return StorageKind::Http,
                 _ => {}
             }
         }

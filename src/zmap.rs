@@ -6,11 +6,13 @@
 
 pub mod created;
 pub mod file;
+pub mod http;
 pub mod key;
 pub mod memory;
 mod open;
 pub mod overlay;
 mod positional;
+pub mod remote;
 pub mod s3;
 pub mod zip;
 

@@ -13,7 +13,7 @@ use common::s3::{
 use nczarr_rs::Error;
 use nczarr_rs::api::{CreateOptions, Dataset};
 use nczarr_rs::url::DatasetUrl;
-use nczarr_rs::zmap::s3::S3Store;
+use nczarr_rs::zmap::s3;
 use nczarr_rs::zmap::s3::settings::{Credentials, S3Settings};
 use nczarr_rs::zmap::{Store, StoreKey, StorePrefix};
 use std::sync::atomic::Ordering;
@@ -36,8 +36,8 @@ fn many_chunks_are_one_get_each_over_several_connections() {
         let server = Server::start(kind);
         let proxy = CountingProxy::start(server.port);
         let mut settings = settings_at(&proxy.endpoint(), &server.fresh_root("count"));
-        settings.concurrency = 8;
-        let store = S3Store::create(settings, false).unwrap();
+        settings.transfer.concurrency = 8;
+        let store = s3::create(settings, false).unwrap();
         let keys = chunk_keys(64);
         let items: Vec<(StoreKey, Vec<u8>)> = keys
             .iter()
@@ -78,7 +78,7 @@ fn deleting_many_objects_is_a_few_bulk_requests() {
         let server = Server::start(kind);
         let proxy = CountingProxy::start(server.port);
         let settings = settings_at(&proxy.endpoint(), &server.fresh_root("bulk"));
-        let store = S3Store::create(settings, false).unwrap();
+        let store = s3::create(settings, false).unwrap();
         let items: Vec<(StoreKey, Vec<u8>)> = chunk_keys(40)
             .into_iter()
             .map(|k| (k, vec![1u8; 10]))
@@ -135,14 +135,14 @@ fn consolidated_open_is_a_single_get() {
 #[test]
 fn credentials_are_checked_by_a_signing_server() {
     let server = Server::start(Kind::S3sFs);
-    let good = S3Store::create(server.settings("auth"), false).unwrap();
+    let good = s3::create(server.settings("auth"), false).unwrap();
     good.put(&key(".zgroup"), b"{}").unwrap();
-    let root = good.settings().root.clone();
+    let root = good.root().to_string();
 
     let wrong = |credentials: Credentials| {
         let mut s = settings_at(&server.endpoint(), &root);
         s.credentials = credentials;
-        S3Store::open(s).unwrap()
+        s3::open(s).unwrap()
     };
     let bad_secret = wrong(Credentials::Keys {
         access_key_id: common::s3::ACCESS_KEY.into(),
@@ -176,7 +176,7 @@ fn anonymous_reads_of_a_public_bucket() {
     let proxy = CountingProxy::start(server.port);
     let mut settings = settings_at(&proxy.endpoint(), &server.fresh_root("public"));
     settings.credentials = Credentials::Anonymous;
-    let store = S3Store::create(settings, false).unwrap();
+    let store = s3::create(settings, false).unwrap();
     store.put(&key("a/.zgroup"), b"{}").unwrap();
     assert_eq!(store.get(&key("a/.zgroup")).unwrap(), Some(b"{}".to_vec()));
     assert_eq!(store.list_children(&StorePrefix::root()).unwrap(), ["a"]);
@@ -191,23 +191,23 @@ fn anonymous_reads_of_a_public_bucket() {
 fn create_clobbers_only_datasets_and_only_when_asked() {
     let server = Server::start(Kind::S3sFs);
     let settings = server.settings("create");
-    let first = S3Store::create(settings.clone(), false).unwrap();
+    let first = s3::create(settings.clone(), false).unwrap();
     first.put(&key(".zgroup"), b"{}").unwrap();
     first.put(&key("v/0.0"), b"old").unwrap();
     assert!(matches!(
-        S3Store::create(settings.clone(), false),
+        s3::create(settings.clone(), false),
         Err(Error::Exists(_))
     ));
     assert_eq!(first.get(&key("v/0.0")).unwrap(), Some(b"old".to_vec()));
-    let again = S3Store::create(settings.clone(), true).unwrap();
+    let again = s3::create(settings.clone(), true).unwrap();
     assert!(again.list_keys(&StorePrefix::root()).unwrap().is_empty());
 
     let other = server.settings("create-foreign");
-    let foreign = S3Store::create(other.clone(), false).unwrap();
+    let foreign = s3::create(other.clone(), false).unwrap();
     foreign.put(&key("notes/readme.txt"), b"keep me").unwrap();
     for clobber in [false, true] {
         assert!(matches!(
-            S3Store::create(other.clone(), clobber),
+            s3::create(other.clone(), clobber),
             Err(Error::Exists(_))
         ));
     }
@@ -219,30 +219,30 @@ fn missing_bucket_or_dataset_is_not_found() {
     let server = Server::start(Kind::S3sFs);
     let mut no_bucket = server.settings("x");
     no_bucket.bucket = "no-such-bucket".into();
-    let created = S3Store::create(no_bucket.clone(), false);
+    let created = s3::create(no_bucket.clone(), false);
     assert!(matches!(created, Err(Error::NotFound(_))), "{created:?}");
-    let open = S3Store::open(no_bucket).unwrap();
+    let open = s3::open(no_bucket).unwrap();
     assert_eq!(open.get(&key(".zgroup")).unwrap(), None);
     assert!(matches!(
         open.list_children(&StorePrefix::root()),
         Err(Error::NotFound(_))
     ));
 
-    let empty = S3Store::open(server.settings("nothing-here")).unwrap();
+    let empty = s3::open(server.settings("nothing-here")).unwrap();
     let r = nczarr_rs::format::read::read_dataset(&empty, false, true);
     assert!(matches!(r, Err(Error::NotFound(_))), "{r:?}");
 }
 
 fn failing_get(settings: S3Settings) -> Error {
     within(HANG, move || {
-        let store = S3Store::open(settings).unwrap();
+        let store = s3::open(settings).unwrap();
         store.get(&key("v/0.0")).unwrap_err()
     })
 }
 
 fn short(endpoint: &str) -> S3Settings {
     let mut s = settings_at(endpoint, "t");
-    s.timeout = Duration::from_millis(1500);
+    s.transfer.timeout = Duration::from_millis(1500);
     s
 }
 
@@ -265,7 +265,7 @@ fn a_streamed_write_to_a_stopped_server_is_an_error_not_a_hang() {
     let settings = short(&server.endpoint());
     server.stop();
     let failure = within(HANG, move || {
-        let store = S3Store::open(settings).unwrap();
+        let store = s3::open(settings).unwrap();
         store
             .put_streamed(1, &|put| {
                 (0..10).try_for_each(|i| put(&key(&format!("v/{i}")), vec![1u8; 1000]))
@@ -310,17 +310,17 @@ fn a_server_stalling_mid_get_times_out() {
 fn throttling_is_retried() {
     let fake = FakeServer::start(Misbehaviour::ThrottlesTwice);
     let mut settings = short(&fake.endpoint());
-    settings.retries = 3;
-    settings.timeout = Duration::from_secs(20);
+    settings.transfer.retries = 3;
+    settings.transfer.timeout = Duration::from_secs(20);
     let got = within(HANG, move || {
-        S3Store::open(settings).unwrap().get(&key("v/0.0")).unwrap()
+        s3::open(settings).unwrap().get(&key("v/0.0")).unwrap()
     });
     assert_eq!(got, Some(b"fine".to_vec()));
     assert_eq!(fake.requests.load(Ordering::SeqCst), 3);
 
     let fake = FakeServer::start(Misbehaviour::ThrottlesTwice);
     let mut settings = short(&fake.endpoint());
-    settings.retries = 0;
+    settings.transfer.retries = 0;
     assert!(matches!(failing_get(settings), Error::Remote { .. }));
     assert_eq!(fake.requests.load(Ordering::SeqCst), 1);
 }
@@ -487,7 +487,7 @@ fn a_time_series_is_one_small_ranged_get_per_chunk() {
     drop(ds);
 
     // A truncated chunk: its length comes back with the span and is refused.
-    let store = S3Store::open(settings_at(&proxy.endpoint(), "series")).unwrap();
+    let store = s3::open(settings_at(&proxy.endpoint(), "series")).unwrap();
     store.put(&key("v/3.0.0"), &[0u8; 100]).unwrap();
     let mut ds = Dataset::open(&url, false).unwrap();
     ds.set_var_chunk_cache(root, v, 0, 1, 0.75).unwrap();

@@ -7,7 +7,7 @@
 mod common;
 
 use common::s3::{Kind, Server};
-use nczarr_rs::zmap::s3::S3Store;
+use nczarr_rs::zmap::s3;
 
 use nczarr_rs::Error;
 use nczarr_rs::url::DatasetUrl;
@@ -110,7 +110,7 @@ fn overlay_over_directory() -> Fixture {
 
 /// A fresh, empty dataset root on a running S3 server.
 fn s3(server: &Server) -> Fixture {
-    let store = S3Store::create(server.settings("conformance"), false).unwrap();
+    let store = s3::create(server.settings("conformance"), false).unwrap();
     Fixture {
         store: Box::new(store),
         _dir: None,

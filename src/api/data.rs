@@ -839,7 +839,10 @@ impl Dataset {
     /// (see [`ChunkCache::admits`]): pieces needing at most half of their chunk (half of its
     /// decoded prefix when the codec decodes a prefix), copied run by run. They are decoded
     /// (only as far as the piece needs when the codec can decode parts) into a worker's buffer
-    /// and not kept; the others stay in `buffered` (and in the cache).
+    /// and not kept; the others stay in `buffered` (and in the cache). Chunks that a remote
+    /// store fetches whole anyway ([`remote_parts::fetched_whole`]) are kept from their first
+    /// read: a reader going row by row (`ncdump`) would otherwise fetch each chunk again for
+    /// its next row.
     #[allow(clippy::too_many_arguments)]
     fn first_sparse_reads(
         &mut self,
@@ -866,7 +869,8 @@ impl Dataset {
                 p.chunk_region.num_elements()
             };
             let sparse = needed.saturating_mul(2) <= geo.chunk_elems()
-                && decoded::worth_it(geo, out_len, strides, p)?;
+                && decoded::worth_it(geo, out_len, strides, p)?
+                && !remote_parts::fetched_whole(self.store.as_ref(), geo, &geo.key(&p.chunk)?);
             if sparse && !self.cache_for(g, v).admits(&p.chunk) {
                 first.push(i);
             } else {

@@ -5,7 +5,7 @@
 //! `SIGPIPE`, so such a write fails with `EPIPE` and becomes an ordinary error. It knows
 //! nothing of S3 beyond the hook that runs on the client's thread when it starts.
 
-use crate::zmap::s3::runtime;
+use crate::zmap::remote::runtime;
 
 /// Blocks `SIGPIPE` for the calling thread.
 fn block_sigpipe() {

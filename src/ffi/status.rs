@@ -58,6 +58,7 @@ pub fn code(e: &Error) -> c_int {
         Error::Access(_) => NC_EACCESS,
         Error::Auth(_) => NC_EAUTH,
         Error::Remote { .. } => NC_ES3,
+        Error::Web { .. } | Error::NoListing { .. } => NC_EACCESS,
         Error::NoMem => NC_ENOMEM,
         Error::Internal(_) => NC_EINTERNAL,
     }
@@ -87,6 +88,8 @@ fn worth_reporting(e: &Error) -> bool {
             | Error::ReadOnlyLayout(_)
             | Error::Auth(_)
             | Error::Remote { .. }
+            | Error::Web { .. }
+            | Error::NoListing { .. }
             | Error::Internal(_)
             | Error::BadKey { .. }
     )

@@ -1070,7 +1070,14 @@ pub fn read_dataset_as(
     };
     let implicit_root = root_zgroup.is_none() && root_zattrs.is_none() && v1_superblock.is_none();
     if implicit_root {
-        let kids = raw.children("")?;
+        let kids = match raw.children("") {
+            Err(Error::NoListing { store, .. }) => {
+                return Err(Error::NotFound(format!(
+                    "{store}: no Zarr or NCZarr metadata at its top, and the server cannot list"
+                )));
+            }
+            listed => listed?,
+        };
         if kids.is_empty() {
             // An empty location (an object-store prefix with no objects) holds no dataset.
             return Err(Error::NotFound(store.describe()));

@@ -6,12 +6,12 @@
 use super::Store;
 use super::created::CreatedStore;
 use super::file::FileStore;
+use super::http::HttpSettings;
 use super::memory::MemoryStore;
 use super::overlay::OverlayStore;
-use super::s3::S3Store;
 use super::s3::settings::S3Settings;
 use super::zip::ZipStore;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::url::{DatasetUrl, StorageKind};
 use std::path::Path;
 
@@ -32,8 +32,9 @@ pub enum OpenHow {
 
 /// Opens or creates the store that `url` names.
 ///
-/// Directory trees are served by [`FileStore`], zip archives by [`ZipStore`], S3 by
-/// [`S3Store`] (settings from the URL, the environment and the shared AWS files; a new dataset
+/// Directory trees are served by [`FileStore`], zip archives by [`ZipStore`], web servers
+/// read-only by [`http`](super::http), S3 by
+/// [`s3`](super::s3) (settings from the URL, the environment and the shared AWS files; a new dataset
 /// there through [`CreatedStore`], every read being a round trip).
 pub fn open_store(url: &DatasetUrl, how: OpenHow) -> Result<Box<dyn Store>> {
     match url.storage_kind() {
@@ -53,13 +54,25 @@ pub fn open_store(url: &DatasetUrl, how: OpenHow) -> Result<Box<dyn Store>> {
             };
             Ok(Box::new(store))
         }
+        StorageKind::Http => match how {
+            OpenHow::Open { writable: false } => Ok(Box::new(super::http::open(
+                HttpSettings::resolve(url, &crate::env::of_process)?,
+            )?)),
+            OpenHow::Open { writable: true } | OpenHow::Create { .. } => {
+                Err(Error::ReadOnlyLayout(format!(
+                    "{}: a dataset read over plain HTTP (mode http) cannot be written; \
+                     open it read-only, or name an S3 service (mode s3) to write",
+                    url.original
+                )))
+            }
+        },
         StorageKind::S3 => {
             let settings = S3Settings::resolve(url, &crate::env::of_process)?;
             Ok(match how {
-                OpenHow::Open { writable: _ } => Box::new(S3Store::open(settings)?),
+                OpenHow::Open { writable: _ } => Box::new(super::s3::open(settings)?),
                 // Empty once created: what this session did not write is not asked for.
                 OpenHow::Create { clobber } => Box::new(CreatedStore::new(Box::new(
-                    S3Store::create(settings, clobber)?,
+                    super::s3::create(settings, clobber)?,
                 ))),
             })
         }

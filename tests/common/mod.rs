@@ -15,6 +15,7 @@ pub mod diff;
 pub mod dump;
 pub mod python;
 pub mod s3;
+pub mod web;
 pub mod zarr_json;
 
 use std::fs;
@@ -90,6 +91,15 @@ pub fn subject() -> &'static Subject {
         }
         locate_library()
     })
+}
+
+/// The library under test, for tests that load it into a program of their own (Python);
+/// `None` in reference-only mode, where such tests have nothing to run.
+pub fn preloaded_library() -> Option<&'static Path> {
+    match subject() {
+        Subject::Preload(lib) => Some(lib),
+        Subject::BuiltIn | Subject::Ref410 => None,
+    }
 }
 
 fn locate_library() -> Subject {

@@ -2,6 +2,7 @@
 //! started and stopped through `scripts/s3-server`, a counting proxy that records every HTTP
 //! request line the client sends, and small fake servers that misbehave on purpose.
 
+use nczarr_rs::zmap::remote::Transfer;
 use nczarr_rs::zmap::s3::settings::{Credentials, S3Settings};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -150,9 +151,11 @@ pub fn settings_at(endpoint: &str, root: &str) -> S3Settings {
             session_token: None,
         },
         credentials_source: "test".into(),
-        concurrency: 4,
-        timeout: Duration::from_secs(5),
-        retries: 1,
+        transfer: Transfer {
+            concurrency: 4,
+            timeout: Duration::from_secs(5),
+            retries: 1,
+        },
     }
 }
 

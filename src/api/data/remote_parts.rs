@@ -32,6 +32,20 @@ pub(super) fn applies(store: &dyn Store, geo: &Geometry) -> bool {
         && geo.chunk_bytes >= REMOTE_PARTS_FROM
 }
 
+/// True when a remote `store` fetches the chunk at `key` of a variable whole even for a small
+/// piece of it: the store reads no ranges (its server refuses them), or the chunk is coded
+/// and not read in parts ([`applies`]), or stored as it is but smaller than those (a ranged
+/// request for a few rows costs a round trip as the whole chunk does).
+pub(super) fn fetched_whole(store: &dyn Store, geo: &Geometry, key: &StoreKey) -> bool {
+    !store.is_local()
+        && (!store.reads_runs_in_place(key)
+            || if geo.stored_as_is() {
+                geo.chunk_bytes < REMOTE_PARTS_FROM
+            } else {
+                !applies(store, geo)
+            })
+}
+
 /// Pieces per batch of a variable whose chunks [`applies`] says are read in parts: as many as
 /// a batch may list, since parts hold little memory (their rounds are bounded by
 /// [`PARTS_HELD`]); otherwise `batch_len`, the caller's.

@@ -5,8 +5,8 @@
 //! and reading its answer. Keeping the keys until they expire is [`super::renewing`]'s; the
 //! source's keys come from their own provider. It knows nothing of stores or profiles.
 
-use super::full_chain;
 use super::renewing::{Fetch, Fetched};
+use crate::zmap::remote::full_chain;
 use async_trait::async_trait;
 use object_store::aws::{AwsAuthorizer, AwsCredential, AwsCredentialProvider};
 use object_store::client::{HttpRequest, HttpRequestBody};

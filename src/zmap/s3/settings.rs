@@ -26,20 +26,9 @@ use crate::error::{Error, Result};
 use crate::rcfile::RcFiles;
 use crate::url::DatasetUrl;
 use crate::zmap::StorePrefix;
+use crate::zmap::remote::Transfer;
 use std::path::PathBuf;
-use std::time::Duration;
 
-/// Environment variable: most object requests in flight at once per batch.
-pub const CONCURRENCY_ENV: &str = "NCZARR_RS_S3_CONCURRENCY";
-/// Environment variable: seconds one object operation may take, retries included.
-pub const TIMEOUT_ENV: &str = "NCZARR_RS_S3_TIMEOUT";
-/// Environment variable: how often a throttled, failed or dropped request is retried.
-pub const RETRIES_ENV: &str = "NCZARR_RS_S3_RETRIES";
-
-const DEFAULT_CONCURRENCY: usize = 64;
-const MAX_CONCURRENCY: usize = 1024;
-const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
-const DEFAULT_RETRIES: usize = 4;
 const DEFAULT_REGION: &str = "us-east-1";
 const GOOGLE_ENDPOINT: &str = "https://storage.googleapis.com";
 
@@ -56,9 +45,7 @@ pub struct S3Settings {
     pub credentials: Credentials,
     /// Where the credentials came from ("environment", "profile dev", "anonymous").
     pub credentials_source: String,
-    pub concurrency: usize,
-    pub timeout: Duration,
-    pub retries: usize,
+    pub transfer: Transfer,
 }
 
 /// Bucket, root and what the URL's host says about endpoint and region.
@@ -166,22 +153,6 @@ fn locate(url: &DatasetUrl) -> Result<Location> {
     loc.root = loc.root.trim_matches('/').to_string();
     StorePrefix::new(&loc.root).map_err(|e| url_error(url, e.to_string()))?;
     Ok(loc)
-}
-
-fn parse_limit<T: std::str::FromStr>(
-    env: &dyn Fn(&str) -> Option<String>,
-    key: &str,
-    default: T,
-    ok: impl Fn(&T) -> bool,
-) -> Result<T> {
-    match env_value(env, key) {
-        None => Ok(default),
-        Some(text) => text
-            .parse::<T>()
-            .ok()
-            .filter(ok)
-            .ok_or_else(|| Error::Invalid(format!("{key}={text:?} is out of range"))),
-    }
 }
 
 /// The shared AWS files named by the environment (or below `$HOME/.aws`).
@@ -304,9 +275,6 @@ impl S3Settings {
             .unwrap_or_else(|| DEFAULT_REGION.to_string());
         let (credentials, credentials_source) =
             resolve_credentials(named, env, &profiles, &profile)?;
-        let timeout_secs = parse_limit(env, TIMEOUT_ENV, DEFAULT_TIMEOUT.as_secs_f64(), |t| {
-            t.is_finite() && *t > 0.0 && *t <= 86_400.0
-        })?;
         Ok(S3Settings {
             bucket: loc.bucket,
             root: loc.root,
@@ -314,11 +282,7 @@ impl S3Settings {
             region,
             credentials,
             credentials_source,
-            concurrency: parse_limit(env, CONCURRENCY_ENV, DEFAULT_CONCURRENCY, |n| {
-                (1..=MAX_CONCURRENCY).contains(n)
-            })?,
-            timeout: Duration::from_secs_f64(timeout_secs),
-            retries: parse_limit(env, RETRIES_ENV, DEFAULT_RETRIES, |n| *n <= 100)?,
+            transfer: Transfer::from_env(env)?,
         })
     }
 }
@@ -926,41 +890,5 @@ mod tests {
             ok(url, &[("AWS_EC2_METADATA_DISABLED", "false")]).credentials,
             instance_role()
         );
-    }
-
-    #[test]
-    fn limits_come_from_the_environment() {
-        let s = ok("s3://b/k#mode=s3", &[]);
-        assert_eq!(
-            (s.concurrency, s.timeout, s.retries),
-            (DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT, DEFAULT_RETRIES)
-        );
-        let s = ok(
-            "s3://b/k#mode=s3",
-            &[
-                (CONCURRENCY_ENV, "3"),
-                (TIMEOUT_ENV, "0.5"),
-                (RETRIES_ENV, "0"),
-            ],
-        );
-        assert_eq!(
-            (s.concurrency, s.timeout, s.retries),
-            (3, Duration::from_millis(500), 0)
-        );
-        for (k, v) in [
-            (CONCURRENCY_ENV, "0"),
-            (CONCURRENCY_ENV, "many"),
-            (TIMEOUT_ENV, "-1"),
-            (TIMEOUT_ENV, "NaN"),
-            (RETRIES_ENV, "1000"),
-        ] {
-            assert!(
-                matches!(
-                    resolve("s3://b/k#mode=s3", &[(k, v)]),
-                    Err(Error::Invalid(_))
-                ),
-                "{k}={v}"
-            );
-        }
     }
 }

@@ -1,0 +1,145 @@
+//! Plain HTTP(S): a dataset that any web server serves as files, read-only.
+//!
+//! Owns the reading of `http(s)://host[:port]/path#mode=...,http` into the server's address
+//! and the dataset's root path, and the client for it: unsigned GETs (whole or ranged, never a
+//! HEAD), listings by WebDAV `PROPFIND` where the server speaks it. Reads are
+//! [`RemoteStore`]'s. It knows nothing of Zarr.
+
+use super::remote::{RemoteStore, Service, Transfer};
+use crate::error::{Error, Result};
+use crate::url::DatasetUrl;
+use crate::zmap::StorePrefix;
+use object_store::RetryConfig;
+use object_store::http::HttpBuilder;
+use std::sync::Arc;
+
+/// Where a dataset served over plain HTTP lives, and how to ask for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpSettings {
+    /// `scheme://host[:port]` of the server.
+    pub server: String,
+    /// Path of the dataset root on the server, without leading or trailing `/`.
+    pub root: String,
+    pub transfer: Transfer,
+}
+
+impl HttpSettings {
+    /// The server and root `url` names, with the request limits of the environment.
+    pub fn resolve(url: &DatasetUrl, env: &dyn Fn(&str) -> Option<String>) -> Result<HttpSettings> {
+        let refuse = |why: &str| Error::Url {
+            url: url.original.clone(),
+            why: why.to_string(),
+        };
+        let scheme = match url.scheme.as_deref() {
+            Some(s @ ("http" | "https")) => s,
+            _ => {
+                return Err(refuse(
+                    "plain HTTP (mode http) needs an http:// or https:// URL",
+                ));
+            }
+        };
+        let host = url
+            .host
+            .as_deref()
+            .filter(|h| !h.is_empty())
+            .ok_or_else(|| refuse("the URL names no server"))?;
+        if url.query.is_some() {
+            return Err(refuse(
+                "a query (`?...`) cannot be sent with every object's path",
+            ));
+        }
+        let host = if host.contains(':') {
+            format!("[{host}]")
+        } else {
+            host.to_string()
+        };
+        let server = match url.port {
+            Some(p) => format!("{scheme}://{host}:{p}"),
+            None => format!("{scheme}://{host}"),
+        };
+        let root = url.path.trim_matches('/').to_string();
+        StorePrefix::new(&root).map_err(|e| refuse(&e.to_string()))?;
+        Ok(HttpSettings {
+            server,
+            root,
+            transfer: Transfer::from_env(env)?,
+        })
+    }
+
+    /// The dataset's address, for messages.
+    fn describe(&self) -> String {
+        format!("{}/{}", self.server, self.root)
+    }
+}
+
+/// Opens the dataset `settings` name. No request is made yet: whether a dataset is there is
+/// found by the first reads.
+///
+/// Listings are asked once, without retries: most web servers answer `PROPFIND` with
+/// 501 Not Implemented or 405, which retrying cannot change.
+pub fn open(settings: HttpSettings) -> Result<RemoteStore> {
+    let (options, retry) = settings.transfer.client_config();
+    let client = |retry| {
+        HttpBuilder::new()
+            .with_url(&settings.server)
+            .with_client_options(options.clone())
+            .with_retry(retry)
+            .build()
+            .map(Arc::new)
+            .map_err(|e| Error::Url {
+                url: settings.describe(),
+                why: e.to_string(),
+            })
+    };
+    let lister = client(RetryConfig {
+        max_retries: 0,
+        ..retry.clone()
+    })?;
+    let reader = client(retry)?;
+    let described = settings.describe();
+    Ok(RemoteStore::new(
+        Service::Http,
+        reader,
+        settings.root,
+        settings.transfer,
+        "none (plain HTTP)".into(),
+        described,
+    )
+    .listing_through(lister))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolve(text: &str) -> Result<HttpSettings> {
+        HttpSettings::resolve(&DatasetUrl::parse(text).unwrap(), &|_| None)
+    }
+
+    #[test]
+    fn the_url_names_server_and_root() {
+        let s = resolve("https://data.example.org:8443/pub/x.zarr/#mode=zarr,http").unwrap();
+        assert_eq!(s.server, "https://data.example.org:8443");
+        assert_eq!(s.root, "pub/x.zarr");
+        let s = resolve("http://[::1]/x.zarr#mode=nczarr,http").unwrap();
+        assert_eq!(s.server, "http://[::1]");
+        assert_eq!(s.root, "x.zarr");
+        let s = resolve("http://127.0.0.1:8080#mode=zarr,http").unwrap();
+        assert_eq!(
+            (s.server.as_str(), s.root.as_str()),
+            ("http://127.0.0.1:8080", "")
+        );
+    }
+
+    #[test]
+    fn urls_that_name_no_web_dataset_are_refused() {
+        for bad in [
+            "file:///tmp/x.zarr#mode=zarr,http",
+            "s3://bucket/x.zarr#mode=zarr,http",
+            "https://example.org/x.zarr?token=1#mode=zarr,http",
+            "https://example.org/a/../x.zarr#mode=zarr,http",
+        ] {
+            assert!(matches!(resolve(bad), Err(Error::Url { .. })), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,329 @@
+//! Datasets read over plain HTTP (`#mode=...,http`) from two web servers on loopback, each
+//! behind a proxy that records every request: Python's `http.server` (GETs only: no ranges, no
+//! ETags, no listings) and WsgiDAV (WebDAV: `PROPFIND` listings, ranged GETs, ETags). Stock
+//! `ncdump` (4.9.0, and 4.10.1 through `with-netcdf-4.10`) and netCDF4-python with the library
+//! preloaded read the same as `ncdump` of the directories the servers serve: the CDL corpus
+//! as NCZarr, and pure Zarr v2 and v3 from xarray and zarr-python, consolidated or not. A
+//! server that cannot list refuses only the datasets that need a listing; nothing is ever
+//! written, and large chunks read sparsely take ranges where the server serves them.
+
+mod common;
+
+use common::s3::{CountingProxy, Request};
+use common::web::{WebKind, WebServer};
+use common::{Host, Report, Run, case_name, cdl_files, dump, run_env, scratch, url};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Writes pure Zarr datasets below `sys.argv[1]`: xarray's, consolidated, in Zarr v2 and v3
+/// (`xarray2.zarr`, `xarray3.zarr`), and zarr-python's without consolidated metadata, with a
+/// group, in v2 and v3 (`plain2.zarr`, `plain3.zarr`).
+const WRITE_ZARR: &str = r#"
+import sys, numpy as np, xarray as xr, zarr
+top = sys.argv[1]
+ds = xr.Dataset(
+    {"temp": (("time", "lat"), np.arange(12, dtype="f4").reshape(3, 4), {"units": "K"})},
+    coords={"lat": np.linspace(-45.0, 45.0, 4), "time": np.arange(3)},
+)
+ds.to_zarr(f"{top}/xarray2.zarr", zarr_format=2, consolidated=True, mode="w")
+ds.to_zarr(f"{top}/xarray3.zarr", zarr_format=3, consolidated=True, mode="w")
+for fmt in (2, 3):
+    g = zarr.open_group(f"{top}/plain{fmt}.zarr", mode="w", zarr_format=fmt)
+    a = g.create_array("a", shape=(5, 7), chunks=(2, 3), dtype="i2")
+    a[:] = np.arange(35, dtype="i2").reshape(5, 7)
+    s = g.create_group("sub")
+    b = s.create_array("b", shape=(4,), chunks=(3,), dtype="f8")
+    b[:] = [0.5, 1.5, 2.5, 3.5]
+"#;
+
+/// The corpus as NCZarr (`nczarr/<case>`, by stock `ncgen` through the library) and the pure
+/// Zarr datasets of [`WRITE_ZARR`] below `dir`; returns the dataset paths with their modes.
+fn write_datasets(dir: &Path) -> Vec<(String, &'static str)> {
+    let mut made = Vec::new();
+    for cdl in cdl_files() {
+        let name = format!("nczarr/{}", case_name(&cdl));
+        let target = url(&dir.join(&name), "nczarr,file");
+        common::ncgen(Host::Ours, &cdl, &target).unwrap_or_else(|e| panic!("{e}"));
+        made.push((name, "nczarr"));
+    }
+    common::python::run_script("zarr3", WRITE_ZARR, &[dir.to_str().unwrap()])
+        .unwrap_or_else(|e| panic!("{e}"));
+    for name in ["xarray2.zarr", "xarray3.zarr", "plain2.zarr", "plain3.zarr"] {
+        made.push((name.to_string(), "zarr"));
+    }
+    made
+}
+
+/// Whether reading `name` needs a listing (no consolidated metadata, pure Zarr).
+fn needs_listing(name: &str) -> bool {
+    name.starts_with("plain")
+}
+
+/// Requests no reader should make: HEADs, and writes of any kind.
+fn unwanted(reqs: &[Request]) -> Vec<String> {
+    reqs.iter()
+        .filter(|r| !matches!(r.method.as_str(), "GET" | "PROPFIND"))
+        .map(|r| format!("{} {}", r.method, r.target))
+        .collect()
+}
+
+/// The objects GET asked for more than once by one reader: the same bytes twice, except the
+/// whole object after a ranged GET that `kind` answered with the whole object (the first such
+/// answer is read whole again: the reader learns then that the server serves no ranges).
+fn fetched_twice(kind: WebKind, reqs: &[Request]) -> Vec<String> {
+    let mut seen: BTreeMap<(&str, Option<&str>), usize> = BTreeMap::new();
+    for r in reqs.iter().filter(|r| r.method == "GET") {
+        *seen.entry((&r.target, r.range.as_deref())).or_default() += 1;
+    }
+    let ranged = |t: &str| {
+        seen.keys()
+            .any(|(target, range)| *target == t && range.is_some())
+    };
+    seen.iter()
+        .filter(|((t, range), n)| {
+            let allowed = if kind == WebKind::Plain && range.is_none() && ranged(t) {
+                2
+            } else {
+                1
+            };
+            **n > allowed
+        })
+        .map(|((t, _), n)| format!("{t} x{n}"))
+        .collect()
+}
+
+/// Requests in flight at once: both test servers listen with a backlog of 5 connections, and
+/// connections beyond it wait for TCP to retry (a second and more each).
+const TEST_SERVER_CONCURRENCY: &str = "4";
+
+fn ncdump_on(host: Host, target: &str) -> Run {
+    let env = [
+        ("NCZARR_RS_QUIET", None),
+        ("NCZARR_RS_S3_CONCURRENCY", Some(TEST_SERVER_CONCURRENCY)),
+    ];
+    run_env(host, "ncdump", &[target], &env)
+}
+
+/// Every dataset reads over HTTP as it reads from its directory, through stock `ncdump` of
+/// 4.9.0 and 4.10.1 (which read row by row), with no HEAD and no object fetched twice; a server without WebDAV
+/// refuses, with `NC_EACCESS` and a message that says why, only the datasets that need a
+/// listing, and a location that holds no dataset is "not found".
+#[test]
+fn stock_ncdump_reads_datasets_over_http() {
+    let dir = scratch("http-read");
+    let datasets = write_datasets(dir.path());
+    let mut report = Report::new("datasets over plain HTTP");
+    for kind in [WebKind::Plain, WebKind::WebDav] {
+        let server = WebServer::start(kind, dir.path());
+        let proxy = CountingProxy::start(server.port);
+        for (name, mode) in &datasets {
+            let local = url(&dir.path().join(name), &format!("{mode},file"));
+            let remote = format!("{}/{name}#mode={mode},http", proxy.endpoint());
+            for host in [Host::Ours, Host::OursOn410] {
+                let case = format!("{}/{host:?}/{name}", kind.name());
+                let expected = ncdump_on(host, &local).output();
+                proxy.take();
+                let got = ncdump_on(host, &remote);
+                let reqs = proxy.take();
+                let outcome = (|| {
+                    let expected = expected.map(|d| dump::normalise_name(&d))?;
+                    if kind == WebKind::Plain && needs_listing(name) {
+                        if got.refused_saying("cannot be listed")
+                            && got.stderr.contains("Access failure")
+                        {
+                            return Ok(());
+                        }
+                        return Err(format!("not refused as unlistable: {}", got.describe()));
+                    }
+                    let got = got.output().map(|d| dump::normalise_name(&d))?;
+                    if let Some(d) = common::diff::diff(&expected, &got) {
+                        return Err(d);
+                    }
+                    let bad = unwanted(&reqs);
+                    if !bad.is_empty() {
+                        return Err(format!("unwanted requests: {bad:?}"));
+                    }
+                    let twice = fetched_twice(kind, &reqs);
+                    if !twice.is_empty() {
+                        return Err(format!("fetched more than once: {twice:?}"));
+                    }
+                    if kind == WebKind::WebDav
+                        && needs_listing(name)
+                        && !reqs.iter().any(|r| r.method == "PROPFIND")
+                    {
+                        return Err("read without a listing?".into());
+                    }
+                    Ok(())
+                })();
+                report.case(&case, outcome);
+            }
+        }
+        let missing = format!("{}/nothing.zarr#mode=zarr,http", proxy.endpoint());
+        let run = ncdump_on(Host::Ours, &missing);
+        report.case(
+            &format!("{}/missing dataset", kind.name()),
+            if run.refused_saying("No such file") || run.refused_saying("not found") {
+                Ok(())
+            } else {
+                Err(run.describe())
+            },
+        );
+    }
+    report.finish(2 * (2 * (cdl_files().len() + 4) + 1));
+}
+
+/// Opening for writing, creating and copying into a web server are refused with `NC_EPERM`
+/// before any request, and leave the served directory as it was.
+#[test]
+fn nothing_is_written_over_http() {
+    let Some(lib) = common::preloaded_library() else {
+        return;
+    };
+    let dir = scratch("http-write");
+    let cdl = cdl_files().into_iter().next().unwrap();
+    let store = dir.path().join("d.zarr");
+    common::ncgen(Host::Ours, &cdl, &url(&store, "nczarr,file")).unwrap();
+    let before = common::directory_objects(dir.path());
+    let server = WebServer::start(WebKind::WebDav, dir.path());
+    let proxy = CountingProxy::start(server.port);
+    let at = |name: &str| format!("{}/{name}#mode=nczarr,http", proxy.endpoint());
+
+    let script = r#"
+import sys, netCDF4
+try:
+    netCDF4.Dataset(sys.argv[1], "a")
+    print("opened")
+except OSError as e:
+    print(e.errno)
+"#;
+    let answer =
+        common::python::run_with("netcdf4", &["-c", script, &at("d.zarr")], Some(lib)).unwrap();
+    assert_eq!(answer.trim(), "-37", "NC_EPERM expected");
+
+    let created = run_env(
+        Host::Ours,
+        "ncgen",
+        &["-4", "-o", &at("new.zarr"), cdl.to_str().unwrap()],
+        &[],
+    );
+    assert!(
+        created.refused_saying("cannot be written"),
+        "{}",
+        created.describe()
+    );
+    let copied = run_env(
+        Host::Ours,
+        "nccopy",
+        &[&url(&store, "nczarr,file"), &at("copy.zarr")],
+        &[],
+    );
+    assert!(
+        copied.refused_saying("cannot be written"),
+        "{}",
+        copied.describe()
+    );
+    let reqs = proxy.take();
+    assert!(reqs.is_empty(), "requests made: {:?}", unwanted(&reqs));
+    assert_eq!(common::directory_objects(dir.path()), before);
+}
+
+/// A time series through large blosc chunks and Zarr v3 shards reads the values zarr-python
+/// reads: from WsgiDAV by ranged GETs only, never a chunk whole; from `http.server`, which
+/// answers a ranged GET with the whole object, by whole GETs once that is known: the first
+/// variable read fetches each chunk object at most three times (its first ranged GET, then
+/// whole, then whole again for the parts), and a second variable of the same dataset once.
+#[test]
+fn sparse_reads_of_large_chunks_over_http() {
+    let Some(lib) = common::preloaded_library() else {
+        return;
+    };
+    let dir = scratch("http-parts");
+    let script = r#"
+import sys, json, numpy as np, zarr, numcodecs
+top = sys.argv[1]
+data = np.random.default_rng(3).standard_normal((6, 1024, 1024), dtype=np.float32)
+g = zarr.open_group(f"{top}/v3.zarr", mode="w", zarr_format=3)
+a = g.create_array("sharded", shape=data.shape, chunks=(1, 128, 128), shards=(1, 1024, 1024),
+                   dtype="float32", compressors=[zarr.codecs.ZstdCodec(level=1)],
+                   dimension_names=["t", "y", "x"])
+a[:] = data
+zarr.consolidate_metadata(f"{top}/v3.zarr")
+g2 = zarr.open_group(f"{top}/v2.zarr", mode="w", zarr_format=2)
+for name in ("blosc", "again"):
+    b = g2.create_array(name, shape=data.shape, chunks=(1, 1024, 1024), dtype="float32",
+                        compressors=numcodecs.Blosc(cname="lz4", clevel=5, shuffle=1))
+    b.attrs["_ARRAY_DIMENSIONS"] = ["t", "y", "x"]
+    b[:] = data
+zarr.consolidate_metadata(f"{top}/v2.zarr")
+print(json.dumps(data[:, 5, 9].tolist()))
+"#;
+    let expected = common::python::run_script("zarr3", script, &[dir.path().to_str().unwrap()])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let expected: serde_json::Value = serde_json::from_str(expected.trim()).unwrap();
+    let read = r#"
+import sys, json, numpy as np, netCDF4
+ds = netCDF4.Dataset(sys.argv[1])
+print(json.dumps([np.asarray(ds[v][:, 5, 9]).tolist() for v in sys.argv[2:]]))
+"#;
+    for kind in [WebKind::WebDav, WebKind::Plain] {
+        let server = WebServer::start(kind, dir.path());
+        let proxy = CountingProxy::start(server.port);
+        for (store, vars) in [
+            ("v3.zarr", &["sharded"][..]),
+            ("v2.zarr", &["blosc", "again"]),
+        ] {
+            let case = format!("{}/{store}", kind.name());
+            let source = format!("{}/{store}#mode=zarr,http", proxy.endpoint());
+            proxy.take();
+            let mut args = vec!["-c", read, &source];
+            args.extend_from_slice(vars);
+            let got = common::python::run_with("netcdf4", &args, Some(lib))
+                .unwrap_or_else(|e| panic!("{case}: {e}"));
+            let got: serde_json::Value = serde_json::from_str(got.trim()).unwrap();
+            let want = serde_json::Value::Array(vec![expected.clone(); vars.len()]);
+            assert_eq!(got, want, "{case}: values");
+            let reqs = proxy.take();
+            assert!(unwanted(&reqs).is_empty(), "{case}: {:?}", unwanted(&reqs));
+            for (n, var) in vars.iter().enumerate() {
+                let per_object = chunk_gets(&reqs, store, var);
+                assert_eq!(per_object.len(), 6, "{case}/{var}: objects {per_object:?}");
+                for (object, (ranged, whole)) in &per_object {
+                    let fine = match (kind, n) {
+                        (WebKind::WebDav, _) => *ranged >= 1 && *whole == 0,
+                        (WebKind::Plain, 0) => *ranged <= 1 && (1..=2).contains(whole),
+                        (WebKind::Plain, _) => *ranged == 0 && *whole == 1,
+                    };
+                    assert!(
+                        fine,
+                        "{case}/{var}: {object}: {ranged} ranged, {whole} whole"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The GETs of each chunk object of `var` in `store` among `reqs`: (ranged, whole).
+fn chunk_gets<'r>(
+    reqs: &'r [Request],
+    store: &str,
+    var: &str,
+) -> BTreeMap<&'r str, (usize, usize)> {
+    let below = format!("/{store}/{var}/");
+    let mut per_object: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    for r in reqs.iter().filter(|r| r.method == "GET") {
+        let Some((_, object)) = r.target.split_once(&below) else {
+            continue;
+        };
+        if object.starts_with('.') || object.ends_with("zarr.json") {
+            continue;
+        }
+        let e = per_object.entry(r.target.as_str()).or_default();
+        if r.range.is_some() {
+            e.0 += 1;
+        } else {
+            e.1 += 1;
+        }
+    }
+    per_object
+}
