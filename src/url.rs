@@ -260,8 +260,9 @@ impl DatasetUrl {
             .map(|(_, v)| v.as_str())
     }
 
-    /// Where the objects live: a `zip`, `s3` or `gs3` mode token decides (the first one seen);
-    /// else a remote scheme means S3; else an explicit `file` token or a path not ending in
+    /// Where the objects live: a `zip`, `s3`, `gs3`, `http` or `https` mode token decides (the
+    /// first one seen; `http` and `https` mean a web server read over plain HTTP); else a
+    /// remote scheme means S3; else an explicit `file` token or a path not ending in
     /// `.zip` means a directory tree; else a zip archive.
     pub fn storage_kind(&self) -> StorageKind {
         for mode in &self.modes {

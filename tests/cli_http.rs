@@ -10,9 +10,10 @@
 mod common;
 
 use common::s3::{CountingProxy, Request};
-use common::web::{WebKind, WebServer};
+use common::web::{FakeWeb, WebKind, WebServer};
 use common::{Host, Report, Run, case_name, cdl_files, dump, run_env, scratch, url};
 use std::collections::BTreeMap;
+use std::io::{Read, Write};
 use std::path::Path;
 
 /// Writes pure Zarr datasets below `sys.argv[1]`: xarray's, consolidated, in Zarr v2 and v3
@@ -231,7 +232,9 @@ except OSError as e:
 /// reads: from WsgiDAV by ranged GETs only, never a chunk whole; from `http.server`, which
 /// answers a ranged GET with the whole object, by whole GETs once that is known: the first
 /// variable read fetches each chunk object at most three times (its first ranged GET, then
-/// whole, then whole again for the parts), and a second variable of the same dataset once.
+/// whole, then whole again for the parts), and later variables of the same dataset once. The
+/// same holds for uncompressed chunks, which the cache could hold (ranged GETs are still asked
+/// where the server serves them).
 #[test]
 fn sparse_reads_of_large_chunks_over_http() {
     let Some(lib) = common::preloaded_library() else {
@@ -249,9 +252,10 @@ a = g.create_array("sharded", shape=data.shape, chunks=(1, 128, 128), shards=(1,
 a[:] = data
 zarr.consolidate_metadata(f"{top}/v3.zarr")
 g2 = zarr.open_group(f"{top}/v2.zarr", mode="w", zarr_format=2)
-for name in ("blosc", "again"):
+blosc = numcodecs.Blosc(cname="lz4", clevel=5, shuffle=1)
+for name, compressors in (("blosc", blosc), ("again", blosc), ("raw", None)):
     b = g2.create_array(name, shape=data.shape, chunks=(1, 1024, 1024), dtype="float32",
-                        compressors=numcodecs.Blosc(cname="lz4", clevel=5, shuffle=1))
+                        compressors=compressors)
     b.attrs["_ARRAY_DIMENSIONS"] = ["t", "y", "x"]
     b[:] = data
 zarr.consolidate_metadata(f"{top}/v2.zarr")
@@ -267,17 +271,26 @@ print(json.dumps([np.asarray(ds[v][:, 5, 9]).tolist() for v in sys.argv[2:]]))
 "#;
     for kind in [WebKind::WebDav, WebKind::Plain] {
         let server = WebServer::start(kind, dir.path());
+        let status = ranged_get_status(server.port, "/v2.zarr/.zmetadata");
+        let expected_status = if kind == WebKind::Plain { 200 } else { 206 };
+        assert_eq!(
+            status,
+            expected_status,
+            "{}: answer to a ranged GET",
+            kind.name()
+        );
         let proxy = CountingProxy::start(server.port);
         for (store, vars) in [
             ("v3.zarr", &["sharded"][..]),
-            ("v2.zarr", &["blosc", "again"]),
+            ("v2.zarr", &["blosc", "again", "raw"]),
         ] {
             let case = format!("{}/{store}", kind.name());
             let source = format!("{}/{store}#mode=zarr,http", proxy.endpoint());
             proxy.take();
             let mut args = vec!["-c", read, &source];
             args.extend_from_slice(vars);
-            let got = common::python::run_with("netcdf4", &args, Some(lib))
+            let limits = [("NCZARR_RS_S3_CONCURRENCY", Some(TEST_SERVER_CONCURRENCY))];
+            let got = common::python::run_with_vars("netcdf4", &args, Some(lib), &limits)
                 .unwrap_or_else(|e| panic!("{case}: {e}"));
             let got: serde_json::Value = serde_json::from_str(got.trim()).unwrap();
             let want = serde_json::Value::Array(vec![expected.clone(); vars.len()]);
@@ -326,4 +339,63 @@ fn chunk_gets<'r>(
         }
     }
     per_object
+}
+
+/// The status a server on `port` answers a GET of the first byte of `target` with.
+fn ranged_get_status(port: u16, target: &str) -> u16 {
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let request = format!(
+        "GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\nRange: bytes=0-0\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).unwrap();
+    let text = String::from_utf8_lossy(&answer);
+    let status = text.split_whitespace().nth(1).unwrap_or_default();
+    status.parse().unwrap_or_else(|_| panic!("answer {text:?}"))
+}
+
+/// A pure Zarr dataset without consolidated metadata on servers that answer `PROPFIND` as
+/// no WebDAV server does: not found (404, which the client takes for an empty listing) and
+/// forbidden (403) refuse it as unlistable (`NC_EACCESS`) after one request; a server error
+/// (503) is asked again with retries, and then is an access failure, not "cannot be listed".
+#[test]
+fn listings_refused_in_other_ways() {
+    let dir = scratch("http-propfind");
+    common::python::run_script("zarr3", WRITE_ZARR, &[dir.path().to_str().unwrap()])
+        .unwrap_or_else(|e| panic!("{e}"));
+    for (status, propfinds, says) in [
+        (404, 1, "cannot be listed"),
+        (403, 1, "cannot be listed"),
+        (503, 3, "503"),
+    ] {
+        let server = FakeWeb::start(dir.path(), status);
+        let target = format!("{}/plain2.zarr#mode=zarr,http", server.endpoint());
+        let env = [
+            ("NCZARR_RS_QUIET", None),
+            ("NCZARR_RS_S3_RETRIES", Some("1")),
+        ];
+        let run = run_env(Host::Ours, "ncdump", &[&target], &env);
+        assert!(
+            run.refused_saying(says) && run.stderr.contains("Access failure"),
+            "PROPFIND {status}: {}",
+            run.describe()
+        );
+        if status == 503 {
+            assert!(
+                !run.stderr.contains("cannot be listed"),
+                "{}",
+                run.describe()
+            );
+        }
+        assert_eq!(
+            server.propfinds.load(std::sync::atomic::Ordering::SeqCst),
+            propfinds,
+            "PROPFIND {status}: listings asked"
+        );
+        // The same server serves a dataset with consolidated metadata, which needs no listing.
+        let consolidated = format!("{}/xarray2.zarr#mode=zarr,http", server.endpoint());
+        let run = run_env(Host::Ours, "ncdump", &["-h", &consolidated], &env);
+        assert!(run.success(), "PROPFIND {status}: {}", run.describe());
+    }
 }

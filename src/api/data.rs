@@ -785,6 +785,7 @@ impl Dataset {
                 if remote_raw
                     && by_runs::route(geo, out.len(), strides, &pieces[i], false)?
                         == by_runs::Route::Runs
+                    && self.store.reads_runs_in_place(&geo.key(&pieces[i].chunk)?)
                 {
                     spanned.push(i);
                 } else if decoded::worth_it(geo, out.len(), strides, &pieces[i])? {
@@ -870,7 +871,7 @@ impl Dataset {
             };
             let sparse = needed.saturating_mul(2) <= geo.chunk_elems()
                 && decoded::worth_it(geo, out_len, strides, p)?
-                && !remote_parts::fetched_whole(self.store.as_ref(), geo, &geo.key(&p.chunk)?);
+                && !remote_parts::fetched_whole(self.store.as_ref(), geo, p, out_len, strides)?;
             if sparse && !self.cache_for(g, v).admits(&p.chunk) {
                 first.push(i);
             } else {

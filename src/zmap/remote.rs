@@ -25,7 +25,8 @@ use object_store::{
 };
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::sync::Semaphore;
 
@@ -124,9 +125,9 @@ pub struct RemoteStore {
     root: String,
     transfer: Transfer,
     named: Arc<Named>,
-    /// Set once the server has answered a ranged GET with the whole object: from then on
-    /// every read asks for whole objects.
-    ranges_refused: Arc<AtomicBool>,
+    /// Ranged GETs the server answered with the whole object: from the second on, every read
+    /// asks for whole objects.
+    ranges_refused: Arc<AtomicUsize>,
 }
 
 /// Why an object operation failed, before it is given the store's context.
@@ -142,6 +143,10 @@ impl From<object_store::Error> for Failure {
         Failure::Client(e)
     }
 }
+
+/// Whole objects held at once where runs or tails are cut from whole objects (a server that
+/// serves no ranges): the objects may be large, since their ranges were asked for.
+const WHOLE_HELD: usize = 4;
 
 /// The most characters of a failed listing's answer that its error repeats.
 const LISTING_WHY_CHARS: usize = 300;
@@ -207,22 +212,40 @@ impl Named {
         }
     }
 
-    /// A listing's failure: a web server that fails to list (it speaks no WebDAV, or answers
-    /// with something that is no listing) cannot list at all.
+    /// What a failed listing means. A web server that refuses it (it speaks no WebDAV, denies
+    /// the method, or answers with something that is no listing) cannot list at all:
+    /// [`Error::NoListing`]. Its other failures (a timeout, a dropped connection, another
+    /// server error) stay [`Error::Web`]: they may pass.
     fn listing_error(&self, e: Error) -> Error {
+        let no_listing = |store: String, why: &str| {
+            // The server's answer may be a whole page: what precedes it says enough.
+            let first_line = why.lines().next().unwrap_or_default();
+            let before_page = first_line.split('<').next().unwrap_or_default();
+            let mut why = before_page.trim_end_matches([' ', ':']).to_string();
+            if let Some((cut, _)) = why.char_indices().nth(LISTING_WHY_CHARS) {
+                why.truncate(cut);
+                why.push_str("...");
+            }
+            Error::NoListing { store, why }
+        };
         match (self.service, e) {
-            (Service::Http, Error::Web { store, why }) => {
-                // The server's answer may be a whole page: its first line says enough.
-                let mut why = why.lines().next().unwrap_or_default().to_string();
-                if let Some((cut, _)) = why.char_indices().nth(LISTING_WHY_CHARS) {
-                    why.truncate(cut);
-                    why.push_str("...");
-                }
-                Error::NoListing { store, why }
+            (Service::Http, Error::Auth(why)) => no_listing(self.described.clone(), &why),
+            (Service::Http, Error::Web { store, why }) if refuses_listing(&why) => {
+                no_listing(store, &why)
             }
             (_, e) => e,
         }
     }
+}
+
+/// True when a web server's answer to a listing says it will never list: the method is not
+/// allowed or not implemented (405, 501), the request is refused as bad (400), or the answer
+/// is no WebDAV listing.
+fn refuses_listing(why: &str) -> bool {
+    ["status code: 400", "status code: 405", "status code: 501"]
+        .iter()
+        .any(|code| why.contains(code))
+        || why.contains("PROPFIND response")
 }
 
 enum S3ErrorKind {
@@ -294,8 +317,14 @@ impl RemoteStore {
                 described,
                 credentials_source,
             }),
-            ranges_refused: Arc::new(AtomicBool::new(false)),
+            ranges_refused: Arc::new(AtomicUsize::new(0)),
         }
+    }
+
+    /// True once the server has answered ranged GETs with whole objects more than once (one
+    /// such answer may be a cache's miss): it serves no ranges.
+    fn serves_no_ranges(&self) -> bool {
+        self.ranges_refused.load(Ordering::Relaxed) >= 2
     }
 
     /// Listings go through `lister` instead.
@@ -363,14 +392,22 @@ impl RemoteStore {
     fn listing<T, F, Fut>(&self, how: &str, prefix: &StorePrefix, op: F) -> Result<T>
     where
         T: Send + 'static,
-        F: FnOnce(Arc<dyn ObjectStore>, Option<Path>) -> Fut,
+        F: Fn(Arc<dyn ObjectStore>, Option<Path>) -> Fut,
         Fut: Future<Output = std::result::Result<T, Failure>> + Send + 'static,
     {
         let path = self.object_path(prefix.as_str())?;
         let what = format!("LIST {path}/{how}");
         let at = (!path.as_ref().is_empty()).then_some(path);
-        self.run(what, op(Arc::clone(&self.lister), at))
-            .map_err(|e| self.named.listing_error(e))
+        match self.run(what.clone(), op(Arc::clone(&self.lister), at.clone())) {
+            Ok(listed) => Ok(listed),
+            Err(e) => match self.named.listing_error(e) {
+                // A failure that may pass: asked again through the client that retries.
+                Error::Web { .. } => self
+                    .run(what, op(Arc::clone(&self.client), at))
+                    .map_err(|e| self.named.listing_error(e)),
+                e => Err(e),
+            },
+        }
     }
 
     /// Runs one operation per item, at most `concurrency` at a time ([`batch::in_order`]),
@@ -482,14 +519,14 @@ fn one_version(spans: &[Option<Spanned>]) -> bool {
 /// One ranged GET: the object's length and the bytes of `range` it has (as far as the object
 /// goes). An answer that is not exactly that range (a server that will not serve it as asked,
 /// caps it, or sends another) falls back to the whole object, from which the range is cut, so
-/// the caller always gets the bytes it asked for and the object's true length. A server that
-/// serves no ranges at all (it answers with the whole object) sets `refused`.
+/// the caller always gets the bytes it asked for and the object's true length. An answer of
+/// the whole object where it is longer than the range asked for counts in `refused`.
 async fn get_range(
     client: Arc<dyn ObjectStore>,
     path: Path,
     range: GetRange,
     limit: u64,
-    refused: Arc<AtomicBool>,
+    refused: Arc<AtomicUsize>,
 ) -> std::result::Result<Option<Spanned>, Failure> {
     let options = object_store::GetOptions {
         range: Some(range.clone()),
@@ -511,19 +548,35 @@ async fn get_range(
             }
         }
         Err(object_store::Error::NotFound { .. }) => return Ok(None),
-        Err(object_store::Error::NotSupported { .. }) => refused.store(true, Ordering::Relaxed),
+        Err(object_store::Error::NotSupported { .. }) => {
+            let spanned = get_object(client, path, limit)
+                .await?
+                .map(|w| cut(&w, &range));
+            if spanned
+                .as_ref()
+                .is_some_and(|s| (s.bytes.len() as u64) < s.len)
+            {
+                refused.fetch_add(1, Ordering::Relaxed);
+            }
+            return Ok(spanned);
+        }
         Err(_) => {}
     }
-    Ok(get_object(client, path, limit).await?.map(|whole| {
-        let len = whole.len() as u64;
-        // A range that starts past the end has no bytes of the object.
-        let cut = range.as_range(len).unwrap_or(len..len);
-        Spanned {
-            len,
-            bytes: Bytes::from(whole).slice(cut.start as usize..cut.end as usize),
-            version: None,
-        }
-    }))
+    Ok(get_object(client, path, limit)
+        .await?
+        .map(|w| cut(&w, &range)))
+}
+
+/// The bytes of `range` in the whole object `whole`, copied (the whole object is not kept).
+fn cut(whole: &[u8], range: &GetRange) -> Spanned {
+    let len = whole.len() as u64;
+    // A range that starts past the end has no bytes of the object.
+    let at = range.as_range(len).unwrap_or(len..len);
+    Spanned {
+        len,
+        bytes: Bytes::copy_from_slice(&whole[at.start as usize..at.end as usize]),
+        version: None,
+    }
 }
 
 /// One DELETE; a missing object is fine.
@@ -634,13 +687,18 @@ impl Store for RemoteStore {
         keys: &[StoreKey],
         runs: &mut [super::Runs<'_>],
     ) -> Result<Vec<Option<u64>>> {
-        if self.ranges_refused.load(Ordering::Relaxed) {
-            let whole = self.get_many(keys)?;
-            return Ok(whole
-                .into_iter()
-                .zip(runs.iter_mut())
-                .map(|(value, runs)| super::runs_of_whole(value, runs))
-                .collect());
+        if self.serves_no_ranges() {
+            let lens = Mutex::new(vec![None; keys.len()]);
+            let runs = Mutex::new(runs);
+            self.get_each(keys, WHOLE_HELD, &|i, value| {
+                let len = super::runs_of_whole(
+                    value,
+                    &mut runs.lock().unwrap_or_else(|p| p.into_inner())[i],
+                );
+                lens.lock().unwrap_or_else(|p| p.into_inner())[i] = len;
+                Ok(())
+            })?;
+            return Ok(lens.into_inner().unwrap_or_else(|p| p.into_inner()));
         }
         let mut work = Vec::new();
         let mut owner = Vec::new();
@@ -705,17 +763,19 @@ impl Store for RemoteStore {
     /// [`Store::get_runs_many`] fetches only the spans of the runs, by ranged GETs, unless
     /// the server has been found to serve no ranges.
     fn reads_runs_in_place(&self, _key: &StoreKey) -> bool {
-        !self.ranges_refused.load(Ordering::Relaxed)
+        !self.serves_no_ranges()
     }
 
     /// One suffix-range GET per object, all of them concurrently.
     fn get_tails_many(&self, keys: &[StoreKey], n: usize) -> Result<Vec<Option<Tail>>> {
-        if self.ranges_refused.load(Ordering::Relaxed) {
-            let whole = self.get_many(keys)?;
-            return Ok(whole
-                .into_iter()
-                .map(|w| w.map(|w| Tail::of_whole(&w, n)))
-                .collect());
+        if self.serves_no_ranges() {
+            let tails = Mutex::new(vec![None; keys.len()]);
+            self.get_each(keys, WHOLE_HELD, &|i, value| {
+                tails.lock().unwrap_or_else(|p| p.into_inner())[i] =
+                    value.map(|w| Tail::of_whole(&w, n));
+                Ok(())
+            })?;
+            return Ok(tails.into_inner().unwrap_or_else(|p| p.into_inner()));
         }
         let paths = self.object_paths(keys)?;
         let limit = self.limit.get();
@@ -819,6 +879,17 @@ impl Store for RemoteStore {
         let listed = self.listing("", prefix, |client, at| async move {
             Ok(client.list_with_delimiter(at.as_ref()).await?)
         })?;
+        // A web server without WebDAV may answer `PROPFIND` with 404, which the client takes
+        // for an empty listing; over WebDAV a prefix that is listed holds something.
+        if self.named.service == Service::Http
+            && listed.common_prefixes.is_empty()
+            && listed.objects.is_empty()
+        {
+            return Err(Error::NoListing {
+                store: self.named.described.clone(),
+                why: format!("LIST {prefix}/: the server found nothing to list"),
+            });
+        }
         let mut names: Vec<String> = listed
             .common_prefixes
             .iter()
@@ -857,6 +928,44 @@ impl Store for RemoteStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn web_servers_refuse_listings_by_these_answers() {
+        let named = |service| Named {
+            service,
+            described: "http://h/x".into(),
+            credentials_source: "none".into(),
+        };
+        let web = |why: &str| Error::Web {
+            store: "http://h/x".into(),
+            why: why.into(),
+        };
+        let http = named(Service::Http);
+        for refused in [
+            "LIST x/: Server returned non-2xx status code: 501 Not Implemented: <!DOCTYPE HTML>",
+            "LIST x/: Server returned non-2xx status code: 405 Method Not Allowed",
+            "LIST x/: Error decoding PROPFIND response: missing field",
+        ] {
+            match http.listing_error(web(refused)) {
+                Error::NoListing { why, .. } => assert!(!why.contains("DOCTYPE"), "{why}"),
+                other => panic!("{refused}: {other:?}"),
+            }
+        }
+        assert!(matches!(
+            http.listing_error(Error::Auth("403 Forbidden".into())),
+            Error::NoListing { .. }
+        ));
+        let passing = "LIST x/: Server returned non-2xx status code: 503 Service Unavailable";
+        assert!(matches!(
+            http.listing_error(web(passing)),
+            Error::Web { .. }
+        ));
+        let s3 = named(Service::S3);
+        assert!(matches!(
+            s3.listing_error(Error::Auth("403".into())),
+            Error::Auth(_)
+        ));
+    }
 
     #[test]
     fn limits_come_from_the_environment() {

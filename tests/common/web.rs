@@ -1,12 +1,16 @@
 //! Web servers on loopback for the plain-HTTP tests, each serving one directory and stopped
 //! when dropped: Python's own `http.server` (GETs only: no ranges, no ETags, no WebDAV) and
-//! WsgiDAV (a WebDAV server: listings by `PROPFIND`, ranged GETs, ETags).
+//! WsgiDAV (a WebDAV server: listings by `PROPFIND`, ranged GETs, ETags); and [`FakeWeb`],
+//! which answers listings as no real server of either kind does.
 
 use super::python;
 use super::s3::free_port;
-use std::net::TcpStream;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// Which server.
@@ -92,4 +96,62 @@ impl Drop for WebServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A web server on loopback that serves the files below a directory to GETs (200 or 404,
+/// whole, one request per connection) and answers every `PROPFIND` with one status and no
+/// body, counting them: servers that list nothing in ways WebDAV servers never do.
+pub struct FakeWeb {
+    pub port: u16,
+    pub propfinds: Arc<AtomicUsize>,
+}
+
+impl FakeWeb {
+    pub fn start(dir: &Path, propfind_status: u16) -> FakeWeb {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let propfinds = Arc::new(AtomicUsize::new(0));
+        let (counted, dir) = (Arc::clone(&propfinds), dir.to_path_buf());
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let (counted, dir) = (Arc::clone(&counted), dir.clone());
+                std::thread::spawn(move || answer(stream, &dir, propfind_status, &counted));
+            }
+        });
+        FakeWeb { port, propfinds }
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+}
+
+fn answer(stream: TcpStream, dir: &Path, propfind_status: u16, propfinds: &AtomicUsize) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut request = String::new();
+    if reader.read_line(&mut request).is_err() {
+        return;
+    }
+    let mut line = String::new();
+    while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+        line.clear();
+    }
+    let mut parts = request.split_whitespace();
+    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or("/"));
+    let (status, body) = if method == "PROPFIND" {
+        propfinds.fetch_add(1, Ordering::SeqCst);
+        (propfind_status, Vec::new())
+    } else {
+        match std::fs::read(dir.join(target.trim_start_matches('/'))) {
+            Ok(bytes) => (200, bytes),
+            Err(_) => (404, Vec::new()),
+        }
+    };
+    let head = format!(
+        "HTTP/1.1 {status} Status\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let mut stream = stream;
+    let _ = stream.write_all(head.as_bytes());
+    let _ = stream.write_all(&body);
 }

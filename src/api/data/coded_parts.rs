@@ -217,11 +217,14 @@ pub(super) fn plan(
     if chain.tail_first().is_some_and(|n| n as u64 > bound) {
         return Ok((0..n).map(|_| Plan::Whole).collect());
     }
-    for (i, first) in first_looks(store, chain, keys)?.into_iter().enumerate() {
+    let firsts = first_looks(store, chain, keys)?;
+    // The looks may have found that the store reads no ranges: parts would be read whole.
+    let in_parts = keys.first().is_some_and(|k| store.reads_runs_in_place(k));
+    for (i, first) in firsts.into_iter().enumerate() {
         match first {
             Ok(first) if first.head.len() == first.len => plans[i] = Some(Plan::Held(first.head)),
             Ok(first) if first.tail.len() == first.len => plans[i] = Some(Plan::Held(first.tail)),
-            Ok(first) if first.len as u64 <= bound => looked[i] = Some(first),
+            Ok(first) if in_parts && first.len as u64 <= bound => looked[i] = Some(first),
             Ok(_) => plans[i] = Some(Plan::Whole),
             Err(plan) => plans[i] = Some(plan),
         }
@@ -505,6 +508,8 @@ mod tests {
     struct Rounds {
         inner: MemoryStore,
         rounds: AtomicUsize,
+        /// What `reads_runs_in_place` answers.
+        in_place: bool,
     }
 
     impl Store for Rounds {
@@ -522,6 +527,9 @@ mod tests {
         fn get_tails_many(&self, keys: &[StoreKey], n: usize) -> Result<Vec<Option<Tail>>> {
             self.rounds.fetch_add(1, Ordering::Relaxed);
             self.inner.get_tails_many(keys, n)
+        }
+        fn reads_runs_in_place(&self, _key: &StoreKey) -> bool {
+            self.in_place
         }
         crate::zmap::forward_writes_and_listings!(inner);
         fn describe(&self) -> String {
@@ -544,6 +552,7 @@ mod tests {
             let store = Rounds {
                 inner: MemoryStore::new(),
                 rounds: AtomicUsize::new(0),
+                in_place: true,
             };
             let chunk = |k: u32| -> Vec<u8> {
                 (0..262_144u32)
@@ -588,6 +597,30 @@ mod tests {
     }
 
     /// A chunk no longer than the first look is held from it: one round, nothing read twice.
+    /// A store that turns out, by its looks, to read no ranges in place (a web server that
+    /// answers ranged requests with whole objects) gets whole reads, not parts read whole.
+    #[test]
+    fn a_store_that_reads_no_ranges_gets_whole_plans() {
+        let blosc =
+            chain(r#"[{"id":"blosc","cname":"lz4","clevel":5,"shuffle":1,"blocksize":16384}]"#);
+        let store = Rounds {
+            inner: MemoryStore::new(),
+            rounds: AtomicUsize::new(0),
+            in_place: false,
+        };
+        let stored: Vec<u8> = (0..262_144u32).flat_map(|i| i.to_le_bytes()).collect();
+        let key = StoreKey::new("v/0.0").unwrap();
+        store.put(&key, &blosc.encode(stored).unwrap()).unwrap();
+        let wanted = vec![vec![0..4]];
+        let plans = plan(&store, &blosc, &[key], 4 * 262_144, &wanted).unwrap();
+        assert!(matches!(plans[..], [Plan::Whole]));
+        assert_eq!(
+            store.rounds.load(Ordering::Relaxed),
+            1,
+            "one round of looks only"
+        );
+    }
+
     #[test]
     fn a_chunk_the_look_read_whole_is_held() {
         let blosc = chain(r#"[{"id":"blosc","cname":"lz4","clevel":5,"shuffle":1,"blocksize":0}]"#);
@@ -597,6 +630,7 @@ mod tests {
         let store = Rounds {
             inner: MemoryStore::new(),
             rounds: AtomicUsize::new(0),
+            in_place: true,
         };
         let key = StoreKey::new("v/0").unwrap();
         store.put(&key, &stored).unwrap();

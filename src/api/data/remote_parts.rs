@@ -8,11 +8,13 @@
 //! those parts; the read protocol is `coded_parts`', where the bytes land the caller's.
 
 use super::Geometry;
+use super::by_runs;
 use super::chunk_io::{self, ChunkBuffers};
 use super::coded_parts::{self, Plan};
 use super::split::PIECES_PER_BATCH;
 use super::worker_buffers::{WorkerBuffers, set_len_sparse};
 use crate::api::dataset::Dataset;
+use crate::chunk::projection::ChunkPiece;
 use crate::codec::PartialDecode;
 use crate::error::Result;
 use crate::zmap::{RANGE_GAP_MERGED, Store, StoreKey};
@@ -32,18 +34,28 @@ pub(super) fn applies(store: &dyn Store, geo: &Geometry) -> bool {
         && geo.chunk_bytes >= REMOTE_PARTS_FROM
 }
 
-/// True when a remote `store` fetches the chunk at `key` of a variable whole even for a small
-/// piece of it: the store reads no ranges (its server refuses them), or the chunk is coded
-/// and not read in parts ([`applies`]), or stored as it is but smaller than those (a ranged
-/// request for a few rows costs a round trip as the whole chunk does).
-pub(super) fn fetched_whole(store: &dyn Store, geo: &Geometry, key: &StoreKey) -> bool {
-    !store.is_local()
-        && (!store.reads_runs_in_place(key)
-            || if geo.stored_as_is() {
-                geo.chunk_bytes < REMOTE_PARTS_FROM
-            } else {
-                !applies(store, geo)
-            })
+/// True when a remote `store` fetches the chunk of `piece` whole even though the piece is a
+/// small part of it: the store reads no ranges (its server refuses them), or the chunk is
+/// coded and not read in parts ([`applies`]), or stored as it is and the ranged requests for
+/// the piece would fetch much of it anyway ([`by_runs::route`]).
+pub(super) fn fetched_whole(
+    store: &dyn Store,
+    geo: &Geometry,
+    piece: &ChunkPiece,
+    out_len: usize,
+    strides: &[i64],
+) -> Result<bool> {
+    if store.is_local() {
+        return Ok(false);
+    }
+    if !store.reads_runs_in_place(&geo.key(&piece.chunk)?) {
+        return Ok(true);
+    }
+    Ok(if geo.stored_as_is() {
+        by_runs::route(geo, out_len, strides, piece, false)? == by_runs::Route::Whole
+    } else {
+        !applies(store, geo)
+    })
 }
 
 /// Pieces per batch of a variable whose chunks [`applies`] says are read in parts: as many as
