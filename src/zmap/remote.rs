@@ -26,7 +26,7 @@ use object_store::{
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::sync::Semaphore;
 
@@ -125,9 +125,13 @@ pub struct RemoteStore {
     root: String,
     transfer: Transfer,
     named: Arc<Named>,
-    /// Ranged GETs the server answered with the whole object: from the second on, every read
-    /// asks for whole objects.
-    ranges_refused: Arc<AtomicUsize>,
+    /// How often the server answered ranged GETs with whole objects: 2 for a round of them
+    /// (one `get_runs_many` or `get_tails_many`) that it served no range of, 1 for a round in
+    /// which it served some (misses of a cache); from 2 on, every read asks for whole objects.
+    ranges_refused: AtomicUsize,
+    /// Set once a listing has found anything: until then an empty listing over HTTP is a
+    /// server that cannot list (it answered `PROPFIND` with 404).
+    listed_something: AtomicBool,
 }
 
 /// Why an object operation failed, before it is given the store's context.
@@ -147,6 +151,9 @@ impl From<object_store::Error> for Failure {
 /// Whole objects held at once where runs or tails are cut from whole objects (a server that
 /// serves no ranges): the objects may be large, since their ranges were asked for.
 const WHOLE_HELD: usize = 4;
+
+/// How the message of an operation that timed out begins.
+const NO_ANSWER: &str = "no answer within";
 
 /// The most characters of a failed listing's answer that its error repeats.
 const LISTING_WHY_CHARS: usize = 300;
@@ -317,14 +324,27 @@ impl RemoteStore {
                 described,
                 credentials_source,
             }),
-            ranges_refused: Arc::new(AtomicUsize::new(0)),
+            ranges_refused: AtomicUsize::new(0),
+            listed_something: AtomicBool::new(false),
         }
     }
 
-    /// True once the server has answered ranged GETs with whole objects more than once (one
-    /// such answer may be a cache's miss): it serves no ranges.
+    /// True once the server has answered ranged GETs with whole objects in two rounds: it
+    /// serves no ranges.
     fn serves_no_ranges(&self) -> bool {
         self.ranges_refused.load(Ordering::Relaxed) >= 2
+    }
+
+    /// Counts a round of ranged GETs by how the server answered them.
+    fn count_round(&self, round: &RangeAnswers) {
+        if round.refused.load(Ordering::Relaxed) {
+            let weight = if round.served.load(Ordering::Relaxed) {
+                1
+            } else {
+                2
+            };
+            self.ranges_refused.fetch_add(weight, Ordering::Relaxed);
+        }
     }
 
     /// Listings go through `lister` instead.
@@ -401,8 +421,9 @@ impl RemoteStore {
         match self.run(what.clone(), op(Arc::clone(&self.lister), at.clone())) {
             Ok(listed) => Ok(listed),
             Err(e) => match self.named.listing_error(e) {
-                // A failure that may pass: asked again through the client that retries.
-                Error::Web { .. } => self
+                // A failure that may pass, other than a timeout (the listing has had its
+                // time): asked again through the client that retries.
+                Error::Web { ref why, .. } if !why.contains(NO_ANSWER) => self
                     .run(what, op(Arc::clone(&self.client), at))
                     .map_err(|e| self.named.listing_error(e)),
                 e => Err(e),
@@ -516,17 +537,27 @@ fn one_version(spans: &[Option<Spanned>]) -> bool {
     }
 }
 
+/// How a server answered one round of ranged GETs.
+#[derive(Debug, Default)]
+struct RangeAnswers {
+    /// Some GET got its range.
+    served: AtomicBool,
+    /// Some GET got the whole object, longer than the range.
+    refused: AtomicBool,
+}
+
 /// One ranged GET: the object's length and the bytes of `range` it has (as far as the object
 /// goes). An answer that is not exactly that range (a server that will not serve it as asked,
 /// caps it, or sends another) falls back to the whole object, from which the range is cut, so
 /// the caller always gets the bytes it asked for and the object's true length. An answer of
-/// the whole object where it is longer than the range asked for counts in `refused`.
+/// the whole object where it is longer than the range asked for is noted in `round`, as is an
+/// answer of the range.
 async fn get_range(
     client: Arc<dyn ObjectStore>,
     path: Path,
     range: GetRange,
     limit: u64,
-    refused: Arc<AtomicUsize>,
+    round: Arc<RangeAnswers>,
 ) -> std::result::Result<Option<Spanned>, Failure> {
     let options = object_store::GetOptions {
         range: Some(range.clone()),
@@ -540,6 +571,7 @@ async fn get_range(
             let bytes = Bytes::from(body::gather(result, limit).await?);
             let asked = range.as_range(len).ok();
             if asked == Some(got.clone()) && got.end - got.start == bytes.len() as u64 {
+                round.served.store(true, Ordering::Relaxed);
                 return Ok(Some(Spanned {
                     len,
                     bytes,
@@ -556,7 +588,7 @@ async fn get_range(
                 .as_ref()
                 .is_some_and(|s| (s.bytes.len() as u64) < s.len)
             {
-                refused.fetch_add(1, Ordering::Relaxed);
+                round.refused.store(true, Ordering::Relaxed);
             }
             return Ok(spanned);
         }
@@ -712,7 +744,8 @@ impl Store for RemoteStore {
         }
         let starts: Vec<u64> = work.iter().map(|(_, span)| span.start).collect();
         let limit = self.limit.get();
-        let refused = Arc::clone(&self.ranges_refused);
+        let round = Arc::new(RangeAnswers::default());
+        let answers = Arc::clone(&round);
         let got = self.run_many(work, move |client, (path, span)| {
             (
                 format!("GET {path} bytes {}-{}", span.start, span.end),
@@ -721,10 +754,11 @@ impl Store for RemoteStore {
                     path,
                     GetRange::Bounded(span),
                     limit,
-                    refused.clone(),
+                    answers.clone(),
                 ),
             )
         })?;
+        self.count_round(&round);
         let mut per_key: Vec<(Vec<u64>, Vec<Option<Spanned>>)> =
             (0..keys.len()).map(|_| (Vec::new(), Vec::new())).collect();
         for ((found, i), start) in got.into_iter().zip(owner).zip(starts) {
@@ -779,14 +813,16 @@ impl Store for RemoteStore {
         }
         let paths = self.object_paths(keys)?;
         let limit = self.limit.get();
-        let refused = Arc::clone(&self.ranges_refused);
+        let round = Arc::new(RangeAnswers::default());
+        let answers = Arc::clone(&round);
         let tails = self.run_many(paths, move |client, path| {
             let suffix = GetRange::Suffix(n as u64);
             (
                 format!("GET {path} last {n} bytes"),
-                get_range(client, path, suffix, limit, refused.clone()),
+                get_range(client, path, suffix, limit, answers.clone()),
             )
         })?;
+        self.count_round(&round);
         Ok(tails
             .into_iter()
             .map(|t| {
@@ -880,10 +916,13 @@ impl Store for RemoteStore {
             Ok(client.list_with_delimiter(at.as_ref()).await?)
         })?;
         // A web server without WebDAV may answer `PROPFIND` with 404, which the client takes
-        // for an empty listing; over WebDAV a prefix that is listed holds something.
-        if self.named.service == Service::Http
-            && listed.common_prefixes.is_empty()
-            && listed.objects.is_empty()
+        // for an empty listing. Once one listing has found something the server lists, and an
+        // empty directory is empty.
+        let empty = listed.common_prefixes.is_empty() && listed.objects.is_empty();
+        if !empty {
+            self.listed_something.store(true, Ordering::Relaxed);
+        } else if self.named.service == Service::Http
+            && !self.listed_something.load(Ordering::Relaxed)
         {
             return Err(Error::NoListing {
                 store: self.named.described.clone(),
@@ -928,6 +967,36 @@ impl Store for RemoteStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A round of ranged GETs the server served none of means it serves no ranges; rounds
+    /// with some served (a cache's misses among its hits) take two.
+    #[test]
+    fn servers_are_known_to_serve_no_ranges_by_their_rounds() {
+        let store = || {
+            RemoteStore::new(
+                Service::Http,
+                Arc::new(object_store::memory::InMemory::new()),
+                String::new(),
+                Transfer::from_env(&|_| None).unwrap(),
+                "none".into(),
+                "memory".into(),
+            )
+        };
+        let round = |served: bool, refused: bool| RangeAnswers {
+            served: AtomicBool::new(served),
+            refused: AtomicBool::new(refused),
+        };
+        let key = StoreKey::new("a").unwrap();
+        let all_refused = store();
+        all_refused.count_round(&round(false, true));
+        assert!(!all_refused.reads_runs_in_place(&key));
+        let mixed = store();
+        mixed.count_round(&round(true, true));
+        mixed.count_round(&round(true, false));
+        assert!(mixed.reads_runs_in_place(&key), "one round with misses");
+        mixed.count_round(&round(true, true));
+        assert!(!mixed.reads_runs_in_place(&key), "two rounds with misses");
+    }
 
     #[test]
     fn web_servers_refuse_listings_by_these_answers() {

@@ -217,19 +217,25 @@ pub(super) fn plan(
     if chain.tail_first().is_some_and(|n| n as u64 > bound) {
         return Ok((0..n).map(|_| Plan::Whole).collect());
     }
-    let firsts = first_looks(store, chain, keys)?;
-    // The looks may have found that the store reads no ranges: parts would be read whole.
-    let in_parts = keys.first().is_some_and(|k| store.reads_runs_in_place(k));
-    for (i, first) in firsts.into_iter().enumerate() {
+    for (i, first) in first_looks(store, chain, keys)?.into_iter().enumerate() {
         match first {
             Ok(first) if first.head.len() == first.len => plans[i] = Some(Plan::Held(first.head)),
             Ok(first) if first.tail.len() == first.len => plans[i] = Some(Plan::Held(first.tail)),
-            Ok(first) if in_parts && first.len as u64 <= bound => looked[i] = Some(first),
+            Ok(first) if first.len as u64 <= bound => looked[i] = Some(first),
             Ok(_) => plans[i] = Some(Plan::Whole),
             Err(plan) => plans[i] = Some(plan),
         }
     }
     loop {
+        // The looks may have found that the store reads no ranges: parts would be read whole.
+        if !keys.first().is_some_and(|k| store.reads_runs_in_place(k)) {
+            for (i, slot) in looked.iter_mut().enumerate() {
+                if slot.take().is_some() {
+                    plans[i] = Some(Plan::Whole);
+                }
+            }
+            break;
+        }
         let mut looks = Vec::new();
         for (i, slot) in looked.iter_mut().enumerate() {
             let Some(l) = slot else { continue };
@@ -596,7 +602,6 @@ mod tests {
         }
     }
 
-    /// A chunk no longer than the first look is held from it: one round, nothing read twice.
     /// A store that turns out, by its looks, to read no ranges in place (a web server that
     /// answers ranged requests with whole objects) gets whole reads, not parts read whole.
     #[test]
@@ -621,6 +626,7 @@ mod tests {
         );
     }
 
+    /// A chunk no longer than the first look is held from it: one round, nothing read twice.
     #[test]
     fn a_chunk_the_look_read_whole_is_held() {
         let blosc = chain(r#"[{"id":"blosc","cname":"lz4","clevel":5,"shuffle":1,"blocksize":0}]"#);

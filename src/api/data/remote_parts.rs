@@ -36,8 +36,9 @@ pub(super) fn applies(store: &dyn Store, geo: &Geometry) -> bool {
 
 /// True when a remote `store` fetches the chunk of `piece` whole even though the piece is a
 /// small part of it: the store reads no ranges (its server refuses them), or the chunk is
-/// coded and not read in parts ([`applies`]), or stored as it is and the ranged requests for
-/// the piece would fetch much of it anyway ([`by_runs::route`]).
+/// coded and not read in parts ([`applies`]), or stored as it is and either smaller than those
+/// (a ranged request costs a round trip as the whole chunk does) or wanted for much of it
+/// ([`by_runs::route`]).
 pub(super) fn fetched_whole(
     store: &dyn Store,
     geo: &Geometry,
@@ -52,7 +53,8 @@ pub(super) fn fetched_whole(
         return Ok(true);
     }
     Ok(if geo.stored_as_is() {
-        by_runs::route(geo, out_len, strides, piece, false)? == by_runs::Route::Whole
+        geo.chunk_bytes < REMOTE_PARTS_FROM
+            || by_runs::route(geo, out_len, strides, piece, false)? == by_runs::Route::Whole
     } else {
         !applies(store, geo)
     })
