@@ -897,7 +897,8 @@ impl Counted {
 }
 
 /// `ncgen` into a new dataset asks for none of its chunks; `ncdump` of a variable of 40
-/// chunks: one GET per chunk, no HEAD at all.
+/// chunks: one GET per chunk, no HEAD at all; of a variable whose chunks hold many rows: one
+/// GET per chunk too.
 #[test]
 fn ncdump_reads_each_chunk_with_one_get_and_no_head() {
     let counted = Counted::start("s3-count");
@@ -940,6 +941,14 @@ fn ncdump_reads_each_chunk_with_one_get_and_no_head() {
     unique.sort_unstable();
     unique.dedup();
     assert_eq!((chunk_gets.len(), unique.len()), (40, 40), "{reqs:?}");
+    // `ncdump` reads `w` row by row, 6 x 64 rows through each of its 4 deflated chunks: each is
+    // fetched once, on its first row, and kept for the others.
+    let w_gets = reqs
+        .iter()
+        .filter(|r| r.method == "GET" && r.target.contains("/count/a/w/"))
+        .filter(|r| !r.target.contains("/."))
+        .count();
+    assert_eq!(w_gets, 4, "{reqs:?}");
     assert!(reqs.iter().all(|r| r.method != "HEAD"), "{reqs:?}");
 }
 
@@ -1250,7 +1259,7 @@ fn pure_zarr_open_never_lists_an_arrays_chunks() {
 /// netCDF4-python (4.10.1) open it, reading what the same CDL gives on a directory store.
 #[test]
 fn s3_urls_without_a_mode_are_zarr_datasets() {
-    let common::Subject::Preload(lib) = common::subject() else {
+    let Some(lib) = common::preloaded_library() else {
         return;
     };
     let server = Server::start(Kind::Moto);
