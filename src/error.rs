@@ -197,6 +197,10 @@ pub enum Error {
          when it is NCZarr or has consolidated metadata"
     )]
     NoListing { store: String, why: String },
+    /// A reference dataset's object could not be read from the target its reference names
+    /// (the target is missing, shorter than the reference says, or unreadable).
+    #[error("reference {key}: {why}")]
+    Reference { key: String, why: String },
     /// Memory could not be allocated.
     #[error("out of memory")]
     NoMem,

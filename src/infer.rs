@@ -3,9 +3,10 @@
 //!
 //! Two repairs, each applied only where libnetcdf would otherwise fail:
 //! - **A plain path or bare `file://` URL naming a Zarr dataset** (a directory whose top level
-//!   holds a Zarr or NCZarr object, or a zip archive holding one) is opened as
-//!   `file://<absolute path>#mode=nczarr,file` (`,zip`). libnetcdf itself answers "Unknown file
-//!   format" for a directory, and would read a zip archive as netCDF. Only plain opens: a path to
+//!   holds a Zarr or NCZarr object, a zip archive holding one, or a reference document) is
+//!   opened as `file://<absolute path>#mode=nczarr,file` (`,zip`, `,reference`). libnetcdf
+//!   itself answers "Unknown file format" for a directory or a JSON file, and would read a zip
+//!   archive as netCDF. Only plain opens: a path to
 //!   create is the caller's to name, and a caller who chose the format (a user-defined format
 //!   flag, an in-memory open) gets what it chose.
 //! - **URL parameters that send libnetcdf 4.9.0 into an endless loop** (`#mode=zarr`,
@@ -181,13 +182,16 @@ fn url_protocol(text: &str) -> Option<&str> {
     (!scheme.is_empty() && scheme.chars().all(letters)).then_some(scheme)
 }
 
-/// `file://...#mode=nczarr,file` (or `,zip`) for a local Zarr dataset at `path`; `None` for
-/// anything else (and for paths that cannot be written into a URL as they are).
+/// `file://...#mode=nczarr,file` (or `,zip`, or `,reference`) for a local Zarr dataset or
+/// reference document at `path`; `None` for anything else (and for paths that cannot be
+/// written into a URL as they are).
 fn zarr_url(path: &Path) -> Option<String> {
     let storage = if is_zarr_directory(path) {
         "file"
     } else if is_zarr_zip(path) {
         "zip"
+    } else if is_reference_document(path) {
+        "reference"
     } else {
         return None;
     };
@@ -215,6 +219,37 @@ fn is_zarr_zip(path: &Path) -> bool {
         && ZipStore::open(path, false)
             .and_then(|z| z.list_children(&StorePrefix::root()))
             .is_ok_and(|names| names.iter().any(|n| ZARR_MARKERS.contains(&n.as_str())))
+}
+
+/// Bytes of a file read to tell whether it is a reference document.
+const REFERENCE_SNIFF_BYTES: usize = 64 << 10;
+
+/// A regular file that looks like a reference document (kerchunk's JSON): a JSON object whose
+/// first [`REFERENCE_SNIFF_BYTES`] hold `"version": 1` and `"refs"` (version 1), or a Zarr
+/// metadata object's name as a key (version 0). libnetcdf opens no JSON file, so a file taken
+/// for one that is not fails at open as it would have failed anyway, with the reason.
+fn is_reference_document(path: &Path) -> bool {
+    if !path.is_file() {
+        return false;
+    }
+    let mut head = Vec::with_capacity(REFERENCE_SNIFF_BYTES);
+    let read = std::fs::File::open(path).and_then(|f| {
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(f, REFERENCE_SNIFF_BYTES as u64),
+            &mut head,
+        )
+    });
+    if read.is_err() {
+        return false;
+    }
+    let text = String::from_utf8_lossy(&head);
+    let text = text.trim_start_matches(['\u{feff}', ' ', '\t', '\r', '\n']);
+    let compact: String = text.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+    text.starts_with('{')
+        && ((compact.contains("\"version\":1") && compact.contains("\"refs\":{"))
+            || ZARR_MARKERS
+                .iter()
+                .any(|m| compact.contains(&format!("\"{m}\":"))))
 }
 
 #[cfg(test)]
@@ -412,5 +447,46 @@ mod tests {
         let netcdf = dir.path().join("x.nc");
         std::fs::write(&netcdf, b"CDF\x01").unwrap();
         assert_eq!(path(netcdf.to_str().unwrap(), Request::Open), None);
+    }
+
+    #[test]
+    fn reference_documents_become_urls_when_opened() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let at = |name: &str, text: &str| {
+            let file = dir.path().join(name);
+            std::fs::write(&file, text).unwrap();
+            file.to_str().unwrap().to_string()
+        };
+        for (name, doc) in [
+            (
+                "v1.json",
+                "{\"version\": 1, \"refs\": {\"a/0\": [\"f.nc\", 0, 4]}}",
+            ),
+            (
+                "v0.json",
+                "\u{feff}\n { \"a/.zarray\" : \"{}\", \".zgroup\": \"{}\"}",
+            ),
+            ("v3.refs", "{\"zarr.json\": {\"zarr_format\": 3}}"),
+        ] {
+            let text = at(name, doc);
+            assert_eq!(
+                path(&text, Request::Open),
+                Some(format!("file://{text}#mode=nczarr,reference")),
+                "{doc}"
+            );
+            assert_eq!(
+                path(&text, Request::Create),
+                None,
+                "created paths are not renamed"
+            );
+        }
+        for (name, other) in [
+            ("other.json", "{\"version\": 1, \"data\": [1, 2]}"),
+            ("list.json", "[\".zgroup\"]"),
+            ("text.txt", "\".zgroup\": is a file name"),
+        ] {
+            let text = at(name, other);
+            assert_eq!(path(&text, Request::Open), None, "{other}");
+        }
     }
 }

@@ -286,6 +286,12 @@ impl DatasetUrl {
         StorageKind::File
     }
 
+    /// True when the URL names a reference document (mode `reference`, or `kerchunk`) rather
+    /// than a dataset's root: its keys are served from that document.
+    pub fn is_reference(&self) -> bool {
+        self.has_mode("reference") || self.has_mode("kerchunk")
+    }
+
     /// `zarr`, `xarray` or `noxarray` among the modes means pure Zarr (as netcdf-c >= 4.9.1
     /// reads `noxarray`); otherwise NCZarr.
     pub fn flavor(&self) -> Flavor {

@@ -1,8 +1,8 @@
 //! Key/value storage ("zmap"): the store trait, validated keys, and the backends.
 //!
-//! Owns bytes under keys and nothing else: no Zarr, no JSON, no netCDF. Every backend
-//! (memory, directory tree, zip archive, S3) implements [`Store`] and passes the one
-//! conformance suite in `tests/zmap_conformance.rs`.
+//! Owns bytes under keys and nothing else: no Zarr, no netCDF. Every backend (memory,
+//! directory tree, zip archive, S3, plain HTTP, reference documents) implements [`Store`];
+//! those that write pass the one conformance suite in `tests/zmap_conformance.rs`.
 
 pub mod created;
 pub mod file;
@@ -12,6 +12,7 @@ pub mod memory;
 mod open;
 pub mod overlay;
 mod positional;
+pub mod reference;
 pub mod remote;
 pub mod s3;
 pub mod zip;
@@ -93,6 +94,43 @@ pub(crate) fn copy_runs(value: &[u8], base: u64, runs: &mut [(u64, &mut [u8])]) 
         let n = out.len().min(value.len() - start);
         out[..n].copy_from_slice(&value[start..start + n]);
     }
+}
+
+/// The text every key below `prefix` starts with (`""` for the root).
+pub(crate) fn below(prefix: &StorePrefix) -> String {
+    if prefix.is_root() {
+        String::new()
+    } else {
+        format!("{prefix}/")
+    }
+}
+
+/// [`Store::list_children`] of a store holding its keys in a sorted map.
+pub(crate) fn children_in<V>(
+    map: &std::collections::BTreeMap<String, V>,
+    prefix: &StorePrefix,
+) -> Vec<String> {
+    let start = below(prefix);
+    let names: std::collections::BTreeSet<&str> = map
+        .range(start.clone()..)
+        .map(|(k, _)| k.as_str())
+        .take_while(|k| k.starts_with(&start))
+        .map(|k| k[start.len()..].split('/').next().unwrap_or_default())
+        .collect();
+    names.into_iter().map(str::to_string).collect()
+}
+
+/// [`Store::list_keys`] of a store holding its keys in a sorted map.
+pub(crate) fn keys_in<V>(
+    map: &std::collections::BTreeMap<String, V>,
+    prefix: &StorePrefix,
+) -> Result<Vec<StoreKey>> {
+    let start = below(prefix);
+    map.range(start.clone()..)
+        .map(|(k, _)| k.as_str())
+        .take_while(|k| k.starts_with(&start))
+        .map(StoreKey::new)
+        .collect()
 }
 
 /// Gap between two runs of one object up to which one ranged request of a remote store

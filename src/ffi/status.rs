@@ -54,7 +54,7 @@ pub fn code(e: &Error) -> c_int {
         Error::BadKey { .. } => NC_EINVAL,
         Error::Url { .. } => NC_EURL,
         Error::NotBuilt(_) => NC_ENOTBUILT,
-        Error::Io { .. } => NC_EIO,
+        Error::Io { .. } | Error::Reference { .. } => NC_EIO,
         Error::Access(_) => NC_EACCESS,
         Error::Auth(_) => NC_EAUTH,
         Error::Remote { .. } => NC_ES3,
@@ -84,6 +84,7 @@ fn worth_reporting(e: &Error) -> bool {
             | Error::Url { .. }
             | Error::NotBuilt(_)
             | Error::Io { .. }
+            | Error::Reference { .. }
             | Error::Access(_)
             | Error::ReadOnlyLayout(_)
             | Error::Auth(_)

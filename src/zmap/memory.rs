@@ -6,7 +6,7 @@
 
 use super::{Store, StoreKey, StorePrefix};
 use crate::error::{Error, Result};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// A [`Store`] holding every object in memory; dropped with the value.
@@ -34,15 +34,6 @@ impl MemoryStore {
     }
 }
 
-/// The text every key below `prefix` starts with (`""` for the root).
-fn below(prefix: &StorePrefix) -> String {
-    if prefix.is_root() {
-        String::new()
-    } else {
-        format!("{prefix}/")
-    }
-}
-
 impl Store for MemoryStore {
     fn get(&self, key: &StoreKey) -> Result<Option<Vec<u8>>> {
         Ok(self.read()?.get(key.as_str()).cloned())
@@ -64,31 +55,17 @@ impl Store for MemoryStore {
     }
 
     fn delete_prefix(&self, prefix: &StorePrefix) -> Result<()> {
-        let start = below(prefix);
+        let start = super::below(prefix);
         self.write()?.retain(|k, _| !k.starts_with(&start));
         Ok(())
     }
 
     fn list_children(&self, prefix: &StorePrefix) -> Result<Vec<String>> {
-        let start = below(prefix);
-        let map = self.read()?;
-        let names: BTreeSet<&str> = map
-            .range(start.clone()..)
-            .map(|(k, _)| k.as_str())
-            .take_while(|k| k.starts_with(&start))
-            .map(|k| k[start.len()..].split('/').next().unwrap_or_default())
-            .collect();
-        Ok(names.into_iter().map(str::to_string).collect())
+        Ok(super::children_in(&*self.read()?, prefix))
     }
 
     fn list_keys(&self, prefix: &StorePrefix) -> Result<Vec<StoreKey>> {
-        let start = below(prefix);
-        let map = self.read()?;
-        map.range(start.clone()..)
-            .map(|(k, _)| k.as_str())
-            .take_while(|k| k.starts_with(&start))
-            .map(StoreKey::new)
-            .collect()
+        super::keys_in(&*self.read()?, prefix)
     }
 
     fn describe(&self) -> String {

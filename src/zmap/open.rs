@@ -32,11 +32,25 @@ pub enum OpenHow {
 
 /// Opens or creates the store that `url` names.
 ///
-/// Directory trees are served by [`FileStore`], zip archives by [`ZipStore`], web servers
+/// A reference document (mode `reference`) is served read-only by
+/// [`reference`](super::reference), wherever it lives. Otherwise directory trees are served by
+/// [`FileStore`], zip archives by [`ZipStore`], web servers
 /// read-only by [`http`](super::http), S3 by
 /// [`s3`](super::s3) (settings from the URL, the environment and the shared AWS files; a new dataset
 /// there through [`CreatedStore`], every read being a round trip).
 pub fn open_store(url: &DatasetUrl, how: OpenHow) -> Result<Box<dyn Store>> {
+    if url.is_reference() {
+        return match how {
+            OpenHow::Open { writable: false } => Ok(Box::new(super::reference::open(url)?)),
+            OpenHow::Open { writable: true } | OpenHow::Create { .. } => {
+                Err(Error::ReadOnlyLayout(format!(
+                    "{}: a reference dataset (mode reference) cannot be written; open it \
+                     read-only",
+                    url.original
+                )))
+            }
+        };
+    }
     match url.storage_kind() {
         StorageKind::File => {
             let root = Path::new(&url.path);

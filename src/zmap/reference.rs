@@ -1,0 +1,584 @@
+//! Reference datasets: a Zarr dataset whose objects are bytes held in a JSON reference
+//! document (kerchunk, VirtualiZarr, fsspec's `ReferenceFileSystem`) or byte ranges of other
+//! files (the chunks of netCDF-4/HDF5, netCDF-3, GRIB or TIFF files), read-only.
+//!
+//! Owns the store over a parsed [`document`]: its listing, and reading each object inline or
+//! from its [`targets`] (local ranges by positional reads in parallel, remote ones as
+//! concurrent ranged GETs through the target's store), with the check that a target holds
+//! every byte a reference names. [`open`] reads the document from a file, S3 or a web server.
+//! It knows nothing of Zarr or netCDF.
+
+mod document;
+mod targets;
+
+use super::positional::read_at;
+use super::{ObjectLimit, Runs, Store, StoreKey, StorePrefix, Tail, copy_runs};
+use crate::error::{Error, Result};
+use crate::url::{DatasetUrl, StorageKind};
+use document::Reference;
+use rayon::prelude::*;
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use targets::{Base, Place, Service, Targets};
+
+/// A read-only [`Store`] serving the keys of one reference document.
+#[derive(Debug)]
+pub struct ReferenceStore {
+    entries: BTreeMap<String, Reference>,
+    targets: Targets,
+    limit: ObjectLimit,
+    described: String,
+}
+
+/// Opens the reference document `url` names (mode `reference`): a local file, an S3 object or
+/// a file on a web server, as the URL's storage says. Its targets are found and checked, but
+/// not opened.
+pub fn open(url: &DatasetUrl) -> Result<ReferenceStore> {
+    let (bytes, base, endpoint) = read_document(url)?;
+    let doc = document::parse(&bytes, &url.original)?;
+    drop(bytes);
+    let targets = Targets::new(&doc.targets, &base, url.clone(), endpoint)?;
+    Ok(ReferenceStore {
+        entries: doc.entries,
+        targets,
+        limit: ObjectLimit::default(),
+        described: url.original.clone(),
+    })
+}
+
+/// The document's bytes, where relative targets are found from, and the S3 endpoint it was
+/// read from (if it was).
+fn read_document(url: &DatasetUrl) -> Result<(Vec<u8>, Base, Option<String>)> {
+    let limit = ObjectLimit::default();
+    let too_large = || format!("reference document {}", url.original);
+    // Remote documents: the store of the directory holding it, and its name there.
+    let in_dir = || -> Result<(DatasetUrl, StoreKey)> {
+        let (dir, name) = url.path.rsplit_once('/').unwrap_or(("", &url.path));
+        let name = StoreKey::new(name).map_err(|e| Error::Url {
+            url: url.original.clone(),
+            why: format!("does not name a reference document ({e})"),
+        })?;
+        let mut at_dir = url.clone();
+        at_dir.path = dir.to_string();
+        Ok((at_dir, name))
+    };
+    match url.storage_kind() {
+        StorageKind::File => {
+            let path = Path::new(&url.path);
+            let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => Error::NotFound(url.original.clone()),
+                _ => Error::io(&url.path, e),
+            })?;
+            if meta.is_dir() {
+                return Err(Error::NotZarr(format!(
+                    "{}: a directory; a reference document is a JSON file (reference sets \
+                     stored as Parquet are not read)",
+                    url.original
+                )));
+            }
+            limit.check(too_large, meta.len())?;
+            let bytes = std::fs::read(path).map_err(|e| Error::io(&url.path, e))?;
+            let parent = path.parent().unwrap_or(Path::new("/")).to_path_buf();
+            Ok((bytes, Base::Local(parent), None))
+        }
+        StorageKind::Zip => Err(Error::Url {
+            url: url.original.clone(),
+            why: "a reference document is read from a file, S3 or a web server, \
+                  not from a zip archive"
+                .into(),
+        }),
+        StorageKind::S3 => {
+            let (at_dir, name) = in_dir()?;
+            let settings =
+                super::s3::settings::S3Settings::resolve(&at_dir, &crate::env::of_process)?;
+            let scheme = if url.scheme.as_deref() == Some("gs3") {
+                "gs3"
+            } else {
+                "s3"
+            };
+            let service = Service::S3 {
+                scheme,
+                bucket: settings.bucket.clone(),
+            };
+            let dir = with_slash(&settings.root);
+            let endpoint = settings.endpoint.clone();
+            let store = super::s3::open(settings)?;
+            let bytes = store
+                .get(&name)?
+                .ok_or_else(|| Error::NotFound(url.original.clone()))?;
+            Ok((bytes, Base::Remote { service, dir }, endpoint))
+        }
+        StorageKind::Http => {
+            let (at_dir, name) = in_dir()?;
+            let settings = super::http::HttpSettings::resolve(&at_dir, &crate::env::of_process)?;
+            let service = Service::Http {
+                server: settings.server.clone(),
+            };
+            let dir = with_slash(&settings.root);
+            let store = super::http::open(settings)?;
+            let bytes = store
+                .get(&name)?
+                .ok_or_else(|| Error::NotFound(url.original.clone()))?;
+            Ok((bytes, Base::Remote { service, dir }, None))
+        }
+    }
+}
+
+/// `root` as a directory prefix: empty, or ending in `/`.
+fn with_slash(root: &str) -> String {
+    if root.is_empty() {
+        String::new()
+    } else {
+        format!("{root}/")
+    }
+}
+
+/// Reads waiting for one remote service: the keys there, their runs, where each answer goes
+/// and how long each object must be at least (`None`: a whole-object reference).
+#[derive(Default)]
+struct RemoteReads<'a> {
+    at: Vec<usize>,
+    keys: Vec<StoreKey>,
+    runs: Vec<Runs<'a>>,
+    least_len: Vec<Option<u64>>,
+}
+
+/// Runs waiting for one local file.
+struct LocalReads<'a, 'p> {
+    at: usize,
+    target: usize,
+    path: &'p Path,
+    runs: Runs<'a>,
+    /// The object's length when the reference says it (a range); else the file's.
+    len: Option<u64>,
+}
+
+impl ReferenceStore {
+    fn reference_error(&self, key: &str, why: impl Into<String>) -> Error {
+        Error::Reference {
+            key: format!("{} in {}", key, self.described),
+            why: why.into(),
+        }
+    }
+
+    fn read_local(&self, job: LocalReads<'_, '_>, key: &str) -> Result<u64> {
+        let file = self.targets.file(job.target, job.path)?;
+        let len = match job.len {
+            Some(len) => len,
+            None => file
+                .metadata()
+                .map_err(|e| Error::io(job.path.display().to_string(), e))?
+                .len(),
+        };
+        for (offset, out) in job.runs {
+            let got = read_at(&file, offset, out)
+                .map_err(|e| Error::io(job.path.display().to_string(), e))?;
+            if got < out.len() {
+                return Err(self.reference_error(
+                    key,
+                    format!(
+                        "{} ends at byte {}, before the {} bytes it should hold from {offset}",
+                        job.path.display(),
+                        offset + got as u64,
+                        out.len()
+                    ),
+                ));
+            }
+        }
+        Ok(len)
+    }
+}
+
+impl Store for ReferenceStore {
+    fn get(&self, key: &StoreKey) -> Result<Option<Vec<u8>>> {
+        Ok(self.get_many(std::slice::from_ref(key))?.pop().flatten())
+    }
+
+    fn get_many(&self, keys: &[StoreKey]) -> Result<Vec<Option<Vec<u8>>>> {
+        let mut out: Vec<Option<Vec<u8>>> = vec![None; keys.len()];
+        // Objects of known length, read as one run each; whole remote objects, by service.
+        let mut ranged: Vec<(usize, Vec<u8>)> = Vec::new();
+        let mut whole_remote: HashMap<&Service, (Vec<usize>, Vec<StoreKey>)> = HashMap::new();
+        for (i, key) in keys.iter().enumerate() {
+            let len = match self.entries.get(key.as_str()) {
+                None => continue,
+                Some(Reference::Inline(bytes)) => {
+                    out[i] = Some(bytes.clone());
+                    continue;
+                }
+                Some(Reference::Range { len, .. }) => *len,
+                Some(Reference::Whole { target }) => match &self.targets.places[*target as usize] {
+                    Place::Local(path) => std::fs::metadata(path)
+                        .map_err(|e| Error::io(path.display().to_string(), e))?
+                        .len(),
+                    Place::Remote {
+                        service,
+                        key: there,
+                    } => {
+                        let (at, keys) = whole_remote.entry(service).or_default();
+                        at.push(i);
+                        keys.push(there.clone());
+                        continue;
+                    }
+                },
+            };
+            self.limit
+                .check(|| format!("{key} in {}", self.described), len)?;
+            let len = usize::try_from(len).map_err(|_| Error::TooLarge(key.to_string()))?;
+            ranged.push((i, vec![0; len]));
+        }
+        let range_keys: Vec<StoreKey> = ranged.iter().map(|(i, _)| keys[*i].clone()).collect();
+        let lens = {
+            let mut runs: Vec<Runs<'_>> = ranged
+                .iter_mut()
+                .map(|(_, buf)| vec![(0u64, &mut buf[..])])
+                .collect();
+            self.get_runs_many(&range_keys, &mut runs)?
+        };
+        for ((i, buf), len) in ranged.into_iter().zip(lens) {
+            if len != Some(buf.len() as u64) {
+                return Err(self.reference_error(keys[i].as_str(), "its target changed while read"));
+            }
+            out[i] = Some(buf);
+        }
+        for (service, (at, there)) in whole_remote {
+            let got = self.targets.remote(service)?.get_many(&there)?;
+            for ((i, key), value) in at.into_iter().zip(&there).zip(got) {
+                let missing = || {
+                    let name = self.describe_remote(service, key);
+                    self.reference_error(keys[i].as_str(), format!("{name}: no such object"))
+                };
+                out[i] = Some(value.ok_or_else(missing)?);
+            }
+        }
+        Ok(out)
+    }
+
+    fn get_runs_into(&self, key: &StoreKey, runs: &mut [(u64, &mut [u8])]) -> Result<Option<u64>> {
+        let mut one: Runs<'_> = runs.iter_mut().map(|(o, b)| (*o, &mut **b)).collect();
+        Ok(self
+            .get_runs_many(std::slice::from_ref(key), std::slice::from_mut(&mut one))?
+            .pop()
+            .flatten())
+    }
+
+    fn get_runs_many(&self, keys: &[StoreKey], runs: &mut [Runs<'_>]) -> Result<Vec<Option<u64>>> {
+        let mut out: Vec<Option<u64>> = vec![None; keys.len()];
+        let mut local: Vec<LocalReads<'_, '_>> = Vec::new();
+        let mut remote: HashMap<&Service, RemoteReads<'_>> = HashMap::new();
+        for (i, (key, runs)) in keys.iter().zip(runs.iter_mut()).enumerate() {
+            let (target, offset, len) = match self.entries.get(key.as_str()) {
+                None => continue,
+                Some(Reference::Inline(bytes)) => {
+                    copy_runs(bytes, 0, runs);
+                    out[i] = Some(bytes.len() as u64);
+                    continue;
+                }
+                Some(Reference::Range {
+                    target,
+                    offset,
+                    len,
+                }) => (*target, *offset, Some(*len)),
+                Some(Reference::Whole { target }) => (*target, 0, None),
+            };
+            // Runs in the target's offsets, each cut at the reference's end.
+            let there: Runs<'_> = runs
+                .iter_mut()
+                .filter_map(|(at, buf)| {
+                    let room = len.map_or(u64::MAX, |l| l.saturating_sub(*at));
+                    let n = buf.len().min(usize::try_from(room).unwrap_or(usize::MAX));
+                    (n > 0).then(|| (offset + *at, &mut buf[..n]))
+                })
+                .collect();
+            match &self.targets.places[target as usize] {
+                Place::Local(path) => local.push(LocalReads {
+                    at: i,
+                    target: target as usize,
+                    path,
+                    runs: there,
+                    len,
+                }),
+                Place::Remote { service, key } => {
+                    let reads = remote.entry(service).or_default();
+                    reads.at.push(i);
+                    reads.keys.push(key.clone());
+                    reads.runs.push(there);
+                    reads.least_len.push(len.map(|l| offset + l));
+                }
+            }
+        }
+        let local_lens: Vec<(usize, u64)> = local
+            .into_par_iter()
+            .map(|job| {
+                let at = job.at;
+                self.read_local(job, keys[at].as_str()).map(|len| (at, len))
+            })
+            .collect::<Result<_>>()?;
+        for (at, len) in local_lens {
+            out[at] = Some(len);
+        }
+        for (service, mut reads) in remote {
+            let got = self
+                .targets
+                .remote(service)?
+                .get_runs_many(&reads.keys, &mut reads.runs)?;
+            for (j, object_len) in got.into_iter().enumerate() {
+                let (i, there) = (reads.at[j], &reads.keys[j]);
+                let Some(object_len) = object_len else {
+                    return Err(self.reference_error(
+                        keys[i].as_str(),
+                        format!("{}: no such object", self.describe_remote(service, there)),
+                    ));
+                };
+                out[i] = Some(match reads.least_len[j] {
+                    None => object_len,
+                    Some(end) if object_len >= end => match self.entries.get(keys[i].as_str()) {
+                        Some(Reference::Range { len, .. }) => *len,
+                        _ => object_len,
+                    },
+                    Some(end) => {
+                        return Err(self.reference_error(
+                            keys[i].as_str(),
+                            format!(
+                                "{} holds {object_len} bytes; the reference reaches byte {end}",
+                                self.describe_remote(service, there)
+                            ),
+                        ));
+                    }
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    fn get_tails_many(&self, keys: &[StoreKey], n: usize) -> Result<Vec<Option<Tail>>> {
+        let mut lens = Vec::with_capacity(keys.len());
+        for key in keys {
+            lens.push(match self.entries.get(key.as_str()) {
+                None => None,
+                Some(Reference::Inline(bytes)) => Some(bytes.len() as u64),
+                Some(Reference::Range { len, .. }) => Some(*len),
+                Some(Reference::Whole { .. }) => self.get_runs_into(key, &mut [])?,
+            });
+        }
+        let mut tails: Vec<Option<Tail>> = lens
+            .iter()
+            .map(|len| {
+                len.map(|len| Tail {
+                    len,
+                    bytes: vec![0; len.min(n as u64) as usize],
+                })
+            })
+            .collect();
+        let present: Vec<StoreKey> = keys
+            .iter()
+            .zip(&tails)
+            .filter(|(_, t)| t.is_some())
+            .map(|(k, _)| k.clone())
+            .collect();
+        let mut runs: Vec<Runs<'_>> = tails
+            .iter_mut()
+            .flatten()
+            .map(|t| vec![(t.len - t.bytes.len() as u64, &mut t.bytes[..])])
+            .collect();
+        self.get_runs_many(&present, &mut runs)?;
+        Ok(tails)
+    }
+
+    fn reads_runs_in_place(&self, key: &StoreKey) -> bool {
+        let target = match self.entries.get(key.as_str()) {
+            Some(Reference::Range { target, .. } | Reference::Whole { target }) => *target,
+            _ => return true,
+        };
+        match &self.targets.places[target as usize] {
+            Place::Local(_) => true,
+            Place::Remote { service, key } => self
+                .targets
+                .remote(service)
+                .is_ok_and(|store| store.reads_runs_in_place(key)),
+        }
+    }
+
+    fn allow_objects_up_to(&self, bytes: u64) {
+        self.limit.allow(bytes);
+        self.targets.allow_objects_up_to(bytes);
+    }
+
+    fn is_local(&self) -> bool {
+        self.targets.all_local()
+    }
+
+    fn put(&self, key: &StoreKey, _value: &[u8]) -> Result<()> {
+        Err(self.read_only(key.as_str()))
+    }
+
+    fn delete(&self, key: &StoreKey) -> Result<()> {
+        Err(self.read_only(key.as_str()))
+    }
+
+    fn delete_prefix(&self, prefix: &StorePrefix) -> Result<()> {
+        Err(self.read_only(&prefix.to_string()))
+    }
+
+    fn list_children(&self, prefix: &StorePrefix) -> Result<Vec<String>> {
+        Ok(super::children_in(&self.entries, prefix))
+    }
+
+    fn list_keys(&self, prefix: &StorePrefix) -> Result<Vec<StoreKey>> {
+        super::keys_in(&self.entries, prefix)
+    }
+
+    fn describe(&self) -> String {
+        self.described.clone()
+    }
+}
+
+impl ReferenceStore {
+    fn read_only(&self, what: &str) -> Error {
+        Error::ReadOnlyLayout(format!(
+            "{}: {what}: a reference dataset (mode reference) is read-only",
+            self.described
+        ))
+    }
+
+    fn describe_remote(&self, service: &Service, key: &StoreKey) -> String {
+        match service {
+            Service::S3 { scheme, bucket } => format!("{scheme}://{bucket}/{key}"),
+            Service::Http { server } => format!("{server}/{key}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(k: &str) -> StoreKey {
+        StoreKey::new(k).unwrap()
+    }
+
+    /// A directory holding `data.bin` (bytes 0..=255) and the document `json` as `refs.json`;
+    /// the store over it.
+    fn store_with(json: &str) -> (tempfile::TempDir, ReferenceStore) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("data.bin"), (0..=255u8).collect::<Vec<_>>()).unwrap();
+        let doc = dir.path().join("refs.json");
+        std::fs::write(&doc, json).unwrap();
+        let url =
+            DatasetUrl::parse(&format!("file://{}#mode=zarr,reference", doc.display())).unwrap();
+        let store = open(&url).unwrap();
+        (dir, store)
+    }
+
+    #[test]
+    fn objects_come_inline_from_ranges_and_from_whole_files() {
+        let (dir, store) = store_with(
+            r#"{"version": 1, "refs": {".zgroup": {"zarr_format": 2}, "a/0": ["data.bin", 16, 4],
+                "a/1": ["data.bin"], "a/2": "base64:/w==", "b/c/0": ["data.bin", 250, 6]}}"#,
+        );
+        assert!(store.is_local());
+        let got = store
+            .get_many(&[key("a/0"), key("nothing"), key("a/2"), key("b/c/0")])
+            .unwrap();
+        assert_eq!(
+            got,
+            [
+                Some(vec![16, 17, 18, 19]),
+                None,
+                Some(vec![255]),
+                Some(vec![250, 251, 252, 253, 254, 255])
+            ]
+        );
+        assert_eq!(store.get(&key("a/1")).unwrap().unwrap().len(), 256);
+        assert_eq!(
+            store.get(&key(".zgroup")).unwrap().unwrap(),
+            br#"{"zarr_format":2}"#
+        );
+        // Runs in the object's offsets; a run past the reference's end is cut there.
+        let (mut x, mut y) = ([0u8; 2], [9u8; 4]);
+        let len = store
+            .get_runs_into(&key("a/0"), &mut [(1, &mut x[..]), (2, &mut y[..])])
+            .unwrap();
+        assert_eq!((len, x, y), (Some(4), [17, 18], [18, 19, 9, 9]));
+        let tails = store
+            .get_tails_many(&[key("a/0"), key("a/1"), key("zz")], 3)
+            .unwrap();
+        assert_eq!(
+            tails,
+            [
+                Some(Tail {
+                    len: 4,
+                    bytes: vec![17, 18, 19]
+                }),
+                Some(Tail {
+                    len: 256,
+                    bytes: vec![253, 254, 255]
+                }),
+                None
+            ]
+        );
+        assert_eq!(
+            store.list_children(&StorePrefix::root()).unwrap(),
+            [".zgroup", "a", "b"]
+        );
+        assert_eq!(
+            store
+                .list_children(&StorePrefix::new("b").unwrap())
+                .unwrap(),
+            ["c"]
+        );
+        assert_eq!(
+            store.list_keys(&StorePrefix::new("a").unwrap()).unwrap(),
+            [key("a/0"), key("a/1"), key("a/2")]
+        );
+        for write in [
+            store.put(&key("a/9"), b"x"),
+            store.delete(&key("a/0")),
+            store.delete_prefix(&StorePrefix::root()),
+        ] {
+            assert!(matches!(write, Err(Error::ReadOnlyLayout(_))), "{write:?}");
+        }
+        assert_eq!(
+            std::fs::read(dir.path().join("data.bin")).unwrap().len(),
+            256
+        );
+    }
+
+    #[test]
+    fn a_target_missing_or_shorter_than_its_reference_is_an_error_naming_both() {
+        let (_dir, store) = store_with(
+            r#"{"past": ["data.bin", 250, 10], "gone": ["missing.bin", 0, 1],
+                "huge": ["data.bin", 0, 1000000000000]}"#,
+        );
+        let past = store.get(&key("past"));
+        assert!(
+            matches!(&past, Err(Error::Reference { key, why }) if key.starts_with("past in file://")
+                && why.contains("data.bin ends at byte 256")),
+            "{past:?}"
+        );
+        let gone = store.get(&key("gone"));
+        assert!(
+            matches!(&gone, Err(Error::Io { path, .. }) if path.ends_with("missing.bin")),
+            "{gone:?}"
+        );
+        let huge = store.get(&key("huge"));
+        assert!(
+            matches!(huge, Err(Error::ObjectTooLarge { .. })),
+            "{huge:?}"
+        );
+    }
+
+    #[test]
+    fn documents_that_are_not_files_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = |path: &Path, mode: &str| {
+            DatasetUrl::parse(&format!("file://{}#mode=zarr,{mode}", path.display())).unwrap()
+        };
+        let missing = open(&at(&dir.path().join("none.json"), "reference"));
+        assert!(matches!(missing, Err(Error::NotFound(_))), "{missing:?}");
+        let directory = open(&at(dir.path(), "reference"));
+        assert!(matches!(directory, Err(Error::NotZarr(_))), "{directory:?}");
+        let zip = open(&at(&dir.path().join("r.zip"), "zip,reference"));
+        assert!(matches!(zip, Err(Error::Url { .. })), "{zip:?}");
+    }
+}

@@ -1,0 +1,355 @@
+//! Where a reference document's target URLs lead, and the stores that read them.
+//!
+//! Owns the resolution of each target: a local path or `file://` URL, `s3://` (also `s3a://`),
+//! `gs://`/`gcs://` (through Google's S3 interoperability, as `gs3://`), `http(s)://`; a
+//! relative target is taken relative to the directory of the document itself, wherever that
+//! lives. Local files are opened on first use, a bounded number held open; each bucket or web
+//! server gets one remote store, made on first use with the document URL's settings. It must
+//! not know what the bytes mean.
+
+use super::super::http::HttpSettings;
+use super::super::remote::RemoteStore;
+use super::super::s3::settings::S3Settings;
+use super::super::{Store, StoreKey};
+use crate::error::{Error, Result};
+use crate::url::DatasetUrl;
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// Local target files held open at once; past it, all are closed and reopened as needed (a
+/// document combining thousands of files must not run out of descriptors).
+const MOST_FILES_OPEN: usize = 128;
+
+/// Where a document lives: relative targets are found beside it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Base {
+    /// The local directory holding the document.
+    Local(PathBuf),
+    /// The service (`s3://bucket`, `gs3://bucket` or `https://host:port`) and the key prefix
+    /// of the document's directory (empty, or ending in `/`).
+    Remote { service: Service, dir: String },
+}
+
+/// One bucket or web server.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Service {
+    /// An S3 bucket (`gs3`: on Google Cloud Storage).
+    S3 {
+        scheme: &'static str,
+        bucket: String,
+    },
+    /// A web server, `scheme://host[:port]`.
+    Http { server: String },
+}
+
+/// Where one target lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Place {
+    Local(PathBuf),
+    Remote { service: Service, key: StoreKey },
+}
+
+/// The targets of one document and the means to read them.
+#[derive(Debug)]
+pub struct Targets {
+    pub places: Vec<Place>,
+    /// The document's URL: its fragment's settings (`aws.profile`, `aws.endpoint`, ...) apply
+    /// to every S3 target.
+    document: DatasetUrl,
+    /// The S3 endpoint the document itself was read from, for targets in other buckets there.
+    endpoint: Option<String>,
+    files: Mutex<HashMap<usize, Arc<File>>>,
+    remotes: Mutex<HashMap<Service, Arc<RemoteStore>>>,
+    /// The largest object remote stores read whole (see [`Store::allow_objects_up_to`]).
+    allowed: std::sync::atomic::AtomicU64,
+}
+
+fn refused(target: &str, why: impl Into<String>) -> Error {
+    Error::Url {
+        url: target.to_string(),
+        why: why.into(),
+    }
+}
+
+/// `dir` (empty or ending in `/`) joined with `path` (relative, or from the root with a leading
+/// `/`), `.` and `..` resolved; an error when `..` climbs above the service's root or a segment
+/// is empty.
+fn joined_key(target: &str, dir: &str, path: &str) -> Result<StoreKey> {
+    let mut segments: Vec<&str> = dir.split('/').filter(|s| !s.is_empty()).collect();
+    for seg in path.strip_prefix('/').unwrap_or(path).split('/') {
+        match seg {
+            "" => return Err(refused(target, "an empty path segment")),
+            "." => {}
+            ".." => {
+                segments
+                    .pop()
+                    .ok_or_else(|| refused(target, "climbs above the root of its service"))?;
+            }
+            s => segments.push(s),
+        }
+    }
+    StoreKey::new(&segments.join("/")).map_err(|e| refused(target, e.to_string()))
+}
+
+/// Where `target` leads, relative targets found from `base`.
+pub fn locate(target: &str, base: &Base) -> Result<Place> {
+    if target.contains("::") {
+        return Err(refused(
+            target,
+            "chained fsspec URLs are not supported; name the object itself",
+        ));
+    }
+    let lower = target.to_ascii_lowercase();
+    let rewritten = [
+        ("s3a://", "s3://"),
+        ("gs://", "gs3://"),
+        ("gcs://", "gs3://"),
+    ]
+    .iter()
+    .find_map(|(from, to)| {
+        lower
+            .starts_with(from)
+            .then(|| format!("{to}{}", &target[from.len()..]))
+    });
+    let text = rewritten.as_deref().unwrap_or(target);
+    let url = DatasetUrl::parse(text).map_err(|e| match e {
+        Error::Url { why, .. } => refused(target, why),
+        other => other,
+    })?;
+    if !url.modes.is_empty() || !url.params.is_empty() || url.query.is_some() {
+        return Err(refused(
+            target,
+            "a target URL with a query or fragment is not supported",
+        ));
+    }
+    let service = match url.scheme.as_deref() {
+        None => {
+            let path = Path::new(&url.path);
+            if path.is_absolute() {
+                return Ok(Place::Local(path.to_path_buf()));
+            }
+            return match base {
+                Base::Local(dir) => Ok(Place::Local(dir.join(path))),
+                Base::Remote { service, dir } => Ok(Place::Remote {
+                    service: service.clone(),
+                    key: joined_key(target, dir, &url.path)?,
+                }),
+            };
+        }
+        Some("file") => return Ok(Place::Local(PathBuf::from(&url.path))),
+        Some(scheme @ ("s3" | "gs3")) => Service::S3 {
+            scheme: if scheme == "s3" { "s3" } else { "gs3" },
+            bucket: url.host.clone().unwrap_or_default(),
+        },
+        Some(scheme) => {
+            let host = url.host.as_deref().unwrap_or_default();
+            let host = if host.contains(':') {
+                format!("[{host}]")
+            } else {
+                host.to_string()
+            };
+            Service::Http {
+                server: match url.port {
+                    Some(p) => format!("{scheme}://{host}:{p}"),
+                    None => format!("{scheme}://{host}"),
+                },
+            }
+        }
+    };
+    Ok(Place::Remote {
+        key: joined_key(target, "", &url.path)?,
+        service,
+    })
+}
+
+impl Targets {
+    /// The targets `urls` of the document at `document`, found from `base`; `endpoint` is the
+    /// S3 endpoint the document was read from, if it was. Nothing is opened yet.
+    pub fn new(
+        urls: &[String],
+        base: &Base,
+        document: DatasetUrl,
+        endpoint: Option<String>,
+    ) -> Result<Targets> {
+        Ok(Targets {
+            places: urls
+                .iter()
+                .map(|u| locate(u, base))
+                .collect::<Result<_>>()?,
+            document,
+            endpoint,
+            files: Mutex::default(),
+            remotes: Mutex::default(),
+            allowed: std::sync::atomic::AtomicU64::new(super::super::LARGEST_OBJECT_AT_FIRST),
+        })
+    }
+
+    /// True when every target is a local file.
+    pub fn all_local(&self) -> bool {
+        self.places.iter().all(|p| matches!(p, Place::Local(_)))
+    }
+
+    /// Target `index`'s file, opened.
+    pub fn file(&self, index: usize, path: &Path) -> Result<Arc<File>> {
+        let poisoned = || Error::Internal("reference file table lock poisoned".into());
+        if let Some(f) = self.files.lock().map_err(|_| poisoned())?.get(&index) {
+            return Ok(f.clone());
+        }
+        let file =
+            Arc::new(File::open(path).map_err(|e| Error::io(path.display().to_string(), e))?);
+        let mut files = self.files.lock().map_err(|_| poisoned())?;
+        if files.len() >= MOST_FILES_OPEN {
+            files.clear();
+        }
+        files.insert(index, file.clone());
+        Ok(file)
+    }
+
+    /// The store of `service`, made on first use.
+    pub fn remote(&self, service: &Service) -> Result<Arc<RemoteStore>> {
+        let mut remotes = self
+            .remotes
+            .lock()
+            .map_err(|_| Error::Internal("reference service table lock poisoned".into()))?;
+        if let Some(store) = remotes.get(service) {
+            return Ok(store.clone());
+        }
+        let store = Arc::new(self.connect(service)?);
+        store.allow_objects_up_to(self.allowed.load(std::sync::atomic::Ordering::Relaxed));
+        remotes.insert(service.clone(), store.clone());
+        Ok(store)
+    }
+
+    /// Lets every remote store, made or still to be made, read objects of up to `bytes` whole.
+    pub fn allow_objects_up_to(&self, bytes: u64) {
+        self.allowed
+            .fetch_max(bytes, std::sync::atomic::Ordering::Relaxed);
+        if let Ok(remotes) = self.remotes.lock() {
+            remotes.values().for_each(|s| s.allow_objects_up_to(bytes));
+        }
+    }
+
+    fn connect(&self, service: &Service) -> Result<RemoteStore> {
+        match service {
+            Service::S3 { scheme, bucket } => {
+                let mut url = DatasetUrl::parse(&format!("{scheme}://{bucket}#mode=zarr,s3"))?;
+                url.params = self.document.params.clone();
+                if let Some(endpoint) = &self.endpoint
+                    && url.param("aws.endpoint").is_none()
+                {
+                    url.params.push(("aws.endpoint".into(), endpoint.clone()));
+                }
+                super::super::s3::open(S3Settings::resolve(&url, &crate::env::of_process)?)
+            }
+            Service::Http { server } => {
+                let url = DatasetUrl::parse(&format!("{server}#mode=zarr,http"))?;
+                super::super::http::open(HttpSettings::resolve(&url, &crate::env::of_process)?)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(k: &str) -> StoreKey {
+        StoreKey::new(k).unwrap()
+    }
+
+    #[test]
+    fn targets_lead_to_files_buckets_and_servers() {
+        let local = Base::Local(PathBuf::from("/data/refs"));
+        assert_eq!(
+            locate("a.nc", &local).unwrap(),
+            Place::Local("/data/refs/a.nc".into())
+        );
+        assert_eq!(
+            locate("/abs/b.nc", &local).unwrap(),
+            Place::Local("/abs/b.nc".into())
+        );
+        assert_eq!(
+            locate("file:///abs/my%20c.nc", &local).unwrap(),
+            Place::Local("/abs/my c.nc".into())
+        );
+        let s3 = |bucket: &str| Service::S3 {
+            scheme: "s3",
+            bucket: bucket.into(),
+        };
+        assert_eq!(
+            locate("s3://bkt/dir/d.nc", &local).unwrap(),
+            Place::Remote {
+                service: s3("bkt"),
+                key: key("dir/d.nc")
+            }
+        );
+        assert_eq!(
+            locate("s3a://bkt/d.nc", &local).unwrap(),
+            Place::Remote {
+                service: s3("bkt"),
+                key: key("d.nc")
+            }
+        );
+        assert_eq!(
+            locate("gs://pub/e.nc", &local).unwrap(),
+            Place::Remote {
+                service: Service::S3 {
+                    scheme: "gs3",
+                    bucket: "pub".into()
+                },
+                key: key("e.nc")
+            }
+        );
+        assert_eq!(
+            locate("https://Data.Example.org:8443/x/f.nc", &local).unwrap(),
+            Place::Remote {
+                service: Service::Http {
+                    server: "https://data.example.org:8443".into()
+                },
+                key: key("x/f.nc")
+            }
+        );
+        let web = Base::Remote {
+            service: Service::Http {
+                server: "http://h".into(),
+            },
+            dir: "pub/refs/".into(),
+        };
+        assert_eq!(
+            locate("../data/g.nc", &web).unwrap(),
+            Place::Remote {
+                service: Service::Http {
+                    server: "http://h".into()
+                },
+                key: key("pub/data/g.nc")
+            }
+        );
+    }
+
+    #[test]
+    fn targets_that_cannot_be_read_are_refused_by_name() {
+        let web = Base::Remote {
+            service: Service::Http {
+                server: "http://h".into(),
+            },
+            dir: "a/".into(),
+        };
+        for bad in [
+            "../../etc/passwd",
+            "simplecache::s3://b/k",
+            "memory://x",
+            "az://container/blob",
+            "https://h/x.nc?sig=1",
+            "s3://b/k#frag",
+            "s3://b/a//k",
+        ] {
+            let got = locate(bad, &web);
+            assert!(
+                matches!(&got, Err(Error::Url { url, .. }) if url == bad),
+                "{bad}: {got:?}"
+            );
+        }
+    }
+}

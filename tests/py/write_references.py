@@ -1,0 +1,127 @@
+"""Writes netCDF files and kerchunk reference documents for them into sys.argv[1].
+
+Files (by netCDF4-python, whose wheel bundles netcdf-c 4.10.1 and HDF5; netCDF-3 by the same):
+- hdf.nc: netCDF-4 with an unlimited dimension, zlib + shuffle chunks, contiguous and
+  big-endian variables, a variable-length string, characters, a scalar, 8 numeric types,
+  attributes, and a group;
+- classic.nc: netCDF-3 (64-bit offsets) with fixed and record variables;
+- part0.nc .. part2.nc: three days of one time series, combined along time.
+
+Reference documents (kerchunk):
+- hdf.json: version 1, targets by absolute path; small chunks inlined (as text or base64);
+- hdf-v0.json: the same as version 0, metadata as JSON objects rather than text;
+- hdf-templated.json: version 1, the target named once by a template;
+- classic.json: netCDF-3 through kerchunk's netCDF3 reader, the target relative ("classic.nc");
+- combined.json: the three parts combined along time (MultiZarrToZarr), three targets.
+"""
+
+import json
+import os
+import sys
+
+import netCDF4
+import numpy as np
+from kerchunk.combine import MultiZarrToZarr
+from kerchunk.hdf import SingleHdf5ToZarr
+from kerchunk.netCDF3 import NetCDF3ToZarr
+
+top = sys.argv[1]
+os.chdir(top)
+
+
+def hdf(path):
+    with netCDF4.Dataset(path, "w") as d:
+        d.createDimension("time", None)
+        d.createDimension("y", 30)
+        d.createDimension("x", 41)
+        d.createDimension("n", 7)
+        d.title = "kerchunked"
+        d.version = 3
+        d.setncattr("scale", 0.5)
+        t = d.createVariable("time", "f8", ("time",))
+        t.units = "days since 2000-01-01"
+        t[:] = [0.0, 1.0, 2.0]
+        v = d.createVariable(
+            "v", "f4", ("time", "y", "x"), zlib=True, shuffle=True,
+            chunksizes=(1, 16, 16), fill_value=-999.0,
+        )
+        v.long_name = "a field"
+        v.valid_range = np.array([-10, 10], "f4")
+        data = np.sin(np.arange(3 * 30 * 41, dtype="f4")).reshape(3, 30, 41)
+        data[1, 2, 3] = np.nan
+        v[:] = data
+        w = d.createVariable("w", "i2", ("y", "x"), contiguous=True)
+        w[:] = (np.arange(30 * 41) - 600).reshape(30, 41)
+        be = d.createVariable("be", "i4", ("y",), endian="big")
+        be[:] = np.arange(30) * -70000
+        for name, dtype in [("u1", "u1"), ("i1", "i1"), ("u2", "u2"), ("u4", "u4"),
+                            ("i8", "i8"), ("u8", "u8"), ("f8", "f8")]:
+            var = d.createVariable("t_" + name, dtype, ("n",), zlib=True, complevel=1)
+            var[:] = np.array([0, 1, 2, 3, 4, 5, 6], dtype) * (1 if dtype[0] in "uf" else -1)
+        s = d.createVariable("s", str, ("n",))
+        s[:] = np.array(["a", "bb", "", "d d", "e\u00e9", "ffffff", "g"], dtype=object)
+        c = d.createVariable("c", "S1", ("n", "n"))
+        c[:] = netCDF4.stringtochar(np.array(["abcdefg"] * 7, "S7"))
+        sc = d.createVariable("scalar", "f8", ())
+        sc[...] = 42.5
+        g = d.createGroup("sub")
+        g.note = "in a group"
+        gv = g.createVariable("gv", "i4", ("x",), zlib=True)
+        gv[:] = np.arange(41) * 3
+
+
+def classic(path):
+    with netCDF4.Dataset(path, "w", format="NETCDF3_64BIT_OFFSET") as d:
+        d.createDimension("rec", None)
+        d.createDimension("z", 5)
+        d.history = "netCDF-3"
+        f = d.createVariable("fixed", "f4", ("z",))
+        f.units = "m"
+        f[:] = [1.5, 2.5, 3.5, 4.5, 5.5]
+        r = d.createVariable("r", "i4", ("rec", "z"))
+        r[:] = np.arange(20).reshape(4, 5)
+        q = d.createVariable("q", "f8", ("rec",))
+        q[:] = [0.25, 0.5, 0.75, 1.0]
+
+
+def part(path, day):
+    with netCDF4.Dataset(path, "w") as d:
+        d.createDimension("time", None)
+        d.createDimension("lat", 6)
+        t = d.createVariable("time", "i4", ("time",))
+        t.units = "hours since 2020-01-01"
+        t[:] = np.arange(4) + 24 * day
+        lat = d.createVariable("lat", "f4", ("lat",))
+        lat[:] = np.linspace(-50, 50, 6)
+        temp = d.createVariable("temp", "f4", ("time", "lat"), zlib=True, chunksizes=(2, 6))
+        temp.units = "K"
+        temp[:] = 270 + np.arange(24, dtype="f4").reshape(4, 6) + day
+
+
+def write(name, refs):
+    with open(name, "w") as f:
+        json.dump(refs, f)
+
+
+hdf("hdf.nc")
+classic("classic.nc")
+for day in range(3):
+    part(f"part{day}.nc", day)
+
+refs = SingleHdf5ToZarr(os.path.abspath("hdf.nc"), inline_threshold=64).translate()
+write("hdf.json", refs)
+v0 = {}
+for key, value in refs["refs"].items():
+    if key.endswith((".zarray", ".zattrs", ".zgroup")):
+        value = json.loads(value)
+    v0[key] = value
+write("hdf-v0.json", v0)
+templated = {"version": 1, "templates": {"u": os.path.abspath("hdf.nc")}, "refs": {}}
+for key, value in refs["refs"].items():
+    if isinstance(value, list):
+        value = ["{{u}}"] + value[1:]
+    templated["refs"][key] = value
+write("hdf-templated.json", templated)
+write("classic.json", NetCDF3ToZarr("classic.nc", inline_threshold=0).translate())
+singles = [SingleHdf5ToZarr(os.path.abspath(f"part{d}.nc"), inline_threshold=0).translate() for d in range(3)]
+write("combined.json", MultiZarrToZarr(singles, concat_dims=["time"]).translate())
