@@ -226,30 +226,64 @@ const REFERENCE_SNIFF_BYTES: usize = 64 << 10;
 
 /// A regular file that looks like a reference document (kerchunk's JSON): a JSON object whose
 /// first [`REFERENCE_SNIFF_BYTES`] hold `"version": 1` and `"refs"` (version 1), or a Zarr
-/// metadata object's name as a key (version 0). libnetcdf opens no JSON file, so a file taken
-/// for one that is not fails at open as it would have failed anyway, with the reason.
+/// metadata object's name as a key (version 0); not an HDF5 file whose user block holds such
+/// text. libnetcdf opens no JSON file, so a file taken for one that is not fails at open as it
+/// would have failed anyway, with the reason.
 fn is_reference_document(path: &Path) -> bool {
-    if !path.is_file() {
+    use std::io::Read;
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return false;
+    };
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
         return false;
     }
+    // The first bytes tell most files apart without reading more.
     let mut head = Vec::with_capacity(REFERENCE_SNIFF_BYTES);
-    let read = std::fs::File::open(path).and_then(|f| {
-        std::io::Read::read_to_end(
-            &mut std::io::Read::take(f, REFERENCE_SNIFF_BYTES as u64),
-            &mut head,
-        )
-    });
-    if read.is_err() {
+    if (&mut file).take(512).read_to_end(&mut head).is_err() {
         return false;
     }
-    let text = String::from_utf8_lossy(&head);
-    let text = text.trim_start_matches(['\u{feff}', ' ', '\t', '\r', '\n']);
-    let compact: String = text.chars().filter(|c| !c.is_ascii_whitespace()).collect();
-    text.starts_with('{')
-        && ((compact.contains("\"version\":1") && compact.contains("\"refs\":{"))
-            || ZARR_MARKERS
-                .iter()
-                .any(|m| compact.contains(&format!("\"{m}\":"))))
+    let opening = String::from_utf8_lossy(&head);
+    if !opening
+        .trim_start_matches(['\u{feff}', ' ', '\t', '\r', '\n'])
+        .starts_with('{')
+    {
+        return false;
+    }
+    if file
+        .take((REFERENCE_SNIFF_BYTES - head.len()) as u64)
+        .read_to_end(&mut head)
+        .is_err()
+        || holds_hdf5_signature(path)
+    {
+        return false;
+    }
+    let compact: String = String::from_utf8_lossy(&head)
+        .chars()
+        .filter(|c| !c.is_ascii_whitespace())
+        .collect();
+    (compact.contains("\"version\":1") && compact.contains("\"refs\":{"))
+        || ZARR_MARKERS
+            .iter()
+            .any(|m| compact.contains(&format!("\"{m}\":")))
+}
+
+/// True when `path` holds HDF5's signature where HDF5 looks for it after a user block (at
+/// 512, 1024, 2048, ... bytes).
+fn holds_hdf5_signature(path: &Path) -> bool {
+    use std::os::unix::fs::FileExt;
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let len = file.metadata().map_or(0, |m| m.len());
+    let mut at = 512u64;
+    while at + 8 <= len {
+        let mut sig = [0u8; 8];
+        if file.read_exact_at(&mut sig, at).is_ok() && sig == *b"\x89HDF\r\n\x1a\n" {
+            return true;
+        }
+        at *= 2;
+    }
+    false
 }
 
 #[cfg(test)]
@@ -480,6 +514,14 @@ mod tests {
                 "created paths are not renamed"
             );
         }
+        // An HDF5 file whose user block holds such text stays HDF5.
+        let mut with_block = b"{\".zgroup\": {}}".to_vec();
+        with_block.resize(512, b' ');
+        with_block.extend_from_slice(b"\x89HDF\r\n\x1a\n");
+        with_block.resize(2048, 0);
+        let hdf5 = dir.path().join("block.nc");
+        std::fs::write(&hdf5, &with_block).unwrap();
+        assert_eq!(path(hdf5.to_str().unwrap(), Request::Open), None);
         for (name, other) in [
             ("other.json", "{\"version\": 1, \"data\": [1, 2]}"),
             ("list.json", "[\".zgroup\"]"),

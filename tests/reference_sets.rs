@@ -15,12 +15,13 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// The documents `tests/py/write_references.py` writes, each with the files it describes.
-const DOCUMENTS: [(&str, &str); 5] = [
+const DOCUMENTS: [(&str, &str); 6] = [
     ("hdf.json", "hdf.nc"),
     ("hdf-v0.json", "hdf.nc"),
     ("hdf-templated.json", "hdf.nc"),
     ("classic.json", "classic.nc"),
     ("combined.json", "part0.nc,part1.nc,part2.nc"),
+    ("generated.json", ""),
 ];
 
 /// Writes the netCDF files and their reference documents into `dir`.
@@ -86,7 +87,8 @@ fn netcdf4_python_reads_reference_sets_as_zarr_python_and_the_files_do() {
     let got: serde_json::Value =
         serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
     assert_eq!(got["faults"], serde_json::json!([]), "{got:#}");
-    // hdf.nc's 15 arrays in three documents, classic.nc's 3, the combined parts' 3.
+    // hdf.nc's 15 arrays in three documents, classic.nc's 3, the combined parts' 3, and the
+    // generated document's 3 (one of them classic.nc's `r`).
     let mut expected = serde_json::Map::new();
     for name in [
         "be", "c", "s", "scalar", "sub/gv", "t_f8", "t_i1", "t_i8", "t_u1", "t_u2", "t_u4", "t_u8",
@@ -95,9 +97,10 @@ fn netcdf4_python_reads_reference_sets_as_zarr_python_and_the_files_do() {
         expected.insert(name.into(), 3.into());
     }
     expected.insert("time".into(), 4.into());
-    for name in ["fixed", "r", "q", "lat", "temp"] {
+    for name in ["fixed", "q", "lat", "temp", "whole", "packed"] {
         expected.insert(name.into(), 1.into());
     }
+    expected.insert("r".into(), 2.into());
     assert_eq!(
         got["checked"],
         serde_json::Value::Object(expected),
@@ -115,7 +118,10 @@ fn stock_ncdump_reads_reference_sets_as_it_reads_the_files() {
     let dir = scratch("references-ncdump");
     write_references(dir.path());
     let mut report = Report::new("reference sets through stock ncdump");
-    for (doc, files) in DOCUMENTS.iter().filter(|(_, f)| !f.contains(',')) {
+    for (doc, files) in DOCUMENTS
+        .iter()
+        .filter(|(_, f)| !f.is_empty() && !f.contains(','))
+    {
         let original = dir.path().join(files);
         let expected = common::ncdump(Host::Stock, &[], original.to_str().unwrap());
         let at = dir.path().join(doc);
@@ -155,8 +161,8 @@ fn gets(reqs: &[Request]) -> BTreeMap<String, BTreeMap<Option<String>, usize>> {
 }
 
 /// Faults in how a reader fetched a reference set: any request but a GET, the document read
-/// other than once whole, a target read whole or a range of it twice, and fewer ranged GETs
-/// of a target than the chunks the document names there (`ranges`).
+/// other than once whole, a target read whole or a range of it twice, an object that is
+/// neither, and other than one ranged GET per chunk the document names in a target (`ranges`).
 fn fetch_faults(reqs: &[Request], document: &str, ranges: &BTreeMap<&str, usize>) -> Vec<String> {
     let mut faults: Vec<String> = reqs
         .iter()
@@ -166,6 +172,9 @@ fn fetch_faults(reqs: &[Request], document: &str, ranges: &BTreeMap<&str, usize>
     let by_object = gets(reqs);
     for (object, asked) in &by_object {
         let is_document = object.ends_with(document);
+        if !is_document && !ranges.keys().any(|t| object.ends_with(t)) {
+            faults.push(format!("{object}: neither the document nor a target"));
+        }
         for (range, n) in asked {
             if *n > 1 || range.is_some() == is_document {
                 faults.push(format!("{object} {range:?} x{n}"));

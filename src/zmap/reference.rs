@@ -10,6 +10,7 @@
 
 mod document;
 mod targets;
+mod templates;
 
 use super::positional::read_at;
 use super::{ObjectLimit, Runs, Store, StoreKey, StorePrefix, Tail, copy_runs};
@@ -134,23 +135,46 @@ fn with_slash(root: &str) -> String {
 }
 
 /// Reads waiting for one remote service: the keys there, their runs, where each answer goes
-/// and how long each object must be at least (`None`: a whole-object reference).
+/// and the byte range its reference names (`None`: the whole object).
 #[derive(Default)]
 struct RemoteReads<'a> {
     at: Vec<usize>,
     keys: Vec<StoreKey>,
     runs: Vec<Runs<'a>>,
-    least_len: Vec<Option<u64>>,
+    spans: Vec<Option<(u64, u64)>>,
 }
 
-/// Runs waiting for one local file.
+/// Whole remote objects to read, by service: where each answer goes, and the object's key.
+type WholeRemote<'a> = HashMap<&'a Service, (Vec<usize>, Vec<StoreKey>)>;
+
+/// Runs waiting for one local file, and the byte range its reference names (`None`: the whole
+/// file).
 struct LocalReads<'a, 'p> {
     at: usize,
     target: usize,
     path: &'p Path,
     runs: Runs<'a>,
-    /// The object's length when the reference says it (a range); else the file's.
-    len: Option<u64>,
+    span: Option<(u64, u64)>,
+}
+
+/// The target's length, checked to hold the `len` bytes from `offset` a reference names.
+fn holds_span(
+    store: &ReferenceStore,
+    key: &str,
+    target: &str,
+    target_len: u64,
+    span: Option<(u64, u64)>,
+) -> Result<()> {
+    match span {
+        Some((offset, len)) if target_len < offset + len => Err(store.reference_error(
+            key,
+            format!(
+                "{target} ends at byte {target_len}, before the {len} bytes the reference \
+                 names from byte {offset}"
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 impl ReferenceStore {
@@ -161,31 +185,72 @@ impl ReferenceStore {
         }
     }
 
-    fn read_local(&self, job: LocalReads<'_, '_>, key: &str) -> Result<u64> {
-        let file = self.targets.file(job.target, job.path)?;
-        let len = match job.len {
-            Some(len) => len,
-            None => file
-                .metadata()
-                .map_err(|e| Error::io(job.path.display().to_string(), e))?
-                .len(),
-        };
-        for (offset, out) in job.runs {
-            let got = read_at(&file, offset, out)
-                .map_err(|e| Error::io(job.path.display().to_string(), e))?;
-            if got < out.len() {
-                return Err(self.reference_error(
-                    key,
-                    format!(
-                        "{} ends at byte {}, before the {} bytes it should hold from {offset}",
-                        job.path.display(),
-                        offset + got as u64,
-                        out.len()
-                    ),
-                ));
+    /// The length of the whole-object reference `target` of key `i` when it is a local file;
+    /// `None` when it is remote, the key then added to `whole_remote`.
+    fn whole_len<'s>(
+        &'s self,
+        target: u32,
+        i: usize,
+        whole_remote: &mut WholeRemote<'s>,
+    ) -> Result<Option<u64>> {
+        match &self.targets.places[target as usize] {
+            Place::Local(path) => self.file_len(target as usize, path).map(Some),
+            Place::Remote { service, key } => {
+                let (at, keys) = whole_remote.entry(service).or_default();
+                at.push(i);
+                keys.push(key.clone());
+                Ok(None)
             }
         }
-        Ok(len)
+    }
+
+    /// What service `service` answered (`got[j]` for its object `there[j]`, asked for key
+    /// `keys[at[j]]`) with where each goes; an object it does not hold is an error.
+    fn present<T>(
+        &self,
+        keys: &[StoreKey],
+        service: &Service,
+        at: &[usize],
+        there: &[StoreKey],
+        got: Vec<Option<T>>,
+    ) -> Result<Vec<(usize, T)>> {
+        at.iter()
+            .zip(there)
+            .zip(got)
+            .map(|((&i, key), value)| {
+                let missing = || {
+                    let name = self.describe_remote(service, key);
+                    self.reference_error(keys[i].as_str(), format!("{name}: no such object"))
+                };
+                value.map(|v| (i, v)).ok_or_else(missing)
+            })
+            .collect()
+    }
+
+    /// The length of local target `target` (at `path`).
+    fn file_len(&self, target: usize, path: &Path) -> Result<u64> {
+        let file = self.targets.file(target, path)?;
+        let meta = file
+            .metadata()
+            .map_err(|e| Error::io(path.display().to_string(), e))?;
+        Ok(meta.len())
+    }
+
+    /// Reads `job`'s runs from its file; returns the object's length (the range's, or the
+    /// file's). A range the file does not hold whole is an error; runs of a whole file stop
+    /// at its end.
+    fn read_local(&self, job: LocalReads<'_, '_>, key: &str) -> Result<u64> {
+        let file = self.targets.file(job.target, job.path)?;
+        let shown = || job.path.display().to_string();
+        let size = file.metadata().map_err(|e| Error::io(shown(), e))?.len();
+        holds_span(self, key, &shown(), size, job.span)?;
+        for (offset, out) in job.runs {
+            let got = read_at(&file, offset, out).map_err(|e| Error::io(shown(), e))?;
+            if job.span.is_some() && got < out.len() {
+                return Err(self.reference_error(key, format!("{} shrank while read", shown())));
+            }
+        }
+        Ok(job.span.map_or(size, |(_, len)| len))
     }
 }
 
@@ -198,7 +263,7 @@ impl Store for ReferenceStore {
         let mut out: Vec<Option<Vec<u8>>> = vec![None; keys.len()];
         // Objects of known length, read as one run each; whole remote objects, by service.
         let mut ranged: Vec<(usize, Vec<u8>)> = Vec::new();
-        let mut whole_remote: HashMap<&Service, (Vec<usize>, Vec<StoreKey>)> = HashMap::new();
+        let mut whole_remote = WholeRemote::new();
         for (i, key) in keys.iter().enumerate() {
             let len = match self.entries.get(key.as_str()) {
                 None => continue,
@@ -206,21 +271,25 @@ impl Store for ReferenceStore {
                     out[i] = Some(bytes.clone());
                     continue;
                 }
-                Some(Reference::Range { len, .. }) => *len,
-                Some(Reference::Whole { target }) => match &self.targets.places[*target as usize] {
-                    Place::Local(path) => std::fs::metadata(path)
-                        .map_err(|e| Error::io(path.display().to_string(), e))?
-                        .len(),
-                    Place::Remote {
-                        service,
-                        key: there,
-                    } => {
-                        let (at, keys) = whole_remote.entry(service).or_default();
-                        at.push(i);
-                        keys.push(there.clone());
-                        continue;
+                Some(Reference::Range {
+                    target,
+                    offset,
+                    len,
+                }) => {
+                    // A local file is checked before its bytes are allocated for.
+                    if let Place::Local(path) = &self.targets.places[*target as usize] {
+                        let size = self.file_len(*target as usize, path)?;
+                        let shown = path.display().to_string();
+                        holds_span(self, key.as_str(), &shown, size, Some((*offset, *len)))?;
                     }
-                },
+                    *len
+                }
+                Some(Reference::Whole { target }) => {
+                    match self.whole_len(*target, i, &mut whole_remote)? {
+                        Some(len) => len,
+                        None => continue,
+                    }
+                }
             };
             self.limit
                 .check(|| format!("{key} in {}", self.described), len)?;
@@ -243,12 +312,8 @@ impl Store for ReferenceStore {
         }
         for (service, (at, there)) in whole_remote {
             let got = self.targets.remote(service)?.get_many(&there)?;
-            for ((i, key), value) in at.into_iter().zip(&there).zip(got) {
-                let missing = || {
-                    let name = self.describe_remote(service, key);
-                    self.reference_error(keys[i].as_str(), format!("{name}: no such object"))
-                };
-                out[i] = Some(value.ok_or_else(missing)?);
+            for (i, value) in self.present(keys, service, &at, &there, got)? {
+                out[i] = Some(value);
             }
         }
         Ok(out)
@@ -266,8 +331,11 @@ impl Store for ReferenceStore {
         let mut out: Vec<Option<u64>> = vec![None; keys.len()];
         let mut local: Vec<LocalReads<'_, '_>> = Vec::new();
         let mut remote: HashMap<&Service, RemoteReads<'_>> = HashMap::new();
-        for (i, (key, runs)) in keys.iter().zip(runs.iter_mut()).enumerate() {
-            let (target, offset, len) = match self.entries.get(key.as_str()) {
+        // A byte for each read that asks only a whole remote object's length.
+        let mut probes = vec![[0u8; 1]; keys.len()];
+        let each = keys.iter().zip(runs.iter_mut()).zip(probes.iter_mut());
+        for (i, ((key, runs), probe)) in each.enumerate() {
+            let (target, span) = match self.entries.get(key.as_str()) {
                 None => continue,
                 Some(Reference::Inline(bytes)) => {
                     copy_runs(bytes, 0, runs);
@@ -278,14 +346,15 @@ impl Store for ReferenceStore {
                     target,
                     offset,
                     len,
-                }) => (*target, *offset, Some(*len)),
-                Some(Reference::Whole { target }) => (*target, 0, None),
+                }) => (*target, Some((*offset, *len))),
+                Some(Reference::Whole { target }) => (*target, None),
             };
-            // Runs in the target's offsets, each cut at the reference's end.
-            let there: Runs<'_> = runs
+            // Runs in the target's offsets, each cut at the range's end.
+            let offset = span.map_or(0, |(o, _)| o);
+            let mut there: Runs<'_> = runs
                 .iter_mut()
                 .filter_map(|(at, buf)| {
-                    let room = len.map_or(u64::MAX, |l| l.saturating_sub(*at));
+                    let room = span.map_or(u64::MAX, |(_, len)| len.saturating_sub(*at));
                     let n = buf.len().min(usize::try_from(room).unwrap_or(usize::MAX));
                     (n > 0).then(|| (offset + *at, &mut buf[..n]))
                 })
@@ -296,14 +365,22 @@ impl Store for ReferenceStore {
                     target: target as usize,
                     path,
                     runs: there,
-                    len,
+                    span,
                 }),
+                // A range with nothing to read asks the server nothing: its length is known.
+                Place::Remote { .. } if there.is_empty() && span.is_some() => {
+                    out[i] = span.map(|(_, len)| len);
+                }
                 Place::Remote { service, key } => {
+                    if there.is_empty() {
+                        // Only the whole object's length: asking its first byte tells it.
+                        there.push((0, &mut probe[..]));
+                    }
                     let reads = remote.entry(service).or_default();
                     reads.at.push(i);
                     reads.keys.push(key.clone());
                     reads.runs.push(there);
-                    reads.least_len.push(len.map(|l| offset + l));
+                    reads.spans.push(span);
                 }
             }
         }
@@ -324,64 +401,60 @@ impl Store for ReferenceStore {
                 .get_runs_many(&reads.keys, &mut reads.runs)?;
             for (j, object_len) in got.into_iter().enumerate() {
                 let (i, there) = (reads.at[j], &reads.keys[j]);
+                let name = || self.describe_remote(service, there);
                 let Some(object_len) = object_len else {
-                    return Err(self.reference_error(
-                        keys[i].as_str(),
-                        format!("{}: no such object", self.describe_remote(service, there)),
-                    ));
+                    return Err(self
+                        .reference_error(keys[i].as_str(), format!("{}: no such object", name())));
                 };
-                out[i] = Some(match reads.least_len[j] {
-                    None => object_len,
-                    Some(end) if object_len >= end => match self.entries.get(keys[i].as_str()) {
-                        Some(Reference::Range { len, .. }) => *len,
-                        _ => object_len,
-                    },
-                    Some(end) => {
-                        return Err(self.reference_error(
-                            keys[i].as_str(),
-                            format!(
-                                "{} holds {object_len} bytes; the reference reaches byte {end}",
-                                self.describe_remote(service, there)
-                            ),
-                        ));
-                    }
-                });
+                holds_span(self, keys[i].as_str(), &name(), object_len, reads.spans[j])?;
+                out[i] = Some(reads.spans[j].map_or(object_len, |(_, len)| len));
             }
         }
         Ok(out)
     }
 
     fn get_tails_many(&self, keys: &[StoreKey], n: usize) -> Result<Vec<Option<Tail>>> {
-        let mut lens = Vec::with_capacity(keys.len());
-        for key in keys {
-            lens.push(match self.entries.get(key.as_str()) {
-                None => None,
-                Some(Reference::Inline(bytes)) => Some(bytes.len() as u64),
-                Some(Reference::Range { len, .. }) => Some(*len),
-                Some(Reference::Whole { .. }) => self.get_runs_into(key, &mut [])?,
+        let mut tails: Vec<Option<Tail>> = vec![None; keys.len()];
+        // Whole remote objects: a suffix request each, through their service.
+        let mut whole_remote = WholeRemote::new();
+        for (i, key) in keys.iter().enumerate() {
+            let len = match self.entries.get(key.as_str()) {
+                None => continue,
+                Some(Reference::Inline(bytes)) => bytes.len() as u64,
+                Some(Reference::Range { len, .. }) => *len,
+                Some(Reference::Whole { target }) => {
+                    match self.whole_len(*target, i, &mut whole_remote)? {
+                        Some(len) => len,
+                        None => continue,
+                    }
+                }
+            };
+            tails[i] = Some(Tail {
+                len,
+                bytes: vec![0; len.min(n as u64) as usize],
             });
         }
-        let mut tails: Vec<Option<Tail>> = lens
-            .iter()
-            .map(|len| {
-                len.map(|len| Tail {
-                    len,
-                    bytes: vec![0; len.min(n as u64) as usize],
-                })
-            })
-            .collect();
-        let present: Vec<StoreKey> = keys
-            .iter()
-            .zip(&tails)
-            .filter(|(_, t)| t.is_some())
-            .map(|(k, _)| k.clone())
-            .collect();
-        let mut runs: Vec<Runs<'_>> = tails
-            .iter_mut()
-            .flatten()
-            .map(|t| vec![(t.len - t.bytes.len() as u64, &mut t.bytes[..])])
-            .collect();
-        self.get_runs_many(&present, &mut runs)?;
+        let known: Vec<usize> = (0..keys.len()).filter(|&i| tails[i].is_some()).collect();
+        let known_keys: Vec<StoreKey> = known.iter().map(|&i| keys[i].clone()).collect();
+        let lens = {
+            let mut runs: Vec<Runs<'_>> = tails
+                .iter_mut()
+                .flatten()
+                .map(|t| vec![(t.len - t.bytes.len() as u64, &mut t.bytes[..])])
+                .collect();
+            self.get_runs_many(&known_keys, &mut runs)?
+        };
+        for (&i, len) in known.iter().zip(lens) {
+            if len != tails[i].as_ref().map(|t| t.len) {
+                return Err(self.reference_error(keys[i].as_str(), "its target changed while read"));
+            }
+        }
+        for (service, (at, there)) in whole_remote {
+            let got = self.targets.remote(service)?.get_tails_many(&there, n)?;
+            for (i, tail) in self.present(keys, service, &at, &there, got)? {
+                tails[i] = Some(tail);
+            }
+        }
         Ok(tails)
     }
 
@@ -494,6 +567,16 @@ mod tests {
             store.get(&key(".zgroup")).unwrap().unwrap(),
             br#"{"zarr_format":2}"#
         );
+        // A run past a whole file's end is filled as far as the file goes (a codec's first
+        // look at a chunk asks for more than a small chunk holds).
+        let mut look = [7u8; 4096];
+        assert_eq!(
+            store
+                .get_runs_into(&key("a/1"), &mut [(250, &mut look[..])])
+                .unwrap(),
+            Some(256)
+        );
+        assert_eq!((look[..6].to_vec(), look[6]), ((250..=255).collect(), 7));
         // Runs in the object's offsets; a run past the reference's end is cut there.
         let (mut x, mut y) = ([0u8; 2], [9u8; 4]);
         let len = store
@@ -561,9 +644,11 @@ mod tests {
             matches!(&gone, Err(Error::Io { path, .. }) if path.ends_with("missing.bin")),
             "{gone:?}"
         );
+        // Checked against the file before any allocation.
         let huge = store.get(&key("huge"));
         assert!(
-            matches!(huge, Err(Error::ObjectTooLarge { .. })),
+            matches!(&huge, Err(Error::Reference { why, .. })
+                if why.contains("before the 1000000000000 bytes")),
             "{huge:?}"
         );
     }

@@ -12,7 +12,10 @@ Reference documents (kerchunk):
 - hdf-v0.json: the same as version 0, metadata as JSON objects rather than text;
 - hdf-templated.json: version 1, the target named once by a template;
 - classic.json: netCDF-3 through kerchunk's netCDF3 reader, the target relative ("classic.nc");
-- combined.json: the three parts combined along time (MultiZarrToZarr), three targets.
+- combined.json: the three parts combined along time (MultiZarrToZarr), three targets;
+- generated.json: written here, version 1 with a generator (Jinja arithmetic) for the record
+  variable of classic.nc, a template called with an argument, and whole-file references: raw
+  little-endian integers and a small blosc-compressed chunk.
 """
 
 import json
@@ -20,6 +23,7 @@ import os
 import sys
 
 import netCDF4
+import numcodecs
 import numpy as np
 from kerchunk.combine import MultiZarrToZarr
 from kerchunk.hdf import SingleHdf5ToZarr
@@ -125,3 +129,40 @@ write("hdf-templated.json", templated)
 write("classic.json", NetCDF3ToZarr("classic.nc", inline_threshold=0).translate())
 singles = [SingleHdf5ToZarr(os.path.abspath(f"part{d}.nc"), inline_threshold=0).translate() for d in range(3)]
 write("combined.json", MultiZarrToZarr(singles, concat_dims=["time"]).translate())
+
+classic_refs = json.load(open("classic.json"))["refs"]
+first, second = classic_refs["r/0.0"], classic_refs["r/1.0"]
+with open("raw.bin", "wb") as f:
+    f.write(np.arange(10, dtype="<i4").tobytes())
+blosc = numcodecs.Blosc(cname="lz4", clevel=5, shuffle=numcodecs.Blosc.SHUFFLE)
+with open("packed.bin", "wb") as f:
+    f.write(blosc.encode(np.arange(100, dtype="<f8") / 8))
+
+
+def zarray(shape, dtype, compressor=None):
+    return {"zarr_format": 2, "shape": shape, "chunks": shape, "dtype": dtype,
+            "compressor": compressor, "fill_value": None, "order": "C", "filters": None}
+
+
+write("generated.json", {
+    "version": 1,
+    "templates": {"u": "classic.nc", "f": "{{name}}.bin"},
+    "refs": {
+        ".zgroup": classic_refs[".zgroup"],
+        "r/.zarray": classic_refs["r/.zarray"],
+        "r/.zattrs": classic_refs["r/.zattrs"],
+        "whole/.zarray": zarray([10], "<i4"),
+        "whole/.zattrs": {"_ARRAY_DIMENSIONS": ["ten"]},
+        "whole/0": ["{{ f(name='raw') }}"],
+        "packed/.zarray": zarray([100], "<f8", blosc.get_config()),
+        "packed/.zattrs": {"_ARRAY_DIMENSIONS": ["hundred"]},
+        "packed/0": ["packed.bin"],
+    },
+    "gen": [{
+        "key": "r/{{i}}.0",
+        "url": "{{u}}",
+        "offset": "{{ %d + i * %d }}" % (first[1], second[1] - first[1]),
+        "length": str(first[2]),
+        "dimensions": {"i": {"stop": 4}},
+    }],
+})

@@ -4,23 +4,20 @@
 //!
 //! Owns the document's syntax (versions 0 and 1): inline text, `base64:` values and values
 //! written as JSON objects; one-element references (a whole object) and three-element ones (a
-//! byte range); version 1's `templates` and `gen`, rendered as Jinja by minijinja with a
-//! bounded amount of work. It must not know where the URLs lead or how they are read.
+//! byte range); version 1's `gen` generators, expanded. How templates render is
+//! [`templates`](super::templates). It must not know where the URLs lead or how they are read.
 
 use super::super::StoreKey;
+use super::templates::Templates;
 use crate::error::{Error, Result};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use minijinja::value::{Kwargs, Value};
+use minijinja::value::Value;
 use serde_json::Value as Json;
 use std::collections::{BTreeMap, HashMap};
 
-/// Most keys one document's generators may make: each is a chunk reference held in memory.
+/// Most keys one document's generators may make, in all: each is a reference held in memory.
 pub const MOST_GENERATED_KEYS: u64 = 10_000_000;
-
-/// Instructions one rendering of a template may take (minijinja's fuel): far more than any
-/// URL or offset needs, far less than a loop that would hang the open.
-const FUEL_PER_RENDERING: u64 = 100_000;
 
 /// What one key holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,20 +40,18 @@ pub struct Document {
     pub targets: Vec<String>,
 }
 
-/// The parser's state: the document's name for messages, its templates and the targets seen.
-struct Parser<'a> {
-    name: &'a str,
-    templates: BTreeMap<String, String>,
-    jinja: Option<minijinja::Environment<'static>>,
-    target_index: HashMap<String, u32>,
-    doc: Document,
-}
-
 fn bad(name: &str, why: impl Into<String>) -> Error {
     Error::Metadata {
         key: name.to_string(),
         why: why.into(),
     }
+}
+
+/// The document being built: its entries, and its targets numbered as they are first seen.
+struct Builder<'a> {
+    name: &'a str,
+    doc: Document,
+    target_index: HashMap<String, u32>,
 }
 
 /// Parses the reference document `bytes`, called `name` in messages.
@@ -66,26 +61,32 @@ pub fn parse(bytes: &[u8], name: &str) -> Result<Document> {
     let Json::Object(top) = json else {
         return Err(bad(name, "a reference document is a JSON object"));
     };
-    let mut parser = Parser {
+    let mut out = Builder {
         name,
-        templates: BTreeMap::new(),
-        jinja: None,
-        target_index: HashMap::new(),
         doc: Document::default(),
+        target_index: HashMap::new(),
     };
     match top.get("version") {
-        None => {
-            for (key, value) in &top {
-                parser.add(key, value)?;
+        // As fsspec reads them: no version (or none given) is version 0, whose URLs are
+        // never rendered.
+        None | Some(Json::Null) => {
+            for (key, value) in top.iter().filter(|(k, _)| *k != "version") {
+                out.add(key, value, None)?;
             }
         }
         Some(v) if v.as_u64() == Some(1) => {
-            parser.read_templates(top.get("templates"))?;
+            let templates = read_templates(name, top.get("templates"))?;
+            let templates = Templates::new(&templates);
+            // fsspec renders references' URLs only in documents that have templates.
+            let render = top
+                .get("templates")
+                .and_then(Json::as_object)
+                .is_some_and(|t| !t.is_empty());
             match top.get("refs") {
-                None => {}
+                None | Some(Json::Null) => {}
                 Some(Json::Object(refs)) => {
                     for (key, value) in refs {
-                        parser.add(key, value)?;
+                        out.add(key, value, render.then_some(&templates))?;
                     }
                 }
                 Some(_) => return Err(bad(name, "\"refs\" is not a JSON object")),
@@ -93,8 +94,16 @@ pub fn parse(bytes: &[u8], name: &str) -> Result<Document> {
             match top.get("gen") {
                 None | Some(Json::Null) => {}
                 Some(Json::Array(gens)) => {
+                    // Every generator's count first: none is rendered if all make too many.
+                    let mut total = 0u64;
                     for g in gens {
-                        parser.generate(g)?;
+                        total = total.saturating_add(keys_made(name, g)?);
+                    }
+                    if total > MOST_GENERATED_KEYS {
+                        return Err(too_many_keys(name));
+                    }
+                    for g in gens {
+                        out.generate(g, &templates)?;
                     }
                 }
                 Some(_) => return Err(bad(name, "\"gen\" is not a list")),
@@ -107,34 +116,63 @@ pub fn parse(bytes: &[u8], name: &str) -> Result<Document> {
             ));
         }
     }
-    Ok(parser.doc)
+    Ok(out.doc)
 }
 
-impl Parser<'_> {
-    fn read_templates(&mut self, templates: Option<&Json>) -> Result<()> {
-        match templates {
-            None | Some(Json::Null) => Ok(()),
-            Some(Json::Object(map)) => {
-                for (k, v) in map {
-                    let Json::String(text) = v else {
-                        return Err(bad(self.name, format!("template {k:?} is not text")));
-                    };
-                    self.templates.insert(k.clone(), text.clone());
-                }
-                Ok(())
-            }
-            Some(_) => Err(bad(self.name, "\"templates\" is not a JSON object")),
+fn read_templates(name: &str, templates: Option<&Json>) -> Result<BTreeMap<String, String>> {
+    match templates {
+        None | Some(Json::Null) => Ok(BTreeMap::new()),
+        Some(Json::Object(map)) => map
+            .iter()
+            .map(|(k, v)| match v {
+                Json::String(text) => Ok((k.clone(), text.clone())),
+                _ => Err(bad(name, format!("template {k:?} is not text"))),
+            })
+            .collect(),
+        Some(_) => Err(bad(name, "\"templates\" is not a JSON object")),
+    }
+}
+
+/// The values one generator dimension takes.
+enum Dimension {
+    List(Vec<i64>),
+    /// As Python's `range(start, stop, step)`.
+    Range {
+        start: i64,
+        step: i64,
+        len: u64,
+    },
+}
+
+impl Dimension {
+    fn len(&self) -> u64 {
+        match self {
+            Dimension::List(v) => v.len() as u64,
+            Dimension::Range { len, .. } => *len,
         }
     }
 
-    /// Adds the reference `value` under `key` (a later one replaces an earlier one).
-    fn add(&mut self, key: &str, value: &Json) -> Result<()> {
+    fn get(&self, i: u64) -> i64 {
+        match self {
+            Dimension::List(v) => v[i as usize],
+            Dimension::Range { start, step, .. } => start + step * i as i64,
+        }
+    }
+}
+
+impl Builder<'_> {
+    /// Adds the reference `value` under `key` (a later one replaces an earlier one), its URL
+    /// rendered with `templates` when given.
+    fn add(&mut self, key: &str, value: &Json, templates: Option<&Templates>) -> Result<()> {
         let reference = match value {
             Json::String(text) => Reference::Inline(self.inline(key, text)?),
             Json::Object(_) => Reference::Inline(value.to_string().into_bytes()),
             Json::Array(parts) => {
                 let url = match parts.first() {
-                    Some(Json::String(u)) => self.render(u, &Value::UNDEFINED)?,
+                    Some(Json::String(u)) => match templates {
+                        Some(t) => t.url(u).map_err(|why| bad(self.name, why))?,
+                        None => u.clone(),
+                    },
                     Some(Json::Null) => {
                         return Err(bad(
                             self.name,
@@ -218,93 +256,70 @@ impl Parser<'_> {
         })
     }
 
-    /// `text` with its `{{ ... }}` rendered, the templates and `vars` in scope. A text whose
-    /// every placeholder names a template without placeholders of its own is substituted
-    /// directly (what nearly every document holds); anything else is rendered as Jinja.
-    fn render(&mut self, text: &str, vars: &Value) -> Result<String> {
-        if !text.contains("{{") {
-            return Ok(text.to_string());
-        }
-        if vars.is_undefined()
-            && let Some(done) = substituted(text, &self.templates)
-        {
-            return Ok(done);
-        }
-        let name = self.name;
-        let templates = &self.templates;
-        let env = self.jinja.get_or_insert_with(|| jinja(templates));
-        // Templates with placeholders are functions of the environment, not values.
-        let values: BTreeMap<String, String> = templates
-            .iter()
-            .filter(|(_, t)| !t.contains("{{"))
-            .map(|(k, t)| (k.clone(), t.clone()))
-            .collect();
-        let context = minijinja::context! { ..vars.clone(), ..values };
-        env.render_str(text, context)
-            .map_err(|e| bad(name, format!("template {text:?}: {e}")))
-    }
-
     /// Adds the references one `gen` entry makes: its key, URL, offset and length rendered
     /// for every combination of its dimensions' values.
-    fn generate(&mut self, gen_entry: &Json) -> Result<()> {
+    fn generate(&mut self, gen_entry: &Json, templates: &Templates) -> Result<()> {
+        let name = self.name;
         // Text, or a number written as one.
         let field = |f: &str| -> Result<Option<String>> {
             match gen_entry.get(f) {
                 None => Ok(None),
                 Some(Json::String(s)) => Ok(Some(s.clone())),
                 Some(Json::Number(n)) => Ok(Some(n.to_string())),
-                Some(_) => Err(bad(self.name, format!("generator field {f:?} is not text"))),
+                Some(_) => Err(bad(name, format!("generator field {f:?} is not text"))),
             }
         };
-        let key = field("key")?.ok_or_else(|| bad(self.name, "a generator has no \"key\""))?;
-        let url = field("url")?.ok_or_else(|| bad(self.name, "a generator has no \"url\""))?;
+        let key = field("key")?.ok_or_else(|| bad(name, "a generator has no \"key\""))?;
+        let url = field("url")?.ok_or_else(|| bad(name, "a generator has no \"url\""))?;
         let span = match (field("offset")?, field("length")?) {
             (Some(o), Some(l)) => Some((o, l)),
             (None, None) => None,
             _ => {
                 return Err(bad(
-                    self.name,
+                    name,
                     "a generator gives an offset without a length, or a length without an offset",
                 ));
             }
         };
-        let dimensions = self.dimensions(gen_entry.get("dimensions"))?;
-        let count = dimensions
-            .iter()
-            .try_fold(1u64, |n, (_, values)| n.checked_mul(values.len() as u64))
-            .filter(|&n| n <= MOST_GENERATED_KEYS)
-            .ok_or_else(|| {
-                bad(
-                    self.name,
-                    format!("a generator makes more than {MOST_GENERATED_KEYS} keys"),
-                )
-            })?;
+        let dimensions = dimensions(name, gen_entry.get("dimensions"))?;
+        let count = keys_made(name, gen_entry)?;
+        let rendered = |e: String| bad(name, e);
+        let (key_t, url_t) = (
+            templates.compile(&key).map_err(rendered)?,
+            templates.compile(&url).map_err(rendered)?,
+        );
+        let span_t = match &span {
+            Some((o, l)) => Some((
+                templates.compile(o).map_err(rendered)?,
+                templates.compile(l).map_err(rendered)?,
+            )),
+            None => None,
+        };
         for mut i in 0..count {
             let mut vars = BTreeMap::new();
-            for (name, values) in dimensions.iter().rev() {
-                let n = values.len() as u64;
-                vars.insert(name.clone(), values[(i % n) as usize]);
-                i /= n;
+            for (dim, values) in dimensions.iter().rev() {
+                vars.insert(dim.as_str(), values.get(i % values.len()));
+                i /= values.len();
             }
             let vars = Value::from(vars);
-            let k = self.render(&key, &vars)?;
-            let u = self.render(&url, &vars)?;
-            let reference = match &span {
+            let k = templates.run(&key_t, vars.clone()).map_err(rendered)?;
+            let u = templates.run(&url_t, vars.clone()).map_err(rendered)?;
+            let reference = match &span_t {
                 None => Reference::Whole {
                     target: self.target(u),
                 },
                 Some((o, l)) => {
-                    let whole = |this: &mut Self, text: &str, what: &str| -> Result<u64> {
-                        let shown = this.render(text, &vars)?;
+                    let whole = |t, what: &str| -> Result<u64> {
+                        let shown = templates.run(t, vars.clone()).map_err(rendered)?;
                         shown.trim().parse().map_err(|_| {
                             bad(
-                                this.name,
+                                name,
                                 format!("generated {what} {shown:?} is not a whole number"),
                             )
                         })
                     };
-                    let offset = whole(self, o, "offset")?;
-                    let len = whole(self, l, "length")?;
+                    let offset = whole(o, "offset")?;
+                    let len = whole(l, "length")?;
                     self.range(&k, u, offset, len)?
                 }
             };
@@ -312,89 +327,72 @@ impl Parser<'_> {
         }
         Ok(())
     }
+}
 
-    /// A generator's dimensions: each name with its values (a list of integers, or
-    /// `start`/`stop`/`step`), in the document's order.
-    fn dimensions(&self, dims: Option<&Json>) -> Result<Vec<(String, Vec<i64>)>> {
-        let Some(Json::Object(dims)) = dims else {
-            return Err(bad(self.name, "a generator has no \"dimensions\" object"));
-        };
-        let mut out = Vec::new();
-        for (name, spec) in dims {
-            let wrong = || bad(self.name, format!("generator dimension {name:?}: {spec}"));
-            let values: Vec<i64> = match spec {
-                Json::Array(items) => items
+fn too_many_keys(name: &str) -> Error {
+    bad(
+        name,
+        format!("its generators make more than {MOST_GENERATED_KEYS} keys"),
+    )
+}
+
+/// How many keys the generator `gen_entry` makes (an error past [`MOST_GENERATED_KEYS`]).
+fn keys_made(name: &str, gen_entry: &Json) -> Result<u64> {
+    let dims = dimensions(name, gen_entry.get("dimensions"))?;
+    if dims.iter().any(|(_, d)| d.len() == 0) {
+        return Ok(0);
+    }
+    dims.iter()
+        .try_fold(1u64, |n, (_, d)| n.checked_mul(d.len()))
+        .filter(|&n| n <= MOST_GENERATED_KEYS)
+        .ok_or_else(|| too_many_keys(name))
+}
+
+/// A generator's dimensions: each name with its values (a list of integers, or
+/// `start`/`stop`/`step` as Python's `range`), in the document's order.
+fn dimensions(name: &str, dims: Option<&Json>) -> Result<Vec<(String, Dimension)>> {
+    let Some(Json::Object(dims)) = dims else {
+        return Err(bad(name, "a generator has no \"dimensions\" object"));
+    };
+    let mut out = Vec::new();
+    for (dim, spec) in dims {
+        let wrong = || bad(name, format!("generator dimension {dim:?}: {spec}"));
+        let values = match spec {
+            Json::Array(items) => Dimension::List(
+                items
                     .iter()
                     .map(|v| v.as_i64().ok_or_else(wrong))
                     .collect::<Result<_>>()?,
-                Json::Object(range) => {
-                    let get = |k: &str, default: Option<i64>| match range.get(k) {
-                        None => default.ok_or_else(wrong),
-                        Some(v) => v.as_i64().ok_or_else(wrong),
-                    };
-                    let (start, stop, step) = (get("start", Some(0))?, get("stop", None)?, {
-                        get("step", Some(1))?
-                    });
-                    if step <= 0 {
-                        return Err(wrong());
+            ),
+            Json::Object(range) => {
+                let get = |k: &str, default: Option<i64>| match range.get(k) {
+                    None => default.ok_or_else(wrong),
+                    Some(v) => v.as_i64().ok_or_else(wrong),
+                };
+                let (start, stop, step) = (
+                    get("start", Some(0))?,
+                    get("stop", None)?,
+                    get("step", Some(1))?,
+                );
+                let span = i128::from(stop) - i128::from(start);
+                let len = match step {
+                    0 => return Err(wrong()),
+                    s if (s > 0) == (span > 0) && span != 0 => {
+                        (span.unsigned_abs()).div_ceil(i128::from(s).unsigned_abs())
                     }
-                    let n = u64::try_from(stop.saturating_sub(start))
-                        .unwrap_or(0)
-                        .div_ceil(step as u64);
-                    if n > MOST_GENERATED_KEYS {
-                        return Err(bad(
-                            self.name,
-                            format!("a generator makes more than {MOST_GENERATED_KEYS} keys"),
-                        ));
-                    }
-                    (0..n as i64).map(|i| start + i * step).collect()
+                    _ => 0,
+                };
+                Dimension::Range {
+                    start,
+                    step,
+                    len: u64::try_from(len).map_err(|_| wrong())?,
                 }
-                _ => return Err(wrong()),
-            };
-            out.push((name.clone(), values));
-        }
-        Ok(out)
+            }
+            _ => return Err(wrong()),
+        };
+        out.push((dim.clone(), values));
     }
-}
-
-/// `text` with each `{{ name }}` replaced by template `name`, when every placeholder is one
-/// and no template used holds a placeholder of its own; `None` otherwise.
-fn substituted(text: &str, templates: &BTreeMap<String, String>) -> Option<String> {
-    let mut out = String::with_capacity(text.len() + 32);
-    let mut rest = text;
-    while let Some(open) = rest.find("{{") {
-        out.push_str(&rest[..open]);
-        let after = &rest[open + 2..];
-        let close = after.find("}}")?;
-        let value = templates.get(after[..close].trim())?;
-        if value.contains("{{") {
-            return None;
-        }
-        out.push_str(value);
-        rest = &after[close + 2..];
-    }
-    out.push_str(rest);
-    Some(out)
-}
-
-/// The Jinja environment templates render in: bounded work, no autoescaping, and each
-/// template that holds placeholders callable as a function of keyword arguments (as fsspec
-/// makes them), rendered with those arguments.
-fn jinja(templates: &BTreeMap<String, String>) -> minijinja::Environment<'static> {
-    let mut env = minijinja::Environment::new();
-    env.set_fuel(Some(FUEL_PER_RENDERING));
-    env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
-    for (name, text) in templates {
-        if text.contains("{{") {
-            let text = text.clone();
-            env.add_function(name.clone(), move |kwargs: Kwargs| {
-                let mut inner = minijinja::Environment::new();
-                inner.set_fuel(Some(FUEL_PER_RENDERING));
-                inner.render_str(&text, Value::from(kwargs))
-            });
-        }
-    }
-    env
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -507,17 +505,16 @@ mod tests {
             (r#"{"a": [7]}"#, "URL is not text"),
             (r#"{"a": 7}"#, "neither data nor a reference"),
             (r#"{"a": "base64:!!"}"#, "bad base64"),
-            (r#"{"version": 1, "refs": {"a": ["{{u"]}}"#, "template"),
             (
-                r#"{"version": 1, "refs": {"a": ["{{ nope.x }}"]}}"#,
+                r#"{"version": 1, "templates": {"u": "x"}, "refs": {"a": ["{{u"]}}"#,
                 "template",
             ),
             (
-                r#"{"version": 1, "refs": {"a": ["{{ 'x' * 10000000000 }}"]}}"#,
-                "template",
+                r#"{"version": 1, "templates": {"u": "x"}, "refs": {"a": ["{{ uu }}/f.nc"]}}"#,
+                "undefined",
             ),
             (
-                r#"{"version": 1, "refs": {"a": ["{{ range(10000) | map('string') | join('x' * 100000) }}"]}}"#,
+                r#"{"version": 1, "templates": {"u": "x"}, "refs": {"a": ["{{ 'x' * 10000000000 }}"]}}"#,
                 "template",
             ),
             (
@@ -528,6 +525,17 @@ mod tests {
             (
                 r#"{"version": 1, "gen": [{"key": "k{{i}}", "url": "u",
                     "dimensions": {"i": {"stop": 4000}, "j": {"stop": 4000}}}]}"#,
+                "more than 10000000 keys",
+            ),
+            (
+                r#"{"version": 1, "gen": [{"key": "k{{i}}", "url": "u", "dimensions":
+                    {"a": {"stop": 100000000000}, "b": {"stop": 100000000000}}}]}"#,
+                "more than 10000000 keys",
+            ),
+            (
+                r#"{"version": 1, "gen": [
+                    {"key": "k{{i}}", "url": "u", "dimensions": {"i": {"stop": 6000000}}},
+                    {"key": "m{{i}}", "url": "u", "dimensions": {"i": {"stop": 6000000}}}]}"#,
                 "more than 10000000 keys",
             ),
             (
@@ -549,6 +557,29 @@ mod tests {
             let why = refused(json);
             assert!(why.contains(says), "{json}: {why:?} should say {says:?}");
         }
+    }
+
+    #[test]
+    fn urls_are_rendered_only_where_fsspec_renders_them() {
+        // Version 0, and version 1 without templates: the URL as written.
+        for doc in [
+            r#"{"a": ["{{u}}/f.nc", 0, 1]}"#,
+            r#"{"version": null, "a": ["{{u}}/f.nc", 0, 1]}"#,
+            r#"{"version": 1, "refs": {"a": ["{{u}}/f.nc", 0, 1]}}"#,
+        ] {
+            assert_eq!(entries(doc).1, ["{{u}}/f.nc"], "{doc}");
+        }
+        let (got, targets) = entries(
+            r#"{"version": 1, "gen": [{"key": "k{{i}}", "url": "f{{i}}",
+                "dimensions": {"i": {"start": 5, "stop": 0, "step": -2}}}]}"#,
+        );
+        assert_eq!(targets, ["f5", "f3", "f1"]);
+        assert_eq!(got.len(), 3);
+        let (got, _) = entries(
+            r#"{"version": 1, "gen": [{"key": "k{{i}}", "url": "f", "dimensions":
+                {"a": {"stop": 100000000000}, "b": {"stop": 100000000000}, "c": []}}]}"#,
+        );
+        assert!(got.is_empty(), "a dimension without values makes no keys");
     }
 
     #[test]

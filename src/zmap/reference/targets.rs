@@ -93,7 +93,20 @@ fn joined_key(target: &str, dir: &str, path: &str) -> Result<StoreKey> {
     StoreKey::new(&segments.join("/")).map_err(|e| refused(target, e.to_string()))
 }
 
-/// Where `target` leads, relative targets found from `base`.
+/// The scheme of `text` (lowercased) and what follows its `://`, when it is a URL.
+fn split_url(text: &str) -> Option<(String, &str)> {
+    let (scheme, rest) = text.split_once("://")?;
+    let mut chars = scheme.chars();
+    let ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
+    ok.then(|| (scheme.to_ascii_lowercase(), rest))
+}
+
+/// Where `target` leads, relative targets found from `base`. As fsspec reads them: S3 keys and
+/// local paths are taken literally, web URLs as URLs (percent escapes decoded, so that the
+/// request asks for what the URL names). A document read from S3 or the web names objects of
+/// services only: a path from the root is taken from its service's root, and local files are
+/// refused.
 pub fn locate(target: &str, base: &Base) -> Result<Place> {
     if target.contains("::") {
         return Err(refused(
@@ -101,67 +114,81 @@ pub fn locate(target: &str, base: &Base) -> Result<Place> {
             "chained fsspec URLs are not supported; name the object itself",
         ));
     }
-    let lower = target.to_ascii_lowercase();
-    let rewritten = [
-        ("s3a://", "s3://"),
-        ("gs://", "gs3://"),
-        ("gcs://", "gs3://"),
-    ]
-    .iter()
-    .find_map(|(from, to)| {
-        lower
-            .starts_with(from)
-            .then(|| format!("{to}{}", &target[from.len()..]))
-    });
-    let text = rewritten.as_deref().unwrap_or(target);
-    let url = DatasetUrl::parse(text).map_err(|e| match e {
-        Error::Url { why, .. } => refused(target, why),
-        other => other,
-    })?;
-    if !url.modes.is_empty() || !url.params.is_empty() || url.query.is_some() {
-        return Err(refused(
-            target,
-            "a target URL with a query or fragment is not supported",
-        ));
-    }
-    let service = match url.scheme.as_deref() {
-        None => {
-            let path = Path::new(&url.path);
-            if path.is_absolute() {
-                return Ok(Place::Local(path.to_path_buf()));
+    let Some((scheme, rest)) = split_url(target) else {
+        return match base {
+            Base::Local(dir) => Ok(Place::Local(dir.join(target))),
+            Base::Remote { service, dir } => Ok(Place::Remote {
+                service: service.clone(),
+                key: joined_key(
+                    target,
+                    if target.starts_with('/') { "" } else { dir },
+                    target,
+                )?,
+            }),
+        };
+    };
+    let service = match scheme.as_str() {
+        "file" => {
+            if matches!(base, Base::Remote { .. }) {
+                return Err(refused(
+                    target,
+                    "a document read from S3 or the web may not name local files",
+                ));
             }
-            return match base {
-                Base::Local(dir) => Ok(Place::Local(dir.join(path))),
-                Base::Remote { service, dir } => Ok(Place::Remote {
-                    service: service.clone(),
-                    key: joined_key(target, dir, &url.path)?,
-                }),
-            };
+            let path = rest.strip_prefix("localhost").unwrap_or(rest);
+            if !path.starts_with('/') {
+                return Err(refused(target, "a file URL names an absolute path"));
+            }
+            return Ok(Place::Local(PathBuf::from(path)));
         }
-        Some("file") => return Ok(Place::Local(PathBuf::from(&url.path))),
-        Some(scheme @ ("s3" | "gs3")) => Service::S3 {
-            scheme: if scheme == "s3" { "s3" } else { "gs3" },
-            bucket: url.host.clone().unwrap_or_default(),
-        },
-        Some(scheme) => {
+        "s3" | "s3a" | "gs" | "gcs" | "gs3" => {
+            let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
+            if bucket.is_empty() {
+                return Err(refused(target, "names no bucket"));
+            }
+            let scheme = if scheme.starts_with("s3") {
+                "s3"
+            } else {
+                "gs3"
+            };
+            let service = Service::S3 {
+                scheme,
+                bucket: bucket.to_string(),
+            };
+            return Ok(Place::Remote {
+                key: joined_key(target, "", key)?,
+                service,
+            });
+        }
+        "http" | "https" => {
+            let url = DatasetUrl::parse(target).map_err(|e| match e {
+                Error::Url { why, .. } => refused(target, why),
+                other => other,
+            })?;
+            if !url.modes.is_empty() || !url.params.is_empty() || url.query.is_some() {
+                return Err(refused(
+                    target,
+                    "a web URL with a query or fragment is not supported",
+                ));
+            }
             let host = url.host.as_deref().unwrap_or_default();
             let host = if host.contains(':') {
                 format!("[{host}]")
             } else {
                 host.to_string()
             };
-            Service::Http {
-                server: match url.port {
-                    Some(p) => format!("{scheme}://{host}:{p}"),
-                    None => format!("{scheme}://{host}"),
-                },
-            }
+            let server = match url.port {
+                Some(p) => format!("{scheme}://{host}:{p}"),
+                None => format!("{scheme}://{host}"),
+            };
+            return Ok(Place::Remote {
+                key: joined_key(target, "", &url.path)?,
+                service: Service::Http { server },
+            });
         }
+        other => other,
     };
-    Ok(Place::Remote {
-        key: joined_key(target, "", &url.path)?,
-        service,
-    })
+    Err(refused(target, format!("unsupported scheme {service:?}")))
 }
 
 impl Targets {
@@ -272,7 +299,8 @@ mod tests {
         );
         assert_eq!(
             locate("file:///abs/my%20c.nc", &local).unwrap(),
-            Place::Local("/abs/my c.nc".into())
+            Place::Local("/abs/my%20c.nc".into()),
+            "as fsspec reads it"
         );
         let s3 = |bucket: &str| Service::S3 {
             scheme: "s3",
@@ -284,6 +312,14 @@ mod tests {
                 service: s3("bkt"),
                 key: key("dir/d.nc")
             }
+        );
+        assert_eq!(
+            locate("s3://bkt/a%20b?#.nc", &local).unwrap(),
+            Place::Remote {
+                service: s3("bkt"),
+                key: key("a%20b?#.nc")
+            },
+            "an S3 key is taken literally"
         );
         assert_eq!(
             locate("s3a://bkt/d.nc", &local).unwrap(),
@@ -303,12 +339,12 @@ mod tests {
             }
         );
         assert_eq!(
-            locate("https://Data.Example.org:8443/x/f.nc", &local).unwrap(),
+            locate("https://Data.Example.org:8443/x/f%20g.nc", &local).unwrap(),
             Place::Remote {
                 service: Service::Http {
                     server: "https://data.example.org:8443".into()
                 },
-                key: key("x/f.nc")
+                key: key("x/f g.nc")
             }
         );
         let web = Base::Remote {
@@ -317,14 +353,20 @@ mod tests {
             },
             dir: "pub/refs/".into(),
         };
+        let on_web = |k: &str| Place::Remote {
+            service: Service::Http {
+                server: "http://h".into(),
+            },
+            key: key(k),
+        };
         assert_eq!(
             locate("../data/g.nc", &web).unwrap(),
-            Place::Remote {
-                service: Service::Http {
-                    server: "http://h".into()
-                },
-                key: key("pub/data/g.nc")
-            }
+            on_web("pub/data/g.nc")
+        );
+        assert_eq!(
+            locate("/other/g.nc", &web).unwrap(),
+            on_web("other/g.nc"),
+            "from the service's root"
         );
     }
 
@@ -342,8 +384,11 @@ mod tests {
             "memory://x",
             "az://container/blob",
             "https://h/x.nc?sig=1",
-            "s3://b/k#frag",
+            "https://h/x.nc#frag",
             "s3://b/a//k",
+            "s3:///k",
+            "file:///etc/passwd",
+            "ftp://h/f.nc",
         ] {
             let got = locate(bad, &web);
             assert!(
