@@ -231,12 +231,13 @@ const REFERENCE_SNIFF_BYTES: usize = 64 << 10;
 /// would have failed anyway, with the reason.
 fn is_reference_document(path: &Path) -> bool {
     use std::io::Read;
+    // Before opening: a FIFO's open would wait for a writer.
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return false;
+    }
     let Ok(mut file) = std::fs::File::open(path) else {
         return false;
     };
-    if !file.metadata().is_ok_and(|m| m.is_file()) {
-        return false;
-    }
     // The first bytes tell most files apart without reading more.
     let mut head = Vec::with_capacity(REFERENCE_SNIFF_BYTES);
     if (&mut file).take(512).read_to_end(&mut head).is_err() {

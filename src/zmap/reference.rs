@@ -47,9 +47,12 @@ pub fn open(url: &DatasetUrl) -> Result<ReferenceStore> {
     })
 }
 
-/// The document's bytes, where relative targets are found from, and the S3 endpoint it was
-/// read from (if it was).
-fn read_document(url: &DatasetUrl) -> Result<(Vec<u8>, Base, Option<String>)> {
+/// The S3 service (`s3` or `gs3`) and endpoint a document was read from.
+type ReadFrom = Option<(&'static str, String)>;
+
+/// The document's bytes, where relative targets are found from, and the S3 service and
+/// endpoint it was read from (if it was).
+fn read_document(url: &DatasetUrl) -> Result<(Vec<u8>, Base, ReadFrom)> {
     let limit = ObjectLimit::default();
     let too_large = || format!("reference document {}", url.original);
     // Remote documents: the store of the directory holding it, and its name there.
@@ -102,7 +105,7 @@ fn read_document(url: &DatasetUrl) -> Result<(Vec<u8>, Base, Option<String>)> {
                 bucket: settings.bucket.clone(),
             };
             let dir = with_slash(&settings.root);
-            let endpoint = settings.endpoint.clone();
+            let endpoint = settings.endpoint.clone().map(|e| (scheme, e));
             let store = super::s3::open(settings)?;
             let bytes = store
                 .get(&name)?
@@ -246,7 +249,9 @@ impl ReferenceStore {
         holds_span(self, key, &shown(), size, job.span)?;
         for (offset, out) in job.runs {
             let got = read_at(&file, offset, out).map_err(|e| Error::io(shown(), e))?;
-            if job.span.is_some() && got < out.len() {
+            // A whole file's runs stop at its end; anything shorter means it shrank.
+            let expected = (size.saturating_sub(offset)).min(out.len() as u64);
+            if (got as u64) < expected {
                 return Err(self.reference_error(key, format!("{} shrank while read", shown())));
             }
         }

@@ -155,7 +155,10 @@ impl Dimension {
     fn get(&self, i: u64) -> i64 {
         match self {
             Dimension::List(v) => v[i as usize],
-            Dimension::Range { start, step, .. } => start + step * i as i64,
+            // Between start and stop, so within i64; the product may not be.
+            Dimension::Range { start, step, .. } => {
+                (i128::from(*start) + i128::from(*step) * i128::from(i)) as i64
+            }
         }
     }
 }
@@ -575,6 +578,17 @@ mod tests {
         );
         assert_eq!(targets, ["f5", "f3", "f1"]);
         assert_eq!(got.len(), 3);
+        let (got, _) = entries(
+            r#"{"version": 1, "gen": [{"key": "k{{i}}", "url": "f", "dimensions":
+                {"i": {"start": -9000000000000000000, "stop": 9000000000000000000,
+                       "step": 1000000000000000000}}}]}"#,
+        );
+        assert_eq!(got.len(), 18);
+        let keys: Vec<&str> = got.iter().map(|(k, _)| k.as_str()).collect();
+        assert!(
+            keys.contains(&"k-9000000000000000000") && keys.contains(&"k8000000000000000000"),
+            "{keys:?}"
+        );
         let (got, _) = entries(
             r#"{"version": 1, "gen": [{"key": "k{{i}}", "url": "f", "dimensions":
                 {"a": {"stop": 100000000000}, "b": {"stop": 100000000000}, "c": []}}]}"#,

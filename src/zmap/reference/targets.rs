@@ -58,8 +58,9 @@ pub struct Targets {
     /// The document's URL: its fragment's settings (`aws.profile`, `aws.endpoint`, ...) apply
     /// to every S3 target.
     document: DatasetUrl,
-    /// The S3 endpoint the document itself was read from, for targets in other buckets there.
-    endpoint: Option<String>,
+    /// The S3 service (`s3` or `gs3`) and endpoint the document itself was read from, for
+    /// targets in other buckets of that service.
+    endpoint: Option<(&'static str, String)>,
     files: Mutex<HashMap<usize, Arc<File>>>,
     remotes: Mutex<HashMap<Service, Arc<RemoteStore>>>,
     /// The largest object remote stores read whole (see [`Store::allow_objects_up_to`]).
@@ -108,7 +109,13 @@ fn split_url(text: &str) -> Option<(String, &str)> {
 /// services only: a path from the root is taken from its service's root, and local files are
 /// refused.
 pub fn locate(target: &str, base: &Base) -> Result<Place> {
-    if target.contains("::") {
+    // fsspec chains protocols before the first `://` (`simplecache::s3://...`); an IPv6 host
+    // holds `::` after it.
+    if target
+        .split_once("://")
+        .map_or(target, |(s, _)| s)
+        .contains("::")
+    {
         return Err(refused(
             target,
             "chained fsspec URLs are not supported; name the object itself",
@@ -143,8 +150,8 @@ pub fn locate(target: &str, base: &Base) -> Result<Place> {
         }
         "s3" | "s3a" | "gs" | "gcs" | "gs3" => {
             let (bucket, key) = rest.split_once('/').unwrap_or((rest, ""));
-            if bucket.is_empty() {
-                return Err(refused(target, "names no bucket"));
+            if bucket.is_empty() || key.is_empty() {
+                return Err(refused(target, "names no bucket and object"));
             }
             let scheme = if scheme.starts_with("s3") {
                 "s3"
@@ -155,10 +162,9 @@ pub fn locate(target: &str, base: &Base) -> Result<Place> {
                 scheme,
                 bucket: bucket.to_string(),
             };
-            return Ok(Place::Remote {
-                key: joined_key(target, "", key)?,
-                service,
-            });
+            // Taken literally: `.` and `..` are names of keys there, which no store key may be.
+            let key = StoreKey::new(key).map_err(|e| refused(target, e.to_string()))?;
+            return Ok(Place::Remote { key, service });
         }
         "http" | "https" => {
             let url = DatasetUrl::parse(target).map_err(|e| match e {
@@ -198,7 +204,7 @@ impl Targets {
         urls: &[String],
         base: &Base,
         document: DatasetUrl,
-        endpoint: Option<String>,
+        endpoint: Option<(&'static str, String)>,
     ) -> Result<Targets> {
         Ok(Targets {
             places: urls
@@ -263,7 +269,8 @@ impl Targets {
             Service::S3 { scheme, bucket } => {
                 let mut url = DatasetUrl::parse(&format!("{scheme}://{bucket}#mode=zarr,s3"))?;
                 url.params = self.document.params.clone();
-                if let Some(endpoint) = &self.endpoint
+                if let Some((document_scheme, endpoint)) = &self.endpoint
+                    && document_scheme == scheme
                     && url.param("aws.endpoint").is_none()
                 {
                     url.params.push(("aws.endpoint".into(), endpoint.clone()));
@@ -320,6 +327,16 @@ mod tests {
                 key: key("a%20b?#.nc")
             },
             "an S3 key is taken literally"
+        );
+        assert_eq!(
+            locate("http://[::1]:8080/f.nc", &local).unwrap(),
+            Place::Remote {
+                service: Service::Http {
+                    server: "http://[::1]:8080".into()
+                },
+                key: key("f.nc")
+            },
+            "an IPv6 host is no chained URL"
         );
         assert_eq!(
             locate("s3a://bkt/d.nc", &local).unwrap(),
@@ -386,6 +403,8 @@ mod tests {
             "https://h/x.nc?sig=1",
             "https://h/x.nc#frag",
             "s3://b/a//k",
+            "s3://b/a/../k",
+            "s3://b",
             "s3:///k",
             "file:///etc/passwd",
             "ftp://h/f.nc",

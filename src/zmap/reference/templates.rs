@@ -26,6 +26,17 @@ pub const FUEL_PER_DOCUMENT: u64 = 200_000_000;
 /// How deep template functions may call one another.
 const MOST_NESTED_CALLS: usize = 8;
 
+/// The longest text one rendering may make: URLs, keys and numbers are far shorter.
+pub const LONGEST_RENDERING: usize = 4096;
+
+/// Bytes all of one document's renderings may make, as the document itself may hold.
+const MOST_RENDERED_BYTES: u64 = super::super::LARGEST_OBJECT_AT_FIRST;
+
+/// Fuel charged for compiling `text` (compiling costs about what reading it does).
+fn compile_fuel(text: &str) -> u64 {
+    text.len() as u64 / 64 + 1
+}
+
 /// The templates of one document, and the work spent rendering them.
 pub struct Templates {
     plain: BTreeMap<String, String>,
@@ -33,6 +44,7 @@ pub struct Templates {
     values: Value,
     env: Environment<'static>,
     spent: Cell<u64>,
+    rendered_bytes: Cell<u64>,
     budget: u64,
     rendered: RefCell<HashMap<String, String>>,
 }
@@ -75,6 +87,7 @@ impl Templates {
             plain,
             env,
             spent: Cell::new(0),
+            rendered_bytes: Cell::new(0),
             budget,
             rendered: RefCell::default(),
         }
@@ -100,27 +113,50 @@ impl Templates {
 
     /// `text` compiled, for rendering many times ([`Templates::run`]).
     pub fn compile<'s>(&'s self, text: &'s str) -> Result<Template<'s, 's>, String> {
+        self.charge(compile_fuel(text))?;
         self.env
             .template_from_str(text)
             .map_err(|e| format!("template {text:?}: {e}"))
     }
 
-    /// `template` rendered with `vars` and the plain templates in scope, its work charged to
-    /// the document's budget.
-    pub fn run(&self, template: &Template<'_, '_>, vars: Value) -> Result<String, String> {
+    /// Charges `fuel` to the document's budget; an error once it is spent.
+    fn charge(&self, fuel: u64) -> Result<(), String> {
         if self.spent.get() >= self.budget {
             return Err(format!(
                 "its templates take more work than a document may ({} fuel)",
                 self.budget
             ));
         }
+        self.spent.set(self.spent.get().saturating_add(fuel));
+        Ok(())
+    }
+
+    /// `template` rendered with `vars` and the plain templates in scope, its work charged to
+    /// the document's budget.
+    pub fn run(&self, template: &Template<'_, '_>, vars: Value) -> Result<String, String> {
+        self.charge(0)?;
         let failed = |e: minijinja::Error| format!("template {:?}: {e}", template.source());
         let captured = template
             .render_captured(minijinja::context! { ..vars, ..self.values.clone() })
             .map_err(failed)?;
         let consumed = captured.state().fuel_levels().map_or(0, |(used, _)| used);
-        self.spent.set(self.spent.get().saturating_add(consumed));
-        Ok(captured.output().to_string())
+        self.charge(consumed)?;
+        let output = captured.output();
+        if output.len() > LONGEST_RENDERING {
+            return Err(format!(
+                "template {:?} makes {} bytes; a rendering may make {LONGEST_RENDERING}",
+                template.source(),
+                output.len()
+            ));
+        }
+        let made = self.rendered_bytes.get() + output.len() as u64;
+        if made > MOST_RENDERED_BYTES {
+            return Err(format!(
+                "its templates make more than {MOST_RENDERED_BYTES} bytes"
+            ));
+        }
+        self.rendered_bytes.set(made);
+        Ok(output.to_string())
     }
 }
 
@@ -139,10 +175,12 @@ fn call_template(
             "template functions nest too deep",
         ));
     }
-    let rendered = state
-        .env()
-        .template_from_str(text)
-        .and_then(|t| t.render_captured(Value::from(kwargs)));
+    let rendered = state.consume_fuel(compile_fuel(text)).and_then(|()| {
+        state
+            .env()
+            .template_from_str(text)
+            .and_then(|t| t.render_captured(Value::from(kwargs)))
+    });
     depth.fetch_sub(1, Ordering::Relaxed);
     let captured = rendered?;
     if let Some((used, _)) = captured.state().fuel_levels() {
@@ -203,6 +241,7 @@ mod tests {
             "{{ f() }}",
             "{{ 'x' * 10000000000 }}",
             "{{ range(10000) | map('string') | join('x' * 100000) }}",
+            "{{ 'x' * 5000 }}",
             "{{u",
         ] {
             assert!(t.url(bad).is_err(), "{bad}");
@@ -210,10 +249,30 @@ mod tests {
     }
 
     #[test]
+    fn compiling_template_functions_is_charged_to_the_document() {
+        // Cheap to render, costly to compile: each call compiles the function's text again.
+        let big = format!(
+            "{{{{ 1 }}}}{{% if false %}}{}{{% endif %}}",
+            "x".repeat(1 << 20)
+        );
+        let mut all = BTreeMap::new();
+        all.insert("f".to_string(), big);
+        let t = Templates::new(&all);
+        let calls = t
+            .compile("{% for i in range(50) %}{{ f() }}{% endfor %}")
+            .unwrap();
+        let first = t.run(&calls, Value::UNDEFINED);
+        assert!(
+            matches!(&first, Err(e) if e.contains("fuel")),
+            "50 compilations of 1 MiB fit in one rendering: {first:?}"
+        );
+    }
+
+    #[test]
     fn a_document_has_one_budget_for_all_its_renderings() {
         let t = Templates::with_budget(&BTreeMap::new(), 5_000_000);
         let costly = t
-            .compile("{% for i in range(5000) %}{{ i }}{% endfor %}")
+            .compile("{% for i in range(5000) %}{% set j = i * 2 %}{% endfor %}x")
             .unwrap();
         let mut runs = 0u64;
         let error = loop {
