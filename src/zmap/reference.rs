@@ -80,6 +80,12 @@ fn read_document(url: &DatasetUrl) -> Result<(Vec<u8>, Base, ReadFrom)> {
                     url.original
                 )));
             }
+            if !meta.is_file() {
+                return Err(Error::NotZarr(format!(
+                    "{}: not a regular file",
+                    url.original
+                )));
+            }
             limit.check(too_large, meta.len())?;
             let bytes = std::fs::read(path).map_err(|e| Error::io(&url.path, e))?;
             let parent = path.parent().unwrap_or(Path::new("/")).to_path_buf();
@@ -636,6 +642,7 @@ mod tests {
     fn a_target_missing_or_shorter_than_its_reference_is_an_error_naming_both() {
         let (_dir, store) = store_with(
             r#"{"past": ["data.bin", 250, 10], "gone": ["missing.bin", 0, 1],
+                "device": ["/dev/zero", 0, 4],
                 "huge": ["data.bin", 0, 1000000000000]}"#,
         );
         let past = store.get(&key("past"));
@@ -643,6 +650,12 @@ mod tests {
             matches!(&past, Err(Error::Reference { key, why }) if key.starts_with("past in file://")
                 && why.contains("data.bin ends at byte 256")),
             "{past:?}"
+        );
+        // A device (or a FIFO) is never opened: reading one could wait forever.
+        let device = store.get(&key("device"));
+        assert!(
+            matches!(&device, Err(Error::Io { path, .. }) if path == "/dev/zero"),
+            "{device:?}"
         );
         let gone = store.get(&key("gone"));
         assert!(
@@ -668,6 +681,11 @@ mod tests {
         assert!(matches!(missing, Err(Error::NotFound(_))), "{missing:?}");
         let directory = open(&at(dir.path(), "reference"));
         assert!(matches!(directory, Err(Error::NotZarr(_))), "{directory:?}");
+        let device = open(&at(Path::new("/dev/zero"), "reference"));
+        assert!(
+            matches!(&device, Err(Error::NotZarr(why)) if why.contains("not a regular file")),
+            "{device:?}"
+        );
         let zip = open(&at(&dir.path().join("r.zip"), "zip,reference"));
         assert!(matches!(zip, Err(Error::Url { .. })), "{zip:?}");
     }

@@ -230,8 +230,14 @@ impl Targets {
         if let Some(f) = self.files.lock().map_err(|_| poisoned())?.get(&index) {
             return Ok(f.clone());
         }
-        let file =
-            Arc::new(File::open(path).map_err(|e| Error::io(path.display().to_string(), e))?);
+        let shown = || path.display().to_string();
+        // Not a FIFO or a device: opening or reading one could wait forever.
+        let meta = std::fs::metadata(path).map_err(|e| Error::io(shown(), e))?;
+        if !meta.is_file() {
+            let why = std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file");
+            return Err(Error::io(shown(), why));
+        }
+        let file = Arc::new(File::open(path).map_err(|e| Error::io(shown(), e))?);
         let mut files = self.files.lock().map_err(|_| poisoned())?;
         if files.len() >= MOST_FILES_OPEN {
             files.clear();
