@@ -48,15 +48,7 @@ impl HttpSettings {
                 "a query (`?...`) cannot be sent with every object's path",
             ));
         }
-        let host = if host.contains(':') {
-            format!("[{host}]")
-        } else {
-            host.to_string()
-        };
-        let server = match url.port {
-            Some(p) => format!("{scheme}://{host}:{p}"),
-            None => format!("{scheme}://{host}"),
-        };
+        let server = server_address(scheme, host, url.port);
         let root = url.path.trim_matches('/').to_string();
         StorePrefix::new(&root).map_err(|e| refuse(&e.to_string()))?;
         Ok(HttpSettings {
@@ -69,6 +61,19 @@ impl HttpSettings {
     /// The dataset's address, for messages.
     fn describe(&self) -> String {
         format!("{}/{}", self.server, self.root)
+    }
+}
+
+/// `scheme://host[:port]`, an IPv6 host in brackets.
+pub(super) fn server_address(scheme: &str, host: &str, port: Option<u16>) -> String {
+    let host = if host.contains(':') {
+        format!("[{host}]")
+    } else {
+        host.to_string()
+    };
+    match port {
+        Some(p) => format!("{scheme}://{host}:{p}"),
+        None => format!("{scheme}://{host}"),
     }
 }
 

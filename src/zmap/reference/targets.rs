@@ -178,15 +178,7 @@ pub fn locate(target: &str, base: &Base) -> Result<Place> {
                 ));
             }
             let host = url.host.as_deref().unwrap_or_default();
-            let host = if host.contains(':') {
-                format!("[{host}]")
-            } else {
-                host.to_string()
-            };
-            let server = match url.port {
-                Some(p) => format!("{scheme}://{host}:{p}"),
-                None => format!("{scheme}://{host}"),
-            };
+            let server = super::super::http::server_address(&scheme, host, url.port);
             return Ok(Place::Remote {
                 key: joined_key(target, "", &url.path)?,
                 service: Service::Http { server },
