@@ -3,7 +3,8 @@
 //!
 //! Two repairs, each applied only where libnetcdf would otherwise fail:
 //! - **A plain path or bare `file://` URL naming a Zarr dataset** (a directory whose top level
-//!   holds a Zarr or NCZarr object, a zip archive holding one, or a reference document) is
+//!   holds a Zarr or NCZarr object, a zip archive holding one, a reference document, or a
+//!   directory holding a Parquet reference set) is
 //!   opened as `file://<absolute path>#mode=nczarr,file` (`,zip`, `,reference`). libnetcdf
 //!   itself answers "Unknown file format" for a directory or a JSON file, and would read a zip
 //!   archive as netCDF. Only plain opens: a path to
@@ -186,7 +187,9 @@ fn url_protocol(text: &str) -> Option<&str> {
 /// reference document at `path`; `None` for anything else (and for paths that cannot be
 /// written into a URL as they are).
 fn zarr_url(path: &Path) -> Option<String> {
-    let storage = if is_zarr_directory(path) {
+    let storage = if is_parquet_reference_set(path) {
+        "reference"
+    } else if is_zarr_directory(path) {
         "file"
     } else if is_zarr_zip(path) {
         "zip"
@@ -202,6 +205,36 @@ fn zarr_url(path: &Path) -> Option<String> {
 
 fn is_zarr_directory(path: &Path) -> bool {
     path.is_dir() && crate::zmap::file::holds_dataset(path)
+}
+
+/// Bytes at the end of a `.zmetadata` read to tell whether it is a Parquet reference set's.
+const PARQUET_SET_SNIFF_BYTES: u64 = 4 << 10;
+
+/// A directory holding a Parquet reference set (fsspec's `LazyReferenceMapper`): a
+/// `.zmetadata` and no other Zarr object at its top, the `.zmetadata` a JSON object whose last
+/// [`PARQUET_SET_SNIFF_BYTES`] name `"record_size"` (fsspec writes it after the metadata).
+fn is_parquet_reference_set(path: &Path) -> bool {
+    use std::os::unix::fs::FileExt;
+    let zmetadata = path.join(".zmetadata");
+    if !path.is_dir()
+        || !std::fs::metadata(&zmetadata).is_ok_and(|m| m.is_file())
+        || ZARR_MARKERS
+            .iter()
+            .any(|m| *m != ".zmetadata" && path.join(m).exists())
+    {
+        return false;
+    }
+    let Ok(file) = std::fs::File::open(&zmetadata) else {
+        return false;
+    };
+    let len = file.metadata().map_or(0, |m| m.len());
+    let from = len.saturating_sub(PARQUET_SET_SNIFF_BYTES);
+    let mut tail = vec![0u8; (len - from) as usize];
+    let mut first = [0u8; 1];
+    file.read_exact_at(&mut tail, from).is_ok()
+        && file.read_exact_at(&mut first, 0).is_ok()
+        && first[0] == b'{'
+        && String::from_utf8_lossy(&tail).contains("\"record_size\"")
 }
 
 /// A regular file that is a zip archive whose dataset (at its top level or below its one top
@@ -515,6 +548,25 @@ mod tests {
                 "created paths are not renamed"
             );
         }
+        // A directory holding a Parquet reference set; one holding Zarr's own consolidated
+        // metadata is a Zarr dataset.
+        let set = dir.path().join("refs.parq");
+        std::fs::create_dir(&set).unwrap();
+        std::fs::write(
+            set.join(".zmetadata"),
+            r#"{"metadata": {".zgroup": {"zarr_format": 2}}, "record_size": 100000}"#,
+        )
+        .unwrap();
+        let text = set.to_str().unwrap();
+        assert_eq!(
+            path(text, Request::Open),
+            Some(format!("file://{text}#mode=nczarr,reference"))
+        );
+        std::fs::write(set.join(".zgroup"), "{}").unwrap();
+        assert_eq!(
+            path(text, Request::Open),
+            Some(format!("file://{text}#mode=nczarr,file"))
+        );
         // An HDF5 file whose user block holds such text stays HDF5.
         let mut with_block = b"{\".zgroup\": {}}".to_vec();
         with_block.resize(512, b' ');

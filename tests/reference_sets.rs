@@ -1,9 +1,10 @@
-//! Reference sets (`#mode=zarr,reference`): the JSON documents kerchunk writes for netCDF-4/HDF5
-//! and netCDF-3 files, read as Zarr datasets whose chunks are byte ranges of those files.
-//! netCDF4-python with the library preloaded reads every array as zarr-python reads the same
-//! document through fsspec, and as the files read directly; stock `ncdump` (4.9.0 and 4.10.1)
-//! prints the data it prints for the files. On S3 and over HTTP the document is one GET and each
-//! chunk one ranged GET of its file, never a HEAD. Broken documents and targets are errors.
+//! Reference sets (`#mode=zarr,reference`): the JSON documents and Parquet reference sets
+//! kerchunk writes for netCDF-4/HDF5 and netCDF-3 files, read as Zarr datasets whose chunks are
+//! byte ranges of those files. netCDF4-python with the library preloaded reads every array as
+//! zarr-python reads the same set through fsspec, and as the files read directly; stock
+//! `ncdump` (4.9.0 and 4.10.1) prints the data it prints for the files. On S3 and over HTTP the
+//! document (or each Parquet file) is one GET and each chunk one ranged GET of its file, never a
+//! HEAD. Broken sets and targets are errors.
 
 mod common;
 
@@ -14,14 +15,19 @@ use nczarr_rs::zmap::{Store, StoreKey};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// The documents `tests/py/write_references.py` writes, each with the files it describes.
-const DOCUMENTS: [(&str, &str); 6] = [
+/// The reference sets `tests/py/write_references.py` writes (JSON documents, and directories
+/// holding Parquet sets), each with the files it describes.
+const DOCUMENTS: [(&str, &str); 10] = [
     ("hdf.json", "hdf.nc"),
     ("hdf-v0.json", "hdf.nc"),
     ("hdf-templated.json", "hdf.nc"),
     ("classic.json", "classic.nc"),
     ("combined.json", "part0.nc,part1.nc,part2.nc"),
     ("generated.json", ""),
+    ("hdf.parq", "hdf.nc"),
+    ("classic.parq", "classic.nc"),
+    ("combined.parq", "part0.nc,part1.nc,part2.nc"),
+    ("holes.parq", ""),
 ];
 
 /// Writes the netCDF files and their reference documents into `dir`.
@@ -87,20 +93,24 @@ fn netcdf4_python_reads_reference_sets_as_zarr_python_and_the_files_do() {
     let got: serde_json::Value =
         serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
     assert_eq!(got["faults"], serde_json::json!([]), "{got:#}");
-    // hdf.nc's 15 arrays in three documents, classic.nc's 3, the combined parts' 3, and the
-    // generated document's 3 (one of them classic.nc's `r`).
+    // hdf.nc's 15 arrays in three documents and two Parquet sets, classic.nc's 3 and the
+    // combined parts' 3 in a document and a Parquet set each, and the generated document's 3
+    // (one of them classic.nc's `r`).
     let mut expected = serde_json::Map::new();
     for name in [
         "be", "c", "s", "scalar", "sub/gv", "t_f8", "t_i1", "t_i8", "t_u1", "t_u2", "t_u4", "t_u8",
         "v", "w",
     ] {
-        expected.insert(name.into(), 3.into());
+        expected.insert(name.into(), 5.into());
     }
-    expected.insert("time".into(), 4.into());
-    for name in ["fixed", "q", "lat", "temp", "whole", "packed"] {
+    expected.insert("time".into(), 7.into());
+    for name in ["fixed", "q", "lat", "temp"] {
+        expected.insert(name.into(), 2.into());
+    }
+    for name in ["whole", "packed"] {
         expected.insert(name.into(), 1.into());
     }
-    expected.insert("r".into(), 2.into());
+    expected.insert("r".into(), 3.into());
     assert_eq!(
         got["checked"],
         serde_json::Value::Object(expected),
@@ -109,7 +119,8 @@ fn netcdf4_python_reads_reference_sets_as_zarr_python_and_the_files_do() {
 }
 
 /// Stock `ncdump` of 4.9.0 and of 4.10.1, through the library, prints the data of each
-/// document as `ncdump` prints the file it describes, whether named by URL or by plain path.
+/// document and Parquet set as `ncdump` prints the file it describes, whether named by URL or
+/// by plain path.
 #[test]
 fn stock_ncdump_reads_reference_sets_as_it_reads_the_files() {
     if common::preloaded_library().is_none() {
@@ -144,7 +155,7 @@ fn stock_ncdump_reads_reference_sets_as_it_reads_the_files() {
             report.case(&format!("{host:?}/{name}"), outcome);
         }
     }
-    report.finish(16);
+    report.finish(24);
 }
 
 /// The GETs of each object, by object: how many asked for which range (`None`: whole).
@@ -229,9 +240,42 @@ fn retargeted(dir: &Path, doc: &str, prefix: &str, as_name: &str) -> Vec<u8> {
     bytes
 }
 
+/// Writes the reference document `doc` in `dir` as the Parquet reference set `set` there, 5
+/// references a record.
+fn to_parquet(dir: &Path, doc: &str, set: &str) {
+    let script = common::repo_root().join("tests/py/to_parquet.py");
+    let (doc, set) = (dir.join(doc), dir.join(set));
+    common::python::run(
+        "kerchunk",
+        &[
+            script.to_str().unwrap(),
+            doc.to_str().unwrap(),
+            set.to_str().unwrap(),
+            "5",
+        ],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// The files below directory `dir`, by their names below `name` (`name/sub/file`).
+fn files_below(dir: &Path, name: &str) -> BTreeMap<String, std::path::PathBuf> {
+    let mut out = BTreeMap::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        let below = format!("{name}/{}", entry.file_name().to_str().unwrap());
+        if entry.file_type().unwrap().is_dir() {
+            out.extend(files_below(&entry.path(), &below));
+        } else {
+            out.insert(below, entry.path());
+        }
+    }
+    out
+}
+
 /// Stock `ncdump` reads documents on S3 (moto) and on a WebDAV server, whose targets are
-/// `s3://` or `http://` URLs or names relative to the document: the same text as the documents
-/// read locally, the document in one GET, each chunk in one ranged GET of its file, no HEAD.
+/// `s3://` or `http://` URLs or names relative to the document, and Parquet sets there: the
+/// same text as the documents read locally, the document (each file of a Parquet set) in one
+/// GET, each chunk in one ranged GET of its file, no HEAD.
 #[test]
 fn reference_sets_on_s3_and_http_fetch_each_chunk_once_by_range() {
     if common::preloaded_library().is_none() {
@@ -241,13 +285,14 @@ fn reference_sets_on_s3_and_http_fetch_each_chunk_once_by_range() {
     write_references(dir.path());
     let mut report = Report::new("remote reference sets");
     // `ncdump` of `url` behind `proxy` prints what it prints for the local document `local`,
-    // and fetches as `fetch_faults` allows.
+    // and fetches as `fetch_faults` allows: `doc` and `wholes` read whole once each, and the
+    // chunks `local` names in targets by range (or `ranges`) one ranged GET each.
     let read_remotely = |proxy: &CountingProxy,
                          url: &str,
                          env: &[(&str, Option<&str>)],
-                         doc: &str,
-                         local: &str,
-                         expected_fetches: Option<(BTreeMap<&str, usize>, &[&str])>|
+                         (doc, local): (&str, &str),
+                         ranges: Option<BTreeMap<&str, usize>>,
+                         wholes: &[&str]|
      -> Result<(), String> {
         let expected = common::ncdump(Host::Ours, &[], &reference_url(&dir.path().join(local)))?;
         proxy.take();
@@ -259,10 +304,8 @@ fn reference_sets_on_s3_and_http_fetch_each_chunk_once_by_range() {
             return Err(diff);
         }
         let in_document = ranges_per_target(dir.path(), local);
-        let (ranges, wholes) = expected_fetches.unwrap_or_else(|| {
-            let ranges = in_document.iter().map(|(k, v)| (k.as_str(), *v)).collect();
-            (ranges, &[])
-        });
+        let ranges =
+            ranges.unwrap_or_else(|| in_document.iter().map(|(k, v)| (k.as_str(), *v)).collect());
         let faults = fetch_faults(&reqs, doc, &ranges, wholes);
         if faults.is_empty() {
             Ok(())
@@ -296,6 +339,14 @@ fn reference_sets_on_s3_and_http_fetch_each_chunk_once_by_range() {
         "combined.json",
         retargeted(dir.path(), "combined.json", &to_s3, "combined-s3.json"),
     );
+    // Parquet sets: hdf.json's references to S3 (5 a record), and classic.parq, whose target
+    // is found beside it.
+    to_parquet(dir.path(), "hdf-s3.json", "hdf-s3.parq");
+    let hdf_parq = files_below(&dir.path().join("hdf-s3.parq"), "hdf.parq");
+    let classic_parq = files_below(&dir.path().join("classic.parq"), "classic.parq");
+    for (name, path) in hdf_parq.iter().chain(&classic_parq) {
+        put(name, std::fs::read(path).unwrap());
+    }
     let endpoint = proxy.endpoint();
     let env = tool_env(&endpoint);
     for (doc, local) in [
@@ -304,8 +355,18 @@ fn reference_sets_on_s3_and_http_fetch_each_chunk_once_by_range() {
         ("combined.json", "combined.json"),
     ] {
         let url = format!("s3://{}/data/{doc}#mode=zarr,reference", common::s3::BUCKET);
-        let outcome = read_remotely(&proxy, &url, &env, doc, local, None);
+        let outcome = read_remotely(&proxy, &url, &env, (doc, local), None, &[]);
         report.case(&format!("s3/{doc}"), outcome);
+    }
+    for (set, local, files) in [
+        ("hdf.parq", "hdf.json", &hdf_parq),
+        ("classic.parq", "classic.json", &classic_parq),
+    ] {
+        let url = format!("s3://{}/data/{set}#mode=zarr,reference", common::s3::BUCKET);
+        let wholes: Vec<&str> = files.keys().map(String::as_str).collect();
+        let zmetadata = format!("{set}/.zmetadata");
+        let outcome = read_remotely(&proxy, &url, &env, (&zmetadata, local), None, &wholes);
+        report.case(&format!("s3/{set}"), outcome);
     }
 
     let web = WebServer::start(WebKind::WebDav, dir.path());
@@ -316,6 +377,7 @@ fn reference_sets_on_s3_and_http_fetch_each_chunk_once_by_range() {
         &format!("{}/", web_proxy.endpoint()),
         "hdf-http.json",
     );
+    to_parquet(dir.path(), "hdf-http.json", "hdf-http.parq");
     let env = [
         ("NCZARR_RS_QUIET", None),
         ("NCZARR_RS_S3_CONCURRENCY", Some("4")),
@@ -325,28 +387,43 @@ fn reference_sets_on_s3_and_http_fetch_each_chunk_once_by_range() {
         ("classic.json", "classic.json"),
     ] {
         let url = format!("{}/{doc}#mode=zarr,reference,http", web_proxy.endpoint());
-        let outcome = read_remotely(&web_proxy, &url, &env, doc, local, None);
+        let outcome = read_remotely(&web_proxy, &url, &env, (doc, local), None, &[]);
         report.case(&format!("http/{doc}"), outcome);
+    }
+    for (set, local) in [
+        ("hdf-http.parq", "hdf.json"),
+        ("classic.parq", "classic.json"),
+    ] {
+        let url = format!("{}/{set}#mode=zarr,reference,http", web_proxy.endpoint());
+        let files = files_below(&dir.path().join(set), set);
+        let wholes: Vec<&str> = files.keys().map(String::as_str).collect();
+        let zmetadata = format!("{set}/.zmetadata");
+        let outcome = read_remotely(&web_proxy, &url, &env, (&zmetadata, local), None, &wholes);
+        report.case(&format!("http/{set}"), outcome);
     }
     // Its generator names 4 ranges of classic.nc; the whole files it names are read once each.
     let url = format!(
         "{}/generated.json#mode=zarr,reference,http",
         web_proxy.endpoint()
     );
-    let fetches = (
-        BTreeMap::from([("classic.nc", 4)]),
-        &["raw.bin", "packed.bin"][..],
-    );
     let outcome = read_remotely(
         &web_proxy,
         &url,
         &env,
-        "generated.json",
-        "generated.json",
-        Some(fetches),
+        ("generated.json", "generated.json"),
+        Some(BTreeMap::from([("classic.nc", 4)])),
+        &["raw.bin", "packed.bin"],
     );
     report.case("http/generated.json", outcome);
-    report.finish(6);
+    report.finish(10);
+}
+
+/// A copy of `hdf.parq` in `dir` as `name`, broken by `breaking`; its URL.
+fn broken_parquet(dir: &Path, name: &str, breaking: impl Fn(&Path)) -> String {
+    let set = dir.join(name);
+    common::copy_tree(&dir.join("hdf.parq"), &set);
+    breaking(&set);
+    reference_url(&set)
 }
 
 /// Broken documents and targets fail with the netCDF error that says so and a message naming
@@ -407,6 +484,25 @@ fn broken_reference_sets_are_errors() {
             ),
             "unsupported scheme",
             "NetCDF: Malformed URL",
+        ),
+        (
+            broken_parquet(dir.path(), "damaged.parq", |set| {
+                let record = set.join("v/refs.0.parq");
+                let bytes = std::fs::read(&record).unwrap();
+                std::fs::write(&record, &bytes[..bytes.len() / 2]).unwrap();
+            }),
+            "not a readable Parquet file",
+            "I/O failure",
+        ),
+        (
+            broken_parquet(dir.path(), "no-records.parq", |set| {
+                let zmetadata = set.join(".zmetadata");
+                let text = std::fs::read_to_string(&zmetadata).unwrap();
+                let text = text.replace("\"record_size\":5", "\"record_size\":0");
+                std::fs::write(&zmetadata, text).unwrap();
+            }),
+            "no \"record_size\"",
+            "NCZarr error",
         ),
     ];
     let mut report = Report::new("broken reference sets");

@@ -1,14 +1,16 @@
-//! Reference datasets: a Zarr dataset whose objects are bytes held in a JSON reference
-//! document (kerchunk, VirtualiZarr, fsspec's `ReferenceFileSystem`) or byte ranges of other
-//! files (the chunks of netCDF-4/HDF5, netCDF-3, GRIB or TIFF files), read-only.
+//! Reference datasets: a Zarr dataset whose objects are bytes held in a reference set
+//! (kerchunk, VirtualiZarr, fsspec's `ReferenceFileSystem`) or byte ranges of other files (the
+//! chunks of netCDF-4/HDF5, netCDF-3, GRIB or TIFF files), read-only. A reference set is a JSON
+//! [`document`], or a directory of [`parquet`] records.
 //!
-//! Owns the store over a parsed [`document`]: its listing, and reading each object inline or
-//! from its [`targets`] (local ranges by positional reads in parallel, remote ones as
-//! concurrent ranged GETs through the target's store), with the check that a target holds
-//! every byte a reference names. [`open`] reads the document from a file, S3 or a web server.
-//! It knows nothing of Zarr or netCDF.
+//! Owns the store over a reference set: its listing, and reading each object inline or from
+//! its [`targets`] (local ranges by positional reads in parallel, remote ones as concurrent
+//! ranged GETs through the target's store), with the check that a target holds every byte a
+//! reference names. [`open`] reads the set from a file or directory, S3 or a web server. It
+//! knows nothing of Zarr or netCDF.
 
 mod document;
+mod parquet;
 mod targets;
 mod templates;
 
@@ -16,55 +18,157 @@ use super::positional::read_at;
 use super::{ObjectLimit, Runs, Store, StoreKey, StorePrefix, Tail, copy_runs};
 use crate::error::{Error, Result};
 use crate::url::{DatasetUrl, StorageKind};
+use bytes::Bytes;
 use document::Reference;
 use rayon::prelude::*;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
+use std::sync::Arc;
 use targets::{Base, Place, Service, Targets};
 
-/// A read-only [`Store`] serving the keys of one reference document.
+/// What one key of a reference set holds, its target found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Entry {
+    /// These bytes.
+    Inline(Bytes),
+    /// The whole object at this place.
+    Whole(Arc<Place>),
+    /// `len` bytes from `offset` of the object at `place`.
+    Range {
+        place: Arc<Place>,
+        offset: u64,
+        len: u64,
+    },
+}
+
+impl Entry {
+    fn place(&self) -> Option<&Place> {
+        match self {
+            Entry::Inline(_) => None,
+            Entry::Whole(place) | Entry::Range { place, .. } => Some(place),
+        }
+    }
+}
+
+/// The keys of a reference set.
+#[derive(Debug)]
+enum Index {
+    /// A JSON document's, every one in memory; whether every target is a local file.
+    Document {
+        entries: BTreeMap<String, Entry>,
+        all_local: bool,
+    },
+    /// A Parquet reference set's: its metadata in memory, chunks read record by record.
+    Parquet(Box<parquet::ParquetSet>),
+}
+
+/// A read-only [`Store`] serving the keys of one reference set.
 #[derive(Debug)]
 pub struct ReferenceStore {
-    entries: BTreeMap<String, Reference>,
+    index: Index,
     targets: Targets,
     limit: ObjectLimit,
     described: String,
 }
 
-/// Opens the reference document `url` names (mode `reference`): a local file, an S3 object or
-/// a file on a web server, as the URL's storage says. Its targets are found and checked, but
+/// Opens the reference set `url` names (mode `reference`): a JSON document in a local file, an
+/// S3 object or a file on a web server, or a Parquet reference set in a local directory or
+/// under an S3 or web prefix, as the URL's storage says. Its targets are found and checked, but
 /// not opened.
 pub fn open(url: &DatasetUrl) -> Result<ReferenceStore> {
-    let (bytes, base, endpoint) = read_document(url)?;
-    let doc = document::parse(&bytes, &url.original)?;
-    drop(bytes);
-    let targets = Targets::new(&doc.targets, &base, url.clone(), endpoint)?;
+    let (found, base, endpoint) = read_set(url)?;
+    let index = match found {
+        SetFound::Document(bytes) => {
+            let doc = document::parse(&bytes, &url.original)?;
+            drop(bytes);
+            let places: Vec<Arc<Place>> = doc
+                .targets
+                .iter()
+                .map(|u| targets::locate(u, &base).map(Arc::new))
+                .collect::<Result<_>>()?;
+            let all_local = places.iter().all(|p| matches!(**p, Place::Local(_)));
+            let entries = doc
+                .entries
+                .into_iter()
+                .map(|(key, reference)| {
+                    let entry = match reference {
+                        Reference::Inline(bytes) => Entry::Inline(Bytes::from(bytes)),
+                        Reference::Whole { target } => {
+                            Entry::Whole(places[target as usize].clone())
+                        }
+                        Reference::Range {
+                            target,
+                            offset,
+                            len,
+                        } => Entry::Range {
+                            place: places[target as usize].clone(),
+                            offset,
+                            len,
+                        },
+                    };
+                    (key, entry)
+                })
+                .collect();
+            Index::Document { entries, all_local }
+        }
+        SetFound::Parquet(records) => Index::Parquet(Box::new(parquet::ParquetSet::open(
+            records,
+            base,
+            &url.original,
+        )?)),
+    };
     Ok(ReferenceStore {
-        entries: doc.entries,
-        targets,
+        index,
+        targets: Targets::new(url.clone(), endpoint),
         limit: ObjectLimit::default(),
         described: url.original.clone(),
     })
 }
 
-/// The S3 service (`s3` or `gs3`) and endpoint a document was read from.
+/// The S3 service (`s3` or `gs3`) and endpoint a reference set was read from.
 type ReadFrom = Option<(&'static str, String)>;
 
-/// The document's bytes, where relative targets are found from, and the S3 service and
-/// endpoint it was read from (if it was).
-fn read_document(url: &DatasetUrl) -> Result<(Vec<u8>, Base, ReadFrom)> {
+/// A reference set, as found where its URL leads.
+enum SetFound {
+    /// A JSON document's bytes.
+    Document(Vec<u8>),
+    /// A directory or prefix holding a Parquet reference set.
+    Parquet(parquet::Records),
+}
+
+/// The reference set `url` names, where relative targets are found from, and the S3 service
+/// and endpoint it was read from (if it was). A local directory is a Parquet reference set;
+/// so is a remote name ending in `.parq` or `.parquet`, or one that is no object (as fsspec
+/// takes them).
+fn read_set(url: &DatasetUrl) -> Result<(SetFound, Base, ReadFrom)> {
     let limit = ObjectLimit::default();
     let too_large = || format!("reference document {}", url.original);
-    // Remote documents: the store of the directory holding it, and its name there.
+    // Remote sets: the store of the directory holding it, and its name there.
     let in_dir = || -> Result<(DatasetUrl, StoreKey)> {
         let (dir, name) = url.path.rsplit_once('/').unwrap_or(("", &url.path));
         let name = StoreKey::new(name).map_err(|e| Error::Url {
             url: url.original.clone(),
-            why: format!("does not name a reference document ({e})"),
+            why: format!("does not name a reference set ({e})"),
         })?;
         let mut at_dir = url.clone();
         at_dir.path = dir.to_string();
         Ok((at_dir, name))
+    };
+    // A remote set named `name` in `store`: a document, or the records below it.
+    let remote = |store: super::remote::RemoteStore, name: StoreKey| -> Result<SetFound> {
+        let parquet = |store| {
+            Ok(SetFound::Parquet(parquet::Records::Remote {
+                store: Box::new(store),
+                prefix: format!("{name}/"),
+            }))
+        };
+        if name.as_str().ends_with(".parq") || name.as_str().ends_with(".parquet") {
+            return parquet(store);
+        }
+        match store.get(&name)? {
+            Some(bytes) => Ok(SetFound::Document(bytes)),
+            None => parquet(store),
+        }
     };
     match url.storage_kind() {
         StorageKind::File => {
@@ -73,12 +177,10 @@ fn read_document(url: &DatasetUrl) -> Result<(Vec<u8>, Base, ReadFrom)> {
                 std::io::ErrorKind::NotFound => Error::NotFound(url.original.clone()),
                 _ => Error::io(&url.path, e),
             })?;
+            let parent = path.parent().unwrap_or(Path::new("/")).to_path_buf();
             if meta.is_dir() {
-                return Err(Error::NotZarr(format!(
-                    "{}: a directory; a reference document is a JSON file (reference sets \
-                     stored as Parquet are not read)",
-                    url.original
-                )));
+                let records = parquet::Records::Local(path.to_path_buf());
+                return Ok((SetFound::Parquet(records), Base::Local(parent), None));
             }
             if !meta.is_file() {
                 return Err(Error::NotZarr(format!(
@@ -88,12 +190,11 @@ fn read_document(url: &DatasetUrl) -> Result<(Vec<u8>, Base, ReadFrom)> {
             }
             limit.check(too_large, meta.len())?;
             let bytes = std::fs::read(path).map_err(|e| Error::io(&url.path, e))?;
-            let parent = path.parent().unwrap_or(Path::new("/")).to_path_buf();
-            Ok((bytes, Base::Local(parent), None))
+            Ok((SetFound::Document(bytes), Base::Local(parent), None))
         }
         StorageKind::Zip => Err(Error::Url {
             url: url.original.clone(),
-            why: "a reference document is read from a file, S3 or a web server, \
+            why: "a reference set is read from a file or directory, S3 or a web server, \
                   not from a zip archive"
                 .into(),
         }),
@@ -112,11 +213,8 @@ fn read_document(url: &DatasetUrl) -> Result<(Vec<u8>, Base, ReadFrom)> {
             };
             let dir = with_slash(&settings.root);
             let endpoint = settings.endpoint.clone().map(|e| (scheme, e));
-            let store = super::s3::open(settings)?;
-            let bytes = store
-                .get(&name)?
-                .ok_or_else(|| Error::NotFound(url.original.clone()))?;
-            Ok((bytes, Base::Remote { service, dir }, endpoint))
+            let found = remote(super::s3::open(settings)?, name)?;
+            Ok((found, Base::Remote { service, dir }, endpoint))
         }
         StorageKind::Http => {
             let (at_dir, name) = in_dir()?;
@@ -125,11 +223,8 @@ fn read_document(url: &DatasetUrl) -> Result<(Vec<u8>, Base, ReadFrom)> {
                 server: settings.server.clone(),
             };
             let dir = with_slash(&settings.root);
-            let store = super::http::open(settings)?;
-            let bytes = store
-                .get(&name)?
-                .ok_or_else(|| Error::NotFound(url.original.clone()))?;
-            Ok((bytes, Base::Remote { service, dir }, None))
+            let found = remote(super::http::open(settings)?, name)?;
+            Ok((found, Base::Remote { service, dir }, None))
         }
     }
 }
@@ -160,7 +255,6 @@ type WholeRemote<'a> = HashMap<&'a Service, (Vec<usize>, Vec<StoreKey>)>;
 /// file).
 struct LocalReads<'a, 'p> {
     at: usize,
-    target: usize,
     path: &'p Path,
     runs: Runs<'a>,
     span: Option<(u64, u64)>,
@@ -194,16 +288,36 @@ impl ReferenceStore {
         }
     }
 
-    /// The length of the whole-object reference `target` of key `i` when it is a local file;
-    /// `None` when it is remote, the key then added to `whole_remote`.
+    /// What `keys` hold (`None`: nothing), in order.
+    fn find_many(&self, keys: &[StoreKey]) -> Result<Vec<Option<Entry>>> {
+        match &self.index {
+            Index::Document { entries, .. } => Ok(keys
+                .iter()
+                .map(|k| entries.get(k.as_str()).cloned())
+                .collect()),
+            Index::Parquet(set) => set.find_many(keys),
+        }
+    }
+
+    /// The keys listed: every key of a document; a Parquet set's metadata keys (its chunks'
+    /// keys are not listed).
+    fn listed(&self) -> Listed<'_> {
+        match &self.index {
+            Index::Document { entries, .. } => Listed::Entries(entries),
+            Index::Parquet(set) => Listed::Metadata(set.metadata()),
+        }
+    }
+
+    /// The length of the whole-object reference to `place` of key `i` when it is a local
+    /// file; `None` when it is remote, the key then added to `whole_remote`.
     fn whole_len<'s>(
-        &'s self,
-        target: u32,
+        &self,
+        place: &'s Place,
         i: usize,
         whole_remote: &mut WholeRemote<'s>,
     ) -> Result<Option<u64>> {
-        match &self.targets.places[target as usize] {
-            Place::Local(path) => self.file_len(target as usize, path).map(Some),
+        match place {
+            Place::Local(path) => self.file_len(path).map(Some),
             Place::Remote { service, key } => {
                 let (at, keys) = whole_remote.entry(service).or_default();
                 at.push(i);
@@ -236,9 +350,9 @@ impl ReferenceStore {
             .collect()
     }
 
-    /// The length of local target `target` (at `path`).
-    fn file_len(&self, target: usize, path: &Path) -> Result<u64> {
-        let file = self.targets.file(target, path)?;
+    /// The length of the local target at `path`.
+    fn file_len(&self, path: &Path) -> Result<u64> {
+        let file = self.targets.file(path)?;
         let meta = file
             .metadata()
             .map_err(|e| Error::io(path.display().to_string(), e))?;
@@ -249,7 +363,7 @@ impl ReferenceStore {
     /// file's). A range the file does not hold whole is an error; runs of a whole file stop
     /// at its end.
     fn read_local(&self, job: LocalReads<'_, '_>, key: &str) -> Result<u64> {
-        let file = self.targets.file(job.target, job.path)?;
+        let file = self.targets.file(job.path)?;
         let shown = || job.path.display().to_string();
         let size = file.metadata().map_err(|e| Error::io(shown(), e))?.len();
         holds_span(self, key, &shown(), size, job.span)?;
@@ -265,42 +379,43 @@ impl ReferenceStore {
     }
 }
 
+/// The keys a reference set lists.
+enum Listed<'a> {
+    Entries(&'a BTreeMap<String, Entry>),
+    Metadata(&'a BTreeMap<String, Bytes>),
+}
+
 impl Store for ReferenceStore {
     fn get(&self, key: &StoreKey) -> Result<Option<Vec<u8>>> {
         Ok(self.get_many(std::slice::from_ref(key))?.pop().flatten())
     }
 
     fn get_many(&self, keys: &[StoreKey]) -> Result<Vec<Option<Vec<u8>>>> {
+        let found = self.find_many(keys)?;
         let mut out: Vec<Option<Vec<u8>>> = vec![None; keys.len()];
         // Objects of known length, read as one run each; whole remote objects, by service.
         let mut ranged: Vec<(usize, Vec<u8>)> = Vec::new();
         let mut whole_remote = WholeRemote::new();
-        for (i, key) in keys.iter().enumerate() {
-            let len = match self.entries.get(key.as_str()) {
+        for (i, (key, entry)) in keys.iter().zip(&found).enumerate() {
+            let len = match entry {
                 None => continue,
-                Some(Reference::Inline(bytes)) => {
-                    out[i] = Some(bytes.clone());
+                Some(Entry::Inline(bytes)) => {
+                    out[i] = Some(bytes.to_vec());
                     continue;
                 }
-                Some(Reference::Range {
-                    target,
-                    offset,
-                    len,
-                }) => {
+                Some(Entry::Range { place, offset, len }) => {
                     // A local file is checked before its bytes are allocated for.
-                    if let Place::Local(path) = &self.targets.places[*target as usize] {
-                        let size = self.file_len(*target as usize, path)?;
+                    if let Place::Local(path) = &**place {
+                        let size = self.file_len(path)?;
                         let shown = path.display().to_string();
                         holds_span(self, key.as_str(), &shown, size, Some((*offset, *len)))?;
                     }
                     *len
                 }
-                Some(Reference::Whole { target }) => {
-                    match self.whole_len(*target, i, &mut whole_remote)? {
-                        Some(len) => len,
-                        None => continue,
-                    }
-                }
+                Some(Entry::Whole(place)) => match self.whole_len(place, i, &mut whole_remote)? {
+                    Some(len) => len,
+                    None => continue,
+                },
             };
             self.limit
                 .check(|| format!("{key} in {}", self.described), len)?;
@@ -339,26 +454,23 @@ impl Store for ReferenceStore {
     }
 
     fn get_runs_many(&self, keys: &[StoreKey], runs: &mut [Runs<'_>]) -> Result<Vec<Option<u64>>> {
+        let found = self.find_many(keys)?;
         let mut out: Vec<Option<u64>> = vec![None; keys.len()];
         let mut local: Vec<LocalReads<'_, '_>> = Vec::new();
         let mut remote: HashMap<&Service, RemoteReads<'_>> = HashMap::new();
         // A byte for each read that asks only a whole remote object's length.
         let mut probes = vec![[0u8; 1]; keys.len()];
-        let each = keys.iter().zip(runs.iter_mut()).zip(probes.iter_mut());
-        for (i, ((key, runs), probe)) in each.enumerate() {
-            let (target, span) = match self.entries.get(key.as_str()) {
+        let each = found.iter().zip(runs.iter_mut()).zip(probes.iter_mut());
+        for (i, ((entry, runs), probe)) in each.enumerate() {
+            let (place, span) = match entry {
                 None => continue,
-                Some(Reference::Inline(bytes)) => {
+                Some(Entry::Inline(bytes)) => {
                     copy_runs(bytes, 0, runs);
                     out[i] = Some(bytes.len() as u64);
                     continue;
                 }
-                Some(Reference::Range {
-                    target,
-                    offset,
-                    len,
-                }) => (*target, Some((*offset, *len))),
-                Some(Reference::Whole { target }) => (*target, None),
+                Some(Entry::Range { place, offset, len }) => (place, Some((*offset, *len))),
+                Some(Entry::Whole(place)) => (place, None),
             };
             // Runs in the target's offsets, each cut at the range's end.
             let offset = span.map_or(0, |(o, _)| o);
@@ -370,10 +482,9 @@ impl Store for ReferenceStore {
                     (n > 0).then(|| (offset + *at, &mut buf[..n]))
                 })
                 .collect();
-            match &self.targets.places[target as usize] {
+            match &**place {
                 Place::Local(path) => local.push(LocalReads {
                     at: i,
-                    target: target as usize,
                     path,
                     runs: there,
                     span,
@@ -425,20 +536,19 @@ impl Store for ReferenceStore {
     }
 
     fn get_tails_many(&self, keys: &[StoreKey], n: usize) -> Result<Vec<Option<Tail>>> {
+        let found = self.find_many(keys)?;
         let mut tails: Vec<Option<Tail>> = vec![None; keys.len()];
         // Whole remote objects: a suffix request each, through their service.
         let mut whole_remote = WholeRemote::new();
-        for (i, key) in keys.iter().enumerate() {
-            let len = match self.entries.get(key.as_str()) {
+        for (i, entry) in found.iter().enumerate() {
+            let len = match entry {
                 None => continue,
-                Some(Reference::Inline(bytes)) => bytes.len() as u64,
-                Some(Reference::Range { len, .. }) => *len,
-                Some(Reference::Whole { target }) => {
-                    match self.whole_len(*target, i, &mut whole_remote)? {
-                        Some(len) => len,
-                        None => continue,
-                    }
-                }
+                Some(Entry::Inline(bytes)) => bytes.len() as u64,
+                Some(Entry::Range { len, .. }) => *len,
+                Some(Entry::Whole(place)) => match self.whole_len(place, i, &mut whole_remote)? {
+                    Some(len) => len,
+                    None => continue,
+                },
             };
             tails[i] = Some(Tail {
                 len,
@@ -470,16 +580,16 @@ impl Store for ReferenceStore {
     }
 
     fn reads_runs_in_place(&self, key: &StoreKey) -> bool {
-        let target = match self.entries.get(key.as_str()) {
-            Some(Reference::Range { target, .. } | Reference::Whole { target }) => *target,
-            _ => return true,
-        };
-        match &self.targets.places[target as usize] {
-            Place::Local(_) => true,
-            Place::Remote { service, key } => self
-                .targets
-                .remote(service)
-                .is_ok_and(|store| store.reads_runs_in_place(key)),
+        let found = self.find_many(std::slice::from_ref(key));
+        match found.ok().and_then(|mut f| f.pop().flatten()) {
+            Some(entry) => match entry.place() {
+                None | Some(Place::Local(_)) => true,
+                Some(Place::Remote { service, key }) => self
+                    .targets
+                    .remote(service)
+                    .is_ok_and(|store| store.reads_runs_in_place(key)),
+            },
+            None => true,
         }
     }
 
@@ -489,7 +599,10 @@ impl Store for ReferenceStore {
     }
 
     fn is_local(&self) -> bool {
-        self.targets.all_local()
+        match &self.index {
+            Index::Document { all_local, .. } => *all_local,
+            Index::Parquet(set) => set.is_local(),
+        }
     }
 
     fn put(&self, key: &StoreKey, _value: &[u8]) -> Result<()> {
@@ -505,11 +618,17 @@ impl Store for ReferenceStore {
     }
 
     fn list_children(&self, prefix: &StorePrefix) -> Result<Vec<String>> {
-        Ok(super::children_in(&self.entries, prefix))
+        Ok(match self.listed() {
+            Listed::Entries(entries) => super::children_in(entries, prefix),
+            Listed::Metadata(metadata) => super::children_in(metadata, prefix),
+        })
     }
 
     fn list_keys(&self, prefix: &StorePrefix) -> Result<Vec<StoreKey>> {
-        super::keys_in(&self.entries, prefix)
+        match self.listed() {
+            Listed::Entries(entries) => super::keys_in(entries, prefix),
+            Listed::Metadata(metadata) => super::keys_in(metadata, prefix),
+        }
     }
 
     fn describe(&self) -> String {

@@ -4,6 +4,7 @@ through fsspec's ReferenceFileSystem, and the netCDF files the document points i
 directly (HDF5 or netCDF-3). Prints {"checked": {<array>: <documents it was compared in>}, "faults": [...]} as JSON.
 
 usage: check_references.py DIR DOC[=ORIGINAL[,ORIGINAL...]] ...
+DOC: a JSON reference document, or a directory holding a Parquet reference set.
 ORIGINAL: the file the document describes; several: parts concatenated along the first
 dimension of every variable that has it ("time").
 """
@@ -19,6 +20,7 @@ import fsspec
 import netCDF4
 import numpy as np
 import zarr
+from fsspec.implementations.reference import LazyReferenceMapper
 from zarr.storage import FsspecStore
 
 top = sys.argv[1]
@@ -45,8 +47,9 @@ def ours_of(ds, path):
 
 
 def zarr_arrays(group, fs):
-    # By the document's keys: zarr-python lists no arrays in a subgroup of a reference set.
-    for key in sorted(fs.references):
+    # By the document's keys: zarr-python lists no arrays in a subgroup of a reference set
+    # (and fsspec cannot list a Parquet set's keys when it has groups: its metadata's, then).
+    for key in sorted(getattr(fs.references, "zmetadata", fs.references)):
         if key.endswith("/.zarray"):
             path = key[: -len("/.zarray")]
             yield path, group[path]
@@ -69,8 +72,15 @@ for spec in sys.argv[2:]:
     doc, _, originals = spec.partition("=")
     originals = [o for o in originals.split(",") if o]
     url = f"file://{os.path.abspath(doc)}#mode=zarr,reference"
-    # Generators are rendered (with jinja2) only when simple templates are turned off.
-    fs = fsspec.filesystem("reference", fo=doc, simple_templates=False)
+    # Generators are rendered (with jinja2) only when simple templates are turned off. A
+    # Parquet set is read with pyarrow (fsspec reads a column pyarrow wrote with nothing but
+    # nulls wrongly through fastparquet), its target protocol named (fsspec guesses it from a
+    # first reference that may have no URL).
+    if os.path.isdir(doc):
+        lazy = LazyReferenceMapper(doc, fs=fsspec.filesystem("file"), engine="pyarrow")
+        fs = fsspec.filesystem("reference", fo=lazy, remote_protocol="file")
+    else:
+        fs = fsspec.filesystem("reference", fo=doc, simple_templates=False)
     oracle = zarr.open_group(store=FsspecStore(fs, read_only=True), mode="r", zarr_format=2)
     with netCDF4.Dataset(url) as ds:
         for path, arr in zarr_arrays(oracle, fs):

@@ -16,16 +16,27 @@ Reference documents (kerchunk):
 - generated.json: written here, version 1 with a generator (Jinja arithmetic) for the record
   variable of classic.nc, a template called with an argument, and whole-file references: raw
   little-endian integers and a small blosc-compressed chunk.
+
+Parquet reference sets (fsspec's LazyReferenceMapper layout), a few chunks per record so that
+arrays span several records:
+- hdf.parq: hdf.json by kerchunk's refs_to_dataframe (fastparquet), 5 references a record;
+- classic.parq: classic.json the same way, 3 a record, its target relative;
+- combined.parq: combined.json through LazyReferenceMapper with pyarrow, 4 a record (its
+  inlined chunks make `path` columns of nothing but nulls, which pyarrow types as null);
+- holes.parq: hdf.parq without one record file of `v` (those chunks were never written).
 """
 
 import json
 import os
+import shutil
 import sys
 
 import netCDF4
 import numcodecs
 import numpy as np
+from fsspec.implementations.reference import LazyReferenceMapper
 from kerchunk.combine import MultiZarrToZarr
+from kerchunk.df import refs_to_dataframe
 from kerchunk.hdf import SingleHdf5ToZarr
 from kerchunk.netCDF3 import NetCDF3ToZarr
 
@@ -166,3 +177,13 @@ write("generated.json", {
         "dimensions": {"i": {"stop": 4}},
     }],
 })
+
+refs_to_dataframe(refs, "hdf.parq", record_size=5)
+refs_to_dataframe("classic.json", "classic.parq", record_size=3)
+combined = LazyReferenceMapper.create("combined.parq", record_size=4, engine="pyarrow")
+combined_refs = json.load(open("combined.json"))["refs"]
+for key in sorted(combined_refs):  # metadata before the chunks it describes
+    combined[key] = combined_refs[key]
+combined.flush()
+shutil.copytree("hdf.parq", "holes.parq")
+os.remove("holes.parq/v/refs.1.parq")

@@ -51,17 +51,16 @@ pub enum Place {
     Remote { service: Service, key: StoreKey },
 }
 
-/// The targets of one document and the means to read them.
+/// The means to read a reference set's targets.
 #[derive(Debug)]
 pub struct Targets {
-    pub places: Vec<Place>,
-    /// The document's URL: its fragment's settings (`aws.profile`, `aws.endpoint`, ...) apply
+    /// The reference set's URL: its fragment's settings (`aws.profile`, `aws.endpoint`, ...) apply
     /// to every S3 target.
     document: DatasetUrl,
     /// The S3 service (`s3` or `gs3`) and endpoint the document itself was read from, for
     /// targets in other buckets of that service.
     endpoint: Option<(&'static str, String)>,
-    files: Mutex<HashMap<usize, Arc<File>>>,
+    files: Mutex<HashMap<PathBuf, Arc<File>>>,
     remotes: Mutex<HashMap<Service, Arc<RemoteStore>>>,
     /// The largest object remote stores read whole (see [`Store::allow_objects_up_to`]).
     allowed: std::sync::atomic::AtomicU64,
@@ -190,36 +189,22 @@ pub fn locate(target: &str, base: &Base) -> Result<Place> {
 }
 
 impl Targets {
-    /// The targets `urls` of the document at `document`, found from `base`; `endpoint` is the
-    /// S3 endpoint the document was read from, if it was. Nothing is opened yet.
-    pub fn new(
-        urls: &[String],
-        base: &Base,
-        document: DatasetUrl,
-        endpoint: Option<(&'static str, String)>,
-    ) -> Result<Targets> {
-        Ok(Targets {
-            places: urls
-                .iter()
-                .map(|u| locate(u, base))
-                .collect::<Result<_>>()?,
+    /// The means to read the targets of the reference set at `document`; `endpoint` is the S3
+    /// endpoint the set itself was read from, if it was. Nothing is opened yet.
+    pub fn new(document: DatasetUrl, endpoint: Option<(&'static str, String)>) -> Targets {
+        Targets {
             document,
             endpoint,
             files: Mutex::default(),
             remotes: Mutex::default(),
             allowed: std::sync::atomic::AtomicU64::new(super::super::LARGEST_OBJECT_AT_FIRST),
-        })
+        }
     }
 
-    /// True when every target is a local file.
-    pub fn all_local(&self) -> bool {
-        self.places.iter().all(|p| matches!(p, Place::Local(_)))
-    }
-
-    /// Target `index`'s file, opened.
-    pub fn file(&self, index: usize, path: &Path) -> Result<Arc<File>> {
+    /// The local file at `path`, opened.
+    pub fn file(&self, path: &Path) -> Result<Arc<File>> {
         let poisoned = || Error::Internal("reference file table lock poisoned".into());
-        if let Some(f) = self.files.lock().map_err(|_| poisoned())?.get(&index) {
+        if let Some(f) = self.files.lock().map_err(|_| poisoned())?.get(path) {
             return Ok(f.clone());
         }
         let shown = || path.display().to_string();
@@ -234,7 +219,7 @@ impl Targets {
         if files.len() >= MOST_FILES_OPEN {
             files.clear();
         }
-        files.insert(index, file.clone());
+        files.insert(path.to_path_buf(), file.clone());
         Ok(file)
     }
 
