@@ -1,6 +1,6 @@
 //! Reference sets (`#mode=zarr,reference`): the JSON documents and Parquet reference sets
 //! kerchunk writes for netCDF-4/HDF5 and netCDF-3 files, read as Zarr datasets whose chunks are
-//! byte ranges of those files. netCDF4-python with the library preloaded reads every array as
+//! byte ranges of those files, and a document of a Zarr v3 store's files. netCDF4-python with the library preloaded reads every array as
 //! zarr-python reads the same set through fsspec, and as the files read directly; stock
 //! `ncdump` (4.9.0 and 4.10.1) prints the data it prints for the files. On S3 and over HTTP the
 //! document (or each Parquet file) is one GET and each chunk one ranged GET of its file, never a
@@ -17,7 +17,7 @@ use std::path::Path;
 
 /// The reference sets `tests/py/write_references.py` writes (JSON documents, and directories
 /// holding Parquet sets), each with the files it describes.
-const DOCUMENTS: [(&str, &str); 10] = [
+const DOCUMENTS: [(&str, &str); 11] = [
     ("hdf.json", "hdf.nc"),
     ("hdf-v0.json", "hdf.nc"),
     ("hdf-templated.json", "hdf.nc"),
@@ -28,6 +28,7 @@ const DOCUMENTS: [(&str, &str); 10] = [
     ("classic.parq", "classic.nc"),
     ("combined.parq", "part0.nc,part1.nc,part2.nc"),
     ("holes.parq", ""),
+    ("v3.json", ""),
 ];
 
 /// Writes the netCDF files and their reference documents into `dir`.
@@ -94,8 +95,8 @@ fn netcdf4_python_reads_reference_sets_as_zarr_python_and_the_files_do() {
         serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
     assert_eq!(got["faults"], serde_json::json!([]), "{got:#}");
     // hdf.nc's 15 arrays in three documents and two Parquet sets, classic.nc's 3 and the
-    // combined parts' 3 in a document and a Parquet set each, and the generated document's 3
-    // (one of them classic.nc's `r`).
+    // combined parts' 3 in a document and a Parquet set each, the generated document's 3 (one
+    // of them classic.nc's `r`), and the Zarr v3 store's 3.
     let mut expected = serde_json::Map::new();
     for name in [
         "be", "c", "s", "scalar", "sub/gv", "t_f8", "t_i1", "t_i8", "t_u1", "t_u2", "t_u4", "t_u8",
@@ -107,7 +108,7 @@ fn netcdf4_python_reads_reference_sets_as_zarr_python_and_the_files_do() {
     for name in ["fixed", "q", "lat", "temp"] {
         expected.insert(name.into(), 2.into());
     }
-    for name in ["whole", "packed"] {
+    for name in ["whole", "packed", "plain", "sharded", "grp/g"] {
         expected.insert(name.into(), 1.into());
     }
     expected.insert("r".into(), 3.into());

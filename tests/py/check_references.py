@@ -53,6 +53,16 @@ def zarr_arrays(group, fs):
         if key.endswith("/.zarray"):
             path = key[: -len("/.zarray")]
             yield path, group[path]
+        elif key.endswith("/zarr.json") and json.loads(fs.cat(key))["node_type"] == "array":
+            path = key[: -len("/zarr.json")]
+            yield path, group[path]
+
+
+def dimension_names(arr):
+    if arr.metadata.zarr_format == 3:
+        names = arr.metadata.dimension_names
+        return None if names is None else list(names)
+    return arr.attrs.get("_ARRAY_DIMENSIONS")
 
 
 def originals_value(files, path):
@@ -81,7 +91,8 @@ for spec in sys.argv[2:]:
         fs = fsspec.filesystem("reference", fo=lazy, remote_protocol="file")
     else:
         fs = fsspec.filesystem("reference", fo=doc, simple_templates=False)
-    oracle = zarr.open_group(store=FsspecStore(fs, read_only=True), mode="r", zarr_format=2)
+    version = 3 if fs.exists("zarr.json") else 2
+    oracle = zarr.open_group(store=FsspecStore(fs, read_only=True), mode="r", zarr_format=version)
     with netCDF4.Dataset(url) as ds:
         for path, arr in zarr_arrays(oracle, fs):
             where = f"{doc}:{path}"
@@ -100,7 +111,7 @@ for spec in sys.argv[2:]:
                 faults.append(f"{where}: the first element alone differs")
             if originals and not same(got, originals_value(originals, path)):
                 faults.append(f"{where}: {got!r} differs from the file it points into")
-            dims = arr.attrs.get("_ARRAY_DIMENSIONS")
+            dims = dimension_names(arr)
             if dims is not None and list(var.dimensions) != dims:
                 faults.append(f"{where}: dimensions {var.dimensions} but {dims}")
             for name, value in arr.attrs.items():
@@ -108,6 +119,8 @@ for spec in sys.argv[2:]:
                     continue
                 if name not in var.ncattrs() or not same(var.getncattr(name), value):
                     faults.append(f"{where}: attribute {name} = {value!r} missing or different")
+            if version == 3:
+                continue  # a v3 fill_value is what was never written, not a _FillValue
             fill = json.loads(fs.cat(f"{path}/.zarray"))["fill_value"]
             # netCDF's default fill is the fill of a variable without the attribute.
             default = netCDF4.default_fillvals.get(arr.dtype.str[1:])

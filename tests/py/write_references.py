@@ -24,6 +24,11 @@ arrays span several records:
 - combined.parq: combined.json through LazyReferenceMapper with pyarrow, 4 a record (its
   inlined chunks make `path` columns of nothing but nulls, which pyarrow types as null);
 - holes.parq: hdf.parq without one record file of `v` (those chunks were never written).
+
+Zarr v3 inside a reference set:
+- v3.json: version 1, the store v3store/ that zarr-python 3 writes (a plain array, a sharded
+  one with an inner chunk never written, a group), its `zarr.json` objects inline as JSON and
+  every chunk and shard a whole-file reference relative to the document.
 """
 
 import json
@@ -34,6 +39,7 @@ import sys
 import netCDF4
 import numcodecs
 import numpy as np
+import zarr
 from fsspec.implementations.reference import LazyReferenceMapper
 from kerchunk.combine import MultiZarrToZarr
 from kerchunk.df import refs_to_dataframe
@@ -187,3 +193,27 @@ for key in sorted(combined_refs):  # metadata before the chunks it describes
 combined.flush()
 shutil.copytree("hdf.parq", "holes.parq")
 os.remove("holes.parq/v/refs.1.parq")
+
+store = zarr.open_group("v3store", mode="w", zarr_format=3)
+store.attrs["title"] = "Zarr v3 by reference"
+plain = store.create_array("plain", shape=(20, 30), chunks=(8, 16), dtype="f4",
+                           dimension_names=["y", "x"], fill_value=-1.0)
+plain[:] = np.arange(600, dtype="f4").reshape(20, 30) / 4
+plain.attrs["units"] = "m"
+sharded = store.create_array("sharded", shape=(40,), chunks=(4,), shards=(16,), dtype="i8",
+                             dimension_names=["t"])
+sharded[:36] = np.arange(36) * -3  # the last inner chunk is never written
+inner = store.create_group("grp")
+inner.attrs["note"] = "a v3 group"
+in_group = inner.create_array("g", shape=(5,), chunks=(5,), dtype="u2", dimension_names=["x5"])
+in_group[:] = [1, 2, 3, 4, 5]
+v3 = {"version": 1, "refs": {}}
+for root, _, names in os.walk("v3store"):
+    for name in names:
+        path = os.path.join(root, name)
+        key = os.path.relpath(path, "v3store")
+        if name == "zarr.json":
+            v3["refs"][key] = json.load(open(path))
+        else:
+            v3["refs"][key] = [path]
+write("v3.json", v3)
