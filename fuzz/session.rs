@@ -120,11 +120,11 @@ fn read_atts(ds: &Dataset, owner: Owner) {
     for name in names {
         let _ = ds.inq_att(owner, &name);
         let _ = ds.inq_attid(owner, &name);
-        if let Ok((Values::Fixed { ty, .. }, _)) = ds.get_att(owner, &name, None) {
-            if ty.is_numeric() {
-                let _ = ds.get_att(owner, &name, Some(NcType::Double));
-                let _ = ds.get_att(owner, &name, Some(NcType::Byte));
-            }
+        if let Ok((Values::Fixed { ty, .. }, _)) = ds.get_att(owner, &name, None)
+            && ty.is_numeric()
+        {
+            let _ = ds.get_att(owner, &name, Some(NcType::Double));
+            let _ = ds.get_att(owner, &name, Some(NcType::Byte));
         }
     }
 }

@@ -341,7 +341,7 @@ impl Chain {
         let last = self.0.len() - 1;
         for (i, c) in self.0.iter().enumerate() {
             let [even, odd] = &mut *buffers;
-            let (from, to) = if (last - i) % 2 == 0 {
+            let (from, to) = if (last - i).is_multiple_of(2) {
                 (odd, even)
             } else {
                 (even, odd)

@@ -168,12 +168,12 @@ fn check_codecs(name: &str, codecs: Option<&str>, truth: &VarDecl, deflate: &str
             ));
         }
     }
-    if let Some(s) = list.iter().find(|c| c["id"] == "shuffle") {
-        if s["elementsize"].as_u64().unwrap_or(0) == 0 {
-            problems.push(format!(
-                "{name}: _Codecs {text} has no real shuffle element size"
-            ));
-        }
+    if let Some(s) = list.iter().find(|c| c["id"] == "shuffle")
+        && s["elementsize"].as_u64().unwrap_or(0) == 0
+    {
+        problems.push(format!(
+            "{name}: _Codecs {text} has no real shuffle element size"
+        ));
     }
     problems
 }

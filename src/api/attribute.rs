@@ -160,20 +160,20 @@ impl Dataset {
             return Err(Error::AttMeta(name.to_string()));
         }
         let (stored, range) = convert_values(&values, file_type, self.classic_model)?;
-        if name == "_FillValue" {
-            if let Owner::Var(g, v) = owner {
-                let var = &self.tree.group(g).vars[v];
-                if file_type != var.ty {
-                    return Err(Error::BadType(file_type.id()));
-                }
-                if stored.len() != 1 {
-                    return Err(Error::Invalid(
-                        "_FillValue must have exactly one value".into(),
-                    ));
-                }
-                if var.data_written || var.stored_path.is_some() {
-                    return Err(Error::LateFill(var.name.clone()));
-                }
+        if name == "_FillValue"
+            && let Owner::Var(g, v) = owner
+        {
+            let var = &self.tree.group(g).vars[v];
+            if file_type != var.ty {
+                return Err(Error::BadType(file_type.id()));
+            }
+            if stored.len() != 1 {
+                return Err(Error::Invalid(
+                    "_FillValue must have exactly one value".into(),
+                ));
+            }
+            if var.data_written || var.stored_path.is_some() {
+                return Err(Error::LateFill(var.name.clone()));
             }
         }
         self.ensure_define_mode()?;

@@ -89,7 +89,10 @@ pub fn convert_in_model(
         return Err(Error::Char);
     }
     let (ssize, dsize) = (src_ty.size(), dst_ty.size());
-    if src.len() % ssize != 0 || dst.len() % dsize != 0 || src.len() / ssize != dst.len() / dsize {
+    if !src.len().is_multiple_of(ssize)
+        || !dst.len().is_multiple_of(dsize)
+        || src.len() / ssize != dst.len() / dsize
+    {
         return Err(Error::Invalid(format!(
             "conversion {} -> {} of {} bytes into {} bytes: element counts differ",
             src_ty.name(),
@@ -120,7 +123,10 @@ pub fn convert_in_model(
 /// Reverses the byte order of every `esize`-byte element of `buf`, in place (big- <->
 /// little-endian). A no-op for `esize` 0 or 1; any trailing partial element is left as is.
 pub fn swap_bytes_in_place(buf: &mut [u8], esize: usize) {
-    debug_assert!(esize == 0 || buf.len() % esize == 0, "partial element");
+    debug_assert!(
+        esize == 0 || buf.len().is_multiple_of(esize),
+        "partial element"
+    );
     match esize {
         0 | 1 => {}
         2 => {

@@ -343,10 +343,10 @@ impl Dataset {
                 }
                 for gid in self.tree.groups_preorder() {
                     for v in &mut self.tree.group_mut(gid).vars {
-                        if let Some(sp) = &v.stored_path {
-                            if let Some(rest) = sp.strip_prefix(&pre) {
-                                v.stored_path = Some(format!("{new}/{rest}"));
-                            }
+                        if let Some(sp) = &v.stored_path
+                            && let Some(rest) = sp.strip_prefix(&pre)
+                        {
+                            v.stored_path = Some(format!("{new}/{rest}"));
                         }
                     }
                 }

@@ -66,7 +66,7 @@ impl Delta {
     }
 
     fn check(&self, buf: &[u8]) -> Result<()> {
-        if buf.len() % self.size != 0 {
+        if !buf.len().is_multiple_of(self.size) {
             return Err(failed(
                 ID,
                 format!(

@@ -117,7 +117,7 @@ impl Codec for Vlen {
     }
 
     fn encode_into(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
-        if raw.len() % self.width != 0 {
+        if !raw.len().is_multiple_of(self.width) {
             return Err(failed(
                 self.id,
                 format!("{} bytes are not slots of {}", raw.len(), self.width),

@@ -84,13 +84,13 @@ impl Codec for Zstd {
     }
 
     fn decode(&self, encoded: &[u8], limit: usize) -> Result<Vec<u8>> {
-        if let Ok(Some(n)) = zstd_safe::get_frame_content_size(encoded) {
-            if n > limit as u64 {
-                return Err(past_limit(
-                    ID,
-                    format!("frame declares {n} bytes, more than the expected {limit}"),
-                ));
-            }
+        if let Ok(Some(n)) = zstd_safe::get_frame_content_size(encoded)
+            && n > limit as u64
+        {
+            return Err(past_limit(
+                ID,
+                format!("frame declares {n} bytes, more than the expected {limit}"),
+            ));
         }
         ::zstd::bulk::Decompressor::new()
             .and_then(|mut d| d.decompress(encoded, limit))

@@ -1046,10 +1046,12 @@ pub fn read_dataset_as(
     meta.prefetch(&first)?;
     let root_zgroup = meta.get(".zgroup")?;
     let root_zattrs = meta.get(".zattrs")?;
-    if root_zgroup.is_none() && root_zattrs.is_none() && !has_zmetadata {
-        if let Some(root) = meta.get(v3::ZARR_JSON)? {
-            return v3::read_dataset(store, &fetched, root, pure, xarray, writable);
-        }
+    if root_zgroup.is_none()
+        && root_zattrs.is_none()
+        && !has_zmetadata
+        && let Some(root) = meta.get(v3::ZARR_JSON)?
+    {
+        return v3::read_dataset(store, &fetched, root, pure, xarray, writable);
     }
     // The root group is read again below.
     meta.put_back(".zgroup", &root_zgroup);
@@ -1169,13 +1171,15 @@ fn read_quantize(var: &Var) -> (i32, i32) {
         let Some(name) = crate::model::tree::quantize_attribute(mode) else {
             continue;
         };
-        if let Some(crate::model::Values::Fixed { ty, bytes }) = var.att(name).map(|a| &a.values) {
-            if ty.is_numeric() && !ty.is_float() && bytes.len() >= ty.size() {
-                let n = number::to_json(*ty, &bytes[..ty.size()])
-                    .as_i64()
-                    .unwrap_or(0);
-                return (mode, i32::try_from(n).unwrap_or(0));
-            }
+        if let Some(crate::model::Values::Fixed { ty, bytes }) = var.att(name).map(|a| &a.values)
+            && ty.is_numeric()
+            && !ty.is_float()
+            && bytes.len() >= ty.size()
+        {
+            let n = number::to_json(*ty, &bytes[..ty.size()])
+                .as_i64()
+                .unwrap_or(0);
+            return (mode, i32::try_from(n).unwrap_or(0));
         }
     }
     (0, 0)

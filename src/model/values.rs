@@ -46,7 +46,7 @@ impl Values {
 
     /// Values of a fixed-size type from native-endian bytes.
     pub fn fixed(ty: NcType, bytes: Vec<u8>) -> Values {
-        debug_assert!(ty != NcType::String && bytes.len() % ty.size() == 0);
+        debug_assert!(ty != NcType::String && bytes.len().is_multiple_of(ty.size()));
         Values::Fixed { ty, bytes }
     }
 }

@@ -306,10 +306,10 @@ impl FileStore {
             let kind = entry.file_type().map_err(|e| io_error(&entry.path(), e))?;
             if kind.is_dir() {
                 self.walk(&child, out)?;
-            } else if kind.is_file() || (kind.is_symlink() && entry.path().is_file()) {
-                if let Ok(key) = StoreKey::new(&child) {
-                    out.push(key);
-                }
+            } else if (kind.is_file() || (kind.is_symlink() && entry.path().is_file()))
+                && let Ok(key) = StoreKey::new(&child)
+            {
+                out.push(key);
             }
         }
         Ok(())
@@ -467,10 +467,10 @@ impl Store for FileStore {
         let mut names = Vec::new();
         for entry in entries {
             let entry = entry.map_err(|e| io_error(&dir, e))?;
-            if let Some(name) = entry.file_name().to_str() {
-                if visible(name) {
-                    names.push(name.to_string());
-                }
+            if let Some(name) = entry.file_name().to_str()
+                && visible(name)
+            {
+                names.push(name.to_string());
             }
         }
         names.sort_unstable();

@@ -170,10 +170,11 @@ fn waive_line(
     line_rules: bool,
 ) -> Option<Vec<&'static str>> {
     for w in waivers.iter().filter(|_| line_rules) {
-        if let Rule::Line { case: c, contains } = w.rule {
-            if c == case && (o.contains(contains) || r.contains(contains)) {
-                return Some(vec![w.name]);
-            }
+        if let Rule::Line { case: c, contains } = w.rule
+            && c == case
+            && (o.contains(contains) || r.contains(contains))
+        {
+            return Some(vec![w.name]);
         }
     }
     let to = tokens(o);

@@ -150,10 +150,10 @@ fn newest_source(dir: &Path) -> Option<(std::time::SystemTime, PathBuf)> {
                 .ok()
                 .map(|t| (t, p))
         };
-        if let Some(c) = candidate {
-            if newest.as_ref().is_none_or(|n| c.0 > n.0) {
-                newest = Some(c);
-            }
+        if let Some(c) = candidate
+            && newest.as_ref().is_none_or(|n| c.0 > n.0)
+        {
+            newest = Some(c);
         }
     }
     newest
