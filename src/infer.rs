@@ -230,10 +230,13 @@ fn is_parquet_reference_set(path: &Path) -> bool {
     let len = file.metadata().map_or(0, |m| m.len());
     let from = len.saturating_sub(PARQUET_SET_SNIFF_BYTES);
     let mut tail = vec![0u8; (len - from) as usize];
-    let mut first = [0u8; 1];
+    let mut head = [0u8; 64];
+    let head_len = file.read_at(&mut head, 0).unwrap_or(0);
+    let opening = String::from_utf8_lossy(&head[..head_len]);
     file.read_exact_at(&mut tail, from).is_ok()
-        && file.read_exact_at(&mut first, 0).is_ok()
-        && first[0] == b'{'
+        && opening
+            .trim_start_matches(['\u{feff}', ' ', '\t', '\r', '\n'])
+            .starts_with('{')
         && String::from_utf8_lossy(&tail).contains("\"record_size\"")
 }
 
@@ -552,16 +555,19 @@ mod tests {
         // metadata is a Zarr dataset.
         let set = dir.path().join("refs.parq");
         std::fs::create_dir(&set).unwrap();
-        std::fs::write(
-            set.join(".zmetadata"),
-            r#"{"metadata": {".zgroup": {"zarr_format": 2}}, "record_size": 100000}"#,
-        )
-        .unwrap();
         let text = set.to_str().unwrap();
-        assert_eq!(
-            path(text, Request::Open),
-            Some(format!("file://{text}#mode=nczarr,reference"))
-        );
+        // As fsspec writes it (metadata first, however long), or with white space before it.
+        let long = format!(r#""a/.zattrs": {{"x": "{}"}}"#, "y".repeat(10_000));
+        for zmetadata in [
+            format!(r#"{{"metadata": {{".zgroup": {{}}, {long}}}, "record_size": 100000}}"#),
+            "\n  {\"metadata\": {}, \"record_size\": 10}".to_string(),
+        ] {
+            std::fs::write(set.join(".zmetadata"), zmetadata).unwrap();
+            assert_eq!(
+                path(text, Request::Open),
+                Some(format!("file://{text}#mode=nczarr,reference"))
+            );
+        }
         std::fs::write(set.join(".zgroup"), "{}").unwrap();
         assert_eq!(
             path(text, Request::Open),

@@ -345,7 +345,9 @@ fn reference_sets_on_s3_and_http_fetch_each_chunk_once_by_range() {
     to_parquet(dir.path(), "hdf-s3.json", "hdf-s3.parq");
     let hdf_parq = files_below(&dir.path().join("hdf-s3.parq"), "hdf.parq");
     let classic_parq = files_below(&dir.path().join("classic.parq"), "classic.parq");
-    for (name, path) in hdf_parq.iter().chain(&classic_parq) {
+    // The same set under a name that is no object and says nothing of Parquet.
+    let classic_set = files_below(&dir.path().join("classic.parq"), "classic-set");
+    for (name, path) in hdf_parq.iter().chain(&classic_parq).chain(&classic_set) {
         put(name, std::fs::read(path).unwrap());
     }
     let endpoint = proxy.endpoint();
@@ -359,13 +361,21 @@ fn reference_sets_on_s3_and_http_fetch_each_chunk_once_by_range() {
         let outcome = read_remotely(&proxy, &url, &env, (doc, local), None, &[]);
         report.case(&format!("s3/{doc}"), outcome);
     }
-    for (set, local, files) in [
-        ("hdf.parq", "hdf.json", &hdf_parq),
-        ("classic.parq", "classic.json", &classic_parq),
+    // Named as a directory; and by a name whose object is asked for first (a 404).
+    for (set, local, files, also_asked) in [
+        ("hdf.parq", "hdf.json", &hdf_parq, None),
+        ("classic.parq/", "classic.json", &classic_parq, None),
+        (
+            "classic-set",
+            "classic.json",
+            &classic_set,
+            Some("data/classic-set"),
+        ),
     ] {
         let url = format!("s3://{}/data/{set}#mode=zarr,reference", common::s3::BUCKET);
-        let wholes: Vec<&str> = files.keys().map(String::as_str).collect();
-        let zmetadata = format!("{set}/.zmetadata");
+        let mut wholes: Vec<&str> = files.keys().map(String::as_str).collect();
+        wholes.extend(also_asked);
+        let zmetadata = format!("{}/.zmetadata", set.trim_end_matches('/'));
         let outcome = read_remotely(&proxy, &url, &env, (&zmetadata, local), None, &wholes);
         report.case(&format!("s3/{set}"), outcome);
     }
@@ -416,7 +426,7 @@ fn reference_sets_on_s3_and_http_fetch_each_chunk_once_by_range() {
         &["raw.bin", "packed.bin"],
     );
     report.case("http/generated.json", outcome);
-    report.finish(10);
+    report.finish(11);
 }
 
 /// A copy of `hdf.parq` in `dir` as `name`, broken by `breaking`; its URL.
@@ -504,6 +514,12 @@ fn broken_reference_sets_are_errors() {
             }),
             "no \"record_size\"",
             "NCZarr error",
+        ),
+        // A Parquet set opened as plain Zarr: its chunks are not where Zarr looks.
+        (
+            format!("file://{}/hdf.parq#mode=zarr,file", dir.path().display()),
+            "a Parquet reference set",
+            "Unknown file format",
         ),
     ];
     let mut report = Report::new("broken reference sets");

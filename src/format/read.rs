@@ -1021,6 +1021,16 @@ pub fn read_dataset_as(
     let zmetadata = raw.keep(store.get(&StoreKey::new(".zmetadata")?)?);
     let has_zmetadata = zmetadata.is_some();
     let consolidated = match zmetadata.map(|b| raw.parse(".zmetadata", b)) {
+        // fsspec's Parquet reference sets keep their metadata so; their chunks are elsewhere.
+        Some(Ok(z))
+            if z.contains_key("record_size") && !z.contains_key("zarr_consolidated_format") =>
+        {
+            return Err(Error::NotZarr(format!(
+                "{}: a Parquet reference set (its .zmetadata has a record_size): open it with \
+                 mode reference (#mode=zarr,reference)",
+                store.describe()
+            )));
+        }
         Some(Ok(mut z)) => match z.remove("metadata") {
             Some(Json::Object(o)) => Some(o),
             _ => None,

@@ -138,14 +138,18 @@ enum SetFound {
 
 /// The reference set `url` names, where relative targets are found from, and the S3 service
 /// and endpoint it was read from (if it was). A local directory is a Parquet reference set;
-/// so is a remote name ending in `.parq` or `.parquet`, or one that is no object (as fsspec
-/// takes them).
+/// so is a remote name ending in `/`, `.parq` or `.parquet`, or one that is no object or no
+/// JSON object (a web server's page for a directory), as fsspec takes them.
 fn read_set(url: &DatasetUrl) -> Result<(SetFound, Base, ReadFrom)> {
     let limit = ObjectLimit::default();
     let too_large = || format!("reference document {}", url.original);
+    let (path, a_directory) = match url.path.strip_suffix('/') {
+        Some(path) => (path, true),
+        None => (url.path.as_str(), false),
+    };
     // Remote sets: the store of the directory holding it, and its name there.
     let in_dir = || -> Result<(DatasetUrl, StoreKey)> {
-        let (dir, name) = url.path.rsplit_once('/').unwrap_or(("", &url.path));
+        let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
         let name = StoreKey::new(name).map_err(|e| Error::Url {
             url: url.original.clone(),
             why: format!("does not name a reference set ({e})"),
@@ -162,12 +166,12 @@ fn read_set(url: &DatasetUrl) -> Result<(SetFound, Base, ReadFrom)> {
                 prefix: format!("{name}/"),
             }))
         };
-        if name.as_str().ends_with(".parq") || name.as_str().ends_with(".parquet") {
+        if a_directory || name.as_str().ends_with(".parq") || name.as_str().ends_with(".parquet") {
             return parquet(store);
         }
         match store.get(&name)? {
-            Some(bytes) => Ok(SetFound::Document(bytes)),
-            None => parquet(store),
+            Some(bytes) if starts_as_json_object(&bytes) => Ok(SetFound::Document(bytes)),
+            _ => parquet(store),
         }
     };
     match url.storage_kind() {
@@ -227,6 +231,12 @@ fn read_set(url: &DatasetUrl) -> Result<(SetFound, Base, ReadFrom)> {
             Ok((found, Base::Remote { service, dir }, None))
         }
     }
+}
+
+/// True when `bytes` start (after white space or a byte-order mark) as a JSON object.
+fn starts_as_json_object(bytes: &[u8]) -> bool {
+    let text = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
+    text.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
 }
 
 /// `root` as a directory prefix: empty, or ending in `/`.
@@ -580,16 +590,21 @@ impl Store for ReferenceStore {
     }
 
     fn reads_runs_in_place(&self, key: &StoreKey) -> bool {
-        let found = self.find_many(std::slice::from_ref(key));
-        match found.ok().and_then(|mut f| f.pop().flatten()) {
-            Some(entry) => match entry.place() {
-                None | Some(Place::Local(_)) => true,
-                Some(Place::Remote { service, key }) => self
-                    .targets
-                    .remote(service)
-                    .is_ok_and(|store| store.reads_runs_in_place(key)),
+        // A Parquet set's records are not read for this: one not read yet is taken to hold
+        // what the records read so far hold.
+        let found = match &self.index {
+            Index::Document { entries, .. } => entries.get(key.as_str()).cloned(),
+            Index::Parquet(set) => match set.find_cached(key) {
+                Some(found) => found,
+                None => return set.is_local(),
             },
-            None => true,
+        };
+        match found.as_ref().and_then(Entry::place) {
+            None | Some(Place::Local(_)) => true,
+            Some(Place::Remote { service, key }) => self
+                .targets
+                .remote(service)
+                .is_ok_and(|store| store.reads_runs_in_place(key)),
         }
     }
 

@@ -19,7 +19,8 @@ Reference documents (kerchunk):
 
 Parquet reference sets (fsspec's LazyReferenceMapper layout), a few chunks per record so that
 arrays span several records:
-- hdf.parq: hdf.json by kerchunk's refs_to_dataframe (fastparquet), 5 references a record;
+- hdf.parq: hdf.json by kerchunk's refs_to_dataframe (fastparquet), 5 references a record,
+  paths dictionary-encoded (here and below);
 - classic.parq: classic.json the same way, 3 a record, its target relative;
 - combined.parq: combined.json through LazyReferenceMapper with pyarrow, 4 a record (its
   inlined chunks make `path` columns of nothing but nulls, which pyarrow types as null);
@@ -184,9 +185,12 @@ write("generated.json", {
     }],
 })
 
-refs_to_dataframe(refs, "hdf.parq", record_size=5)
-refs_to_dataframe("classic.json", "classic.parq", record_size=3)
-combined = LazyReferenceMapper.create("combined.parq", record_size=4, engine="pyarrow")
+# Paths dictionary-encoded (categorical) wherever one repeats, as in sets of many chunks.
+refs_to_dataframe(refs, "hdf.parq", record_size=5, categorical_threshold=1)
+refs_to_dataframe("classic.json", "classic.parq", record_size=3, categorical_threshold=1)
+combined = LazyReferenceMapper.create(
+    "combined.parq", record_size=4, engine="pyarrow", categorical_threshold=1
+)
 combined_refs = json.load(open("combined.json"))["refs"]
 for key in sorted(combined_refs):  # metadata before the chunks it describes
     combined[key] = combined_refs[key]

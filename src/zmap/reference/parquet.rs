@@ -8,10 +8,12 @@
 //! bytes from `offset`. A record file that does not exist holds no chunk.
 //!
 //! Owns that layout: the metadata, each array's chunk grid, and records read when a key needs
-//! them (those of one batch of keys concurrently), decoded ([`records`]) and kept in a bounded
-//! cache, their targets found through [`locate`]. It must not know how targets are read, nor
-//! what the chunks mean.
+//! them (those of one batch of keys concurrently, each record once however many readers want
+//! it at the same time), decoded ([`records`]) and kept in a cache bounded in bytes, their
+//! targets found through [`locate`]. It must not know how targets are read, nor what the
+//! chunks mean.
 
+mod pages;
 mod records;
 
 use super::super::{ObjectLimit, Store, StoreKey};
@@ -24,15 +26,18 @@ use records::Row;
 use serde_json::Value as Json;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// Most rows one record may have (its `record_size`); fsspec writes 10 000 or 100 000.
-const MOST_RECORD_ROWS: u64 = 10_000_000;
+const MOST_RECORD_ROWS: u64 = 1_000_000;
 
-/// Rows of records kept in memory between reads (about 40 bytes each); the records one batch
-/// of keys needs are held while it is read, however many that is.
-const MOST_CACHED_ROWS: usize = 2_000_000;
+/// Bytes of records kept in memory between reads; the records one batch of keys needs are held
+/// while it is read, however many that is.
+const MOST_CACHED_BYTES: usize = 128 << 20;
+
+/// Target URLs kept found; past it, all are forgotten and found again as needed.
+const MOST_PLACES: usize = 100_000;
 
 /// Where a Parquet reference set's files are.
 pub enum Records {
@@ -101,10 +106,12 @@ impl Records {
     }
 }
 
-/// An array's chunk grid: chunks along each dimension, and the separator of its chunk keys.
+/// An array's chunk grid: chunks along each dimension, how many in all, and the separator of
+/// its chunk keys.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Grid {
     chunks: Vec<u64>,
+    total: u64,
     separator: char,
 }
 
@@ -136,11 +143,15 @@ impl Grid {
             chunks.push(1);
         }
         // Every chunk's number must be a u64.
-        chunks
+        let total = chunks
             .iter()
             .try_fold(1u64, |n, c| n.checked_mul(*c))
             .ok_or("its chunk grid has more chunks than can be numbered")?;
-        Ok(Grid { chunks, separator })
+        Ok(Grid {
+            chunks,
+            total,
+            separator,
+        })
     }
 
     /// The number (in C order) of the chunk whose key ends in `indices`, if it is one of
@@ -165,20 +176,44 @@ impl Grid {
     }
 }
 
-/// One record, its targets found: `None` for the whole record when its file does not exist.
+/// One record, its targets found: `None` for the whole record when its file does not exist;
+/// about the bytes it takes in memory.
 #[derive(Debug)]
 struct Record {
     rows: Option<Vec<Option<Entry>>>,
+    bytes: usize,
+}
+
+impl Record {
+    fn new(rows: Option<Vec<Option<Entry>>>) -> Record {
+        let inline: usize = rows
+            .iter()
+            .flatten()
+            .map(|e| match e {
+                Some(Entry::Inline(b)) => b.len(),
+                _ => 0,
+            })
+            .sum();
+        let slots = rows.as_ref().map_or(0, Vec::len) * std::mem::size_of::<Option<Entry>>();
+        Record {
+            rows,
+            bytes: 64 + slots + inline,
+        }
+    }
 }
 
 /// Which record of which array.
 type RecordId = (String, u64);
 
-/// Records read, and when each was last used.
+/// A record being read by one reader, for the others that want it: its outcome, once known.
+type Loading = Arc<OnceLock<std::result::Result<Arc<Record>, String>>>;
+
+/// Records read, when each was last used, and those being read.
 #[derive(Debug, Default)]
 struct Cache {
     records: HashMap<RecordId, (Arc<Record>, u64)>,
-    rows: usize,
+    loading: HashMap<RecordId, Loading>,
+    bytes: usize,
     clock: u64,
 }
 
@@ -192,15 +227,15 @@ impl Cache {
         })
     }
 
-    /// Keeps `record`, forgetting the least recently used records while more than
-    /// [`MOST_CACHED_ROWS`] rows are kept.
+    /// Keeps `record`, forgetting the least recently used records while they take more than
+    /// [`MOST_CACHED_BYTES`].
     fn put(&mut self, id: RecordId, record: Arc<Record>) {
         self.clock += 1;
-        self.rows += record.rows.as_ref().map_or(0, Vec::len);
+        self.bytes += record.bytes;
         if let Some((old, _)) = self.records.insert(id, (record, self.clock)) {
-            self.rows -= old.rows.as_ref().map_or(0, Vec::len);
+            self.bytes -= old.bytes;
         }
-        while self.rows > MOST_CACHED_ROWS && self.records.len() > 1 {
+        while self.bytes > MOST_CACHED_BYTES && self.records.len() > 1 {
             let Some(oldest) = self
                 .records
                 .iter()
@@ -210,7 +245,7 @@ impl Cache {
                 break;
             };
             if let Some((old, _)) = self.records.remove(&oldest) {
-                self.rows -= old.rows.as_ref().map_or(0, Vec::len);
+                self.bytes -= old.bytes;
             }
         }
     }
@@ -220,7 +255,12 @@ impl Cache {
 enum Wanted {
     Nothing,
     Metadata(Bytes),
-    Chunk { record: RecordId, row: usize },
+    /// Row `row` of a record of `rows` rows.
+    Chunk {
+        record: RecordId,
+        row: usize,
+        rows: usize,
+    },
 }
 
 /// An open Parquet reference set.
@@ -238,6 +278,8 @@ pub struct ParquetSet {
     places: Mutex<HashMap<String, Arc<Place>>>,
     /// Whether a record has named a remote target.
     remote_seen: AtomicBool,
+    /// Record files read, for tests.
+    files_read: AtomicUsize,
 }
 
 fn bad(name: &str, why: impl Into<String>) -> Error {
@@ -301,6 +343,7 @@ impl ParquetSet {
             cache: Mutex::default(),
             places: Mutex::default(),
             remote_seen: AtomicBool::new(false),
+            files_read: AtomicUsize::new(0),
         };
         set.look_at_first_record();
         Ok(set)
@@ -329,9 +372,20 @@ impl ParquetSet {
             .filter(|(_, grid)| grid.as_ref().is_ok_and(|g| !g.chunks.contains(&0)))
             .map(|(field, _)| field)
             .min();
-        if let Some(field) = first {
-            let _ = self.load(&[(field.clone(), 0)]);
+        if let Some(field) = first
+            && let Ok(Wanted::Chunk { record, rows, .. }) = self.wanted(&self.first_key(field))
+        {
+            let _ = self.load(&[(record, rows)]);
         }
+    }
+
+    /// The key of array `field`'s first chunk.
+    fn first_key(&self, field: &str) -> String {
+        let Some(Ok(grid)) = self.grids.get(field) else {
+            return String::new();
+        };
+        let zeros = vec!["0"; grid.chunks.len()];
+        format!("{field}/{}", zeros.join(&grid.separator.to_string()))
     }
 
     fn reference_error(&self, key: &str, why: impl Into<String>) -> Error {
@@ -354,19 +408,41 @@ impl ParquetSet {
             let Some(grid) = self.grids.get(field) else {
                 continue;
             };
-            let grid = grid
-                .as_ref()
-                .map_err(|why| self.reference_error(key, format!("the array {field}: {why}")))?;
+            let grid = match grid {
+                Ok(grid) => grid,
+                // Only a chunk's key needs the grid.
+                Err(why) if looks_like_chunk(indices) => {
+                    return Err(self.reference_error(key, format!("the array {field}: {why}")));
+                }
+                Err(_) => continue,
+            };
             if let Some(number) = grid.number(indices) {
                 let record = number / self.record_size;
-                let row = (number % self.record_size) as usize;
+                let first = record * self.record_size;
                 return Ok(Wanted::Chunk {
                     record: (field.to_string(), record),
-                    row,
+                    row: (number - first) as usize,
+                    rows: (grid.total - first).min(self.record_size) as usize,
                 });
             }
         }
         Ok(Wanted::Nothing)
+    }
+
+    /// What `key` holds as far as the records in memory tell: `None` when its record has not
+    /// been read (or the key is a chunk's that cannot be found).
+    pub fn find_cached(&self, key: &StoreKey) -> Option<Option<Entry>> {
+        match self.wanted(key.as_str()).ok()? {
+            Wanted::Nothing => Some(None),
+            Wanted::Metadata(bytes) => Some(Some(Entry::Inline(bytes))),
+            Wanted::Chunk { record, row, .. } => {
+                let record = self.cache.lock().ok()?.get(&record)?;
+                match &record.rows {
+                    None => Some(None),
+                    Some(rows) => rows.get(row).cloned(),
+                }
+            }
+        }
     }
 
     /// What `keys` hold, in order: the records they need read first, concurrently.
@@ -375,10 +451,10 @@ impl ParquetSet {
             .iter()
             .map(|k| self.wanted(k.as_str()))
             .collect::<Result<_>>()?;
-        let mut ids: Vec<RecordId> = wanted
+        let mut ids: Vec<(RecordId, usize)> = wanted
             .iter()
             .filter_map(|w| match w {
-                Wanted::Chunk { record, .. } => Some(record.clone()),
+                Wanted::Chunk { record, rows, .. } => Some((record.clone(), *rows)),
                 _ => None,
             })
             .collect();
@@ -390,7 +466,7 @@ impl ParquetSet {
             .map(|(key, w)| match w {
                 Wanted::Nothing => Ok(None),
                 Wanted::Metadata(bytes) => Ok(Some(Entry::Inline(bytes))),
-                Wanted::Chunk { record, row } => {
+                Wanted::Chunk { record, row, .. } => {
                     let Some(rows) = &held[&record].rows else {
                         return Ok(None);
                     };
@@ -409,53 +485,85 @@ impl ParquetSet {
             .collect()
     }
 
-    /// The records `ids`, from the cache or read (concurrently) and decoded (in parallel).
-    fn load(&self, ids: &[RecordId]) -> Result<HashMap<RecordId, Arc<Record>>> {
+    /// The records `ids` (each with the rows it should have), from the cache or read: those
+    /// no other reader is reading are read concurrently and decoded in parallel, then those
+    /// others are reading are waited for.
+    fn load(&self, ids: &[(RecordId, usize)]) -> Result<HashMap<RecordId, Arc<Record>>> {
         let poisoned = || Error::Internal("reference record cache lock poisoned".into());
         let mut held = HashMap::with_capacity(ids.len());
-        let mut missing = Vec::new();
+        let (mut mine, mut theirs) = (Vec::new(), Vec::new());
         {
             let mut cache = self.cache.lock().map_err(|_| poisoned())?;
-            for id in ids {
-                match cache.get(id) {
-                    Some(record) => {
-                        held.insert(id.clone(), record);
-                    }
-                    None => missing.push(id.clone()),
+            for (id, rows) in ids {
+                if let Some(record) = cache.get(id) {
+                    held.insert(id.clone(), record);
+                } else if let Some(loading) = cache.loading.get(id) {
+                    theirs.push((id.clone(), loading.clone()));
+                } else {
+                    let loading = Loading::default();
+                    cache.loading.insert(id.clone(), loading.clone());
+                    mine.push((id.clone(), *rows, loading));
                 }
             }
         }
-        if missing.is_empty() {
-            return Ok(held);
+        if !mine.is_empty() {
+            // Whatever happens, the others waiting for these records learn of it.
+            let read =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.read_records(&mine)))
+                    .unwrap_or_else(|_| Err(Error::Internal("reading a record failed".into())));
+            let mut cache = self.cache.lock().map_err(|_| poisoned())?;
+            for (i, (id, _, loading)) in mine.iter().enumerate() {
+                cache.loading.remove(id);
+                match &read {
+                    Ok(records) => {
+                        let _ = loading.set(Ok(records[i].clone()));
+                        cache.put(id.clone(), records[i].clone());
+                        held.insert(id.clone(), records[i].clone());
+                    }
+                    Err(e) => {
+                        let _ = loading.set(Err(e.to_string()));
+                    }
+                }
+            }
+            read?;
         }
-        let names: Vec<String> = missing.iter().map(record_name).collect();
-        let files = self.records.read_many(&names)?;
-        let read: Vec<Arc<Record>> = files
-            .into_par_iter()
-            .zip(&names)
-            .map(|(file, name)| self.decode(file, name).map(Arc::new))
-            .collect::<Result<_>>()?;
-        let mut cache = self.cache.lock().map_err(|_| poisoned())?;
-        for (id, record) in missing.into_iter().zip(read) {
-            cache.put(id.clone(), record.clone());
+        for (id, loading) in theirs {
+            let record = loading.wait().clone().map_err(|why| Error::Reference {
+                key: format!("{} in {}", record_name(&id), self.described),
+                why,
+            })?;
             held.insert(id, record);
         }
         Ok(held)
     }
 
-    /// The record in `file` (`None`: it does not exist) called `name`, its targets found.
-    fn decode(&self, file: Option<Vec<u8>>, name: &str) -> Result<Record> {
+    /// Reads and decodes the records `mine` (each with the rows it should have).
+    fn read_records(&self, mine: &[(RecordId, usize, Loading)]) -> Result<Vec<Arc<Record>>> {
+        let names: Vec<String> = mine.iter().map(|(id, ..)| record_name(id)).collect();
+        let files = self.records.read_many(&names)?;
+        self.files_read.fetch_add(names.len(), Ordering::Relaxed);
+        files
+            .into_par_iter()
+            .zip(&names)
+            .zip(mine)
+            .map(|((file, name), (_, rows, _))| self.decode(file, name, *rows).map(Arc::new))
+            .collect()
+    }
+
+    /// The record in `file` (`None`: it does not exist) called `name`, of `rows` rows, its
+    /// targets found.
+    fn decode(&self, file: Option<Vec<u8>>, name: &str, rows: usize) -> Result<Record> {
         let Some(file) = file else {
-            return Ok(Record { rows: None });
+            return Ok(Record::new(None));
         };
         let shown = format!("{name} in {}", self.described);
-        let most_rows = self.record_size as usize;
-        // The decoder is another crate's: a file that makes it panic is a damaged record.
-        let decoded = std::panic::catch_unwind(|| records::decode(Bytes::from(file), most_rows))
-            .unwrap_or_else(|_| Err("the Parquet decoder failed on it".into()))
-            .map_err(|why| Error::Reference {
-                key: shown.clone(),
-                why,
+        let record_size = self.record_size as usize;
+        let decoded =
+            records::decode_record(Bytes::from(file), rows, record_size).map_err(|why| {
+                Error::Reference {
+                    key: shown.clone(),
+                    why,
+                }
             })?;
         let places: Vec<Arc<Place>> = decoded
             .urls
@@ -480,7 +588,7 @@ impl ParquetSet {
                 }),
             })
             .collect();
-        Ok(Record { rows: Some(rows) })
+        Ok(Record::new(Some(rows)))
     }
 
     /// Where target `url` leads, found once.
@@ -493,12 +601,21 @@ impl ParquetSet {
         if matches!(*place, Place::Remote { .. }) {
             self.remote_seen.store(true, Ordering::Relaxed);
         }
-        self.places
-            .lock()
-            .map_err(|_| poisoned())?
-            .insert(url.to_string(), place.clone());
+        let mut places = self.places.lock().map_err(|_| poisoned())?;
+        if places.len() >= MOST_PLACES {
+            places.clear();
+        }
+        places.insert(url.to_string(), place.clone());
         Ok(place)
     }
+}
+
+/// True when `indices` could be a chunk's key below an array: digits and separators.
+fn looks_like_chunk(indices: &str) -> bool {
+    !indices.is_empty()
+        && indices
+            .bytes()
+            .all(|b| b.is_ascii_digit() || b == b'.' || b == b'/')
 }
 
 /// The file of record `r` of array `field`, relative to the set's directory.
@@ -644,6 +761,45 @@ mod tests {
     }
 
     #[test]
+    fn readers_wanting_one_record_at_once_read_it_once() {
+        use rayon::prelude::*;
+        let top = tempfile::tempdir().unwrap();
+        let dir = top.path().join("refs.parq");
+        std::fs::create_dir_all(dir.join("a")).unwrap();
+        let zmetadata = json!({"record_size": 1000, "metadata": {
+            "a/.zarray": {"shape": [1000], "chunks": [1]}}});
+        std::fs::write(dir.join(".zmetadata"), zmetadata.to_string()).unwrap();
+        let n = 1000;
+        let paths = vec![Some(&b"x.bin"[..]); n];
+        let offsets: Vec<Option<i64>> = (0..n as i64).map(Some).collect();
+        std::fs::write(
+            dir.join("a/refs.0.parq"),
+            record(&paths, &offsets, &vec![Some(1); n]),
+        )
+        .unwrap();
+        for round in 0..20 {
+            let set = ParquetSet::open(
+                Records::Remote {
+                    store: Box::new(crate::zmap::file::FileStore::open(&dir).unwrap()),
+                    prefix: String::new(),
+                },
+                Base::Local(top.path().to_path_buf()),
+                "refs.parq",
+            )
+            .unwrap();
+            // One key each, as the chunk engine asks on every worker.
+            let found: Vec<Option<Entry>> = (0..64)
+                .into_par_iter()
+                .map(|i| set.find_many(&[key(&format!("a/{i}"))]).unwrap().remove(0))
+                .collect();
+            assert!(found.iter().enumerate().all(
+                |(i, e)| matches!(e, Some(Entry::Range { offset, .. }) if *offset == i as u64)
+            ));
+            assert_eq!(set.files_read.load(Ordering::Relaxed), 1, "round {round}");
+        }
+    }
+
+    #[test]
     fn sets_whose_metadata_cannot_be_read_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         let open = |text: &str| {
@@ -717,27 +873,27 @@ mod tests {
 
     #[test]
     fn the_cache_forgets_the_least_recently_used_records_past_its_bound() {
-        let record = |n: usize| {
-            Arc::new(Record {
-                rows: Some(vec![None; n]),
-            })
-        };
+        let record = |bytes: usize| Arc::new(Record { rows: None, bytes });
         let id = |r: u64| ("a".to_string(), r);
         let mut cache = Cache::default();
-        cache.put(id(0), record(MOST_CACHED_ROWS / 2));
-        cache.put(id(1), record(MOST_CACHED_ROWS / 2));
+        cache.put(id(0), record(MOST_CACHED_BYTES / 2));
+        cache.put(id(1), record(MOST_CACHED_BYTES / 2));
         assert!(cache.get(&id(0)).is_some());
         cache.put(id(2), record(1));
         assert!(cache.get(&id(1)).is_none(), "the least recently used goes");
         assert!(cache.get(&id(0)).is_some() && cache.get(&id(2)).is_some());
-        assert_eq!(cache.rows, MOST_CACHED_ROWS / 2 + 1);
-        cache.put(id(3), record(MOST_CACHED_ROWS * 2));
+        assert_eq!(cache.bytes, MOST_CACHED_BYTES / 2 + 1);
+        cache.put(id(3), record(MOST_CACHED_BYTES * 2));
         assert_eq!(
             cache.records.len(),
             1,
             "one record past the bound is still kept"
         );
-        cache.put(id(4), Arc::new(Record { rows: None }));
-        assert_eq!(cache.rows, 0);
+        cache.put(id(4), record(64));
+        assert_eq!(cache.bytes, 64, "the big one goes once another comes");
+        // A record whose file does not exist still counts.
+        assert!(Record::new(None).bytes > 0);
+        let inline = Record::new(Some(vec![Some(Entry::Inline(Bytes::from(vec![0; 1000])))]));
+        assert!(inline.bytes > 1000);
     }
 }

@@ -4,9 +4,13 @@
 //! where no target is named), `offset` and `size` (whole numbers), `raw` (bytes, null where
 //! the chunk is not inline). A column left out is all null (or 0); a column of another type is
 //! accepted only when every value of it is null, as pandas writes a column of nothing but
-//! nulls. It must not know where the targets lead.
+//! nulls. Before the decoder reads a column, its codec must be one whose output is bounded by
+//! the size a page declares, and its [`pages`](super::pages) must declare no more than a
+//! record can hold. It must not know where the targets lead.
 
+use super::pages::{Bounds, check_chunk};
 use bytes::Bytes;
+use parquet::basic::{Compression, Type as Physical};
 use parquet::column::reader::{ColumnReader, ColumnReaderImpl};
 use parquet::data_type::DataType;
 use parquet::file::reader::{FileReader, SerializedFileReader};
@@ -38,11 +42,21 @@ type Column = (ColumnReader, i16);
 /// Values read from the decoder at a time.
 const BATCH: usize = 8192;
 
-/// The first `most_rows` rows (at most) of the Parquet file `file`; why not, when it cannot be
-/// read as a record.
-pub fn decode(file: Bytes, most_rows: usize) -> Result<Decoded, String> {
+/// Bytes the pages of one record may decompress to, together (kerchunk's records of 100 000
+/// references take a few tens of MiB).
+const MOST_DECOMPRESSED: u64 = 256 << 20;
+
+/// [`decode`], a panic of the decoder (another crate's) taken for a file it cannot read.
+pub fn decode_record(file: Bytes, most_rows: usize, record_size: usize) -> Result<Decoded, String> {
+    std::panic::catch_unwind(|| decode(file, most_rows, record_size))
+        .unwrap_or_else(|_| Err("the Parquet decoder failed on it".into()))
+}
+
+/// The first `most_rows` rows (at most) of the Parquet file `file`, a record of a set of
+/// `record_size` rows each; why not, when it cannot be read as a record.
+fn decode(file: Bytes, most_rows: usize, record_size: usize) -> Result<Decoded, String> {
     let shown = |e: parquet::errors::ParquetError| format!("not a readable Parquet file: {e}");
-    let reader = SerializedFileReader::new(file).map_err(shown)?;
+    let reader = SerializedFileReader::new(file.clone()).map_err(shown)?;
     let metadata = reader.metadata();
     let schema = metadata.file_metadata().schema_descr();
     let column = |name: &str| -> Result<Option<usize>, String> {
@@ -65,12 +79,27 @@ pub fn decode(file: Bytes, most_rows: usize) -> Result<Decoded, String> {
     );
     let mut out = Decoded::default();
     let mut url_numbers: HashMap<String, u32> = HashMap::new();
+    let mut decompressed = 0u64;
+    let read_columns: Vec<usize> = [path_at, offset_at, size_at, raw_at]
+        .into_iter()
+        .flatten()
+        .collect();
     for group in 0..metadata.num_row_groups() {
         if out.rows.len() >= most_rows {
             break;
         }
-        let rows_here = usize::try_from(metadata.row_group(group).num_rows()).unwrap_or(0);
+        let group_meta = metadata.row_group(group);
+        let rows_here = usize::try_from(group_meta.num_rows())
+            .map_err(|_| "a row group declares a negative number of rows".to_string())?;
         let n = rows_here.min(most_rows - out.rows.len());
+        for &i in &read_columns {
+            let bounds = Bounds {
+                decompressed: MOST_DECOMPRESSED - decompressed,
+                dictionary_values: record_size as u64,
+                value_width: value_width(group_meta.column(i).column_type()),
+            };
+            decompressed += checked_column(&file, group_meta.column(i), &bounds)?;
+        }
         let group = reader.get_row_group(group).map_err(shown)?;
         // A column's reader, and the definition level of its values that are not null.
         let read = |at: Option<usize>, name: &str| -> Result<Option<Column>, String> {
@@ -131,6 +160,47 @@ pub fn decode(file: Bytes, most_rows: usize) -> Result<Decoded, String> {
         }
     }
     Ok(out)
+}
+
+/// The fewest bytes one value of `kind` takes in a plain-encoded dictionary page.
+fn value_width(kind: Physical) -> u64 {
+    match kind {
+        Physical::INT64 | Physical::DOUBLE => 8,
+        Physical::INT96 => 12,
+        Physical::INT32 | Physical::FLOAT | Physical::BYTE_ARRAY => 4,
+        Physical::BOOLEAN | Physical::FIXED_LEN_BYTE_ARRAY => 1,
+    }
+}
+
+/// Checks column chunk `column` of `file` before the decoder reads it: its codec, and its
+/// pages' declarations against `bounds`; returns the bytes its pages decompress to.
+fn checked_column(
+    file: &Bytes,
+    column: &parquet::file::metadata::ColumnChunkMetaData,
+    bounds: &Bounds,
+) -> Result<u64, String> {
+    let name = column.column_path().string();
+    match column.compression() {
+        Compression::UNCOMPRESSED | Compression::SNAPPY | Compression::ZSTD(_) => {}
+        Compression::LZ4_RAW => {}
+        // Their decoders write as much as the data makes, whatever a page declares.
+        other => {
+            return Err(format!(
+                "its column {name:?} is compressed with {other:?}, which is not read (zstd, \
+                 snappy, lz4_raw or none are)"
+            ));
+        }
+    }
+    let start = column
+        .dictionary_page_offset()
+        .unwrap_or_else(|| column.data_page_offset());
+    let chunk = u64::try_from(start)
+        .ok()
+        .zip(u64::try_from(column.compressed_size()).ok())
+        .and_then(|(start, len)| Some((usize::try_from(start).ok()?, usize::try_from(len).ok()?)))
+        .and_then(|(start, len)| file.get(start..start.checked_add(len)?))
+        .ok_or_else(|| format!("its column {name:?} lies outside the file"))?;
+    check_chunk(chunk, bounds).map_err(|why| format!("its column {name:?}: {why}"))
 }
 
 /// Up to `n` values of a column, `None` where null.
@@ -361,7 +431,7 @@ pub(super) mod tests {
                 Values::Bytes(&[None, None, None, None, Some(b"\x00\x01")]),
             ]],
         );
-        let got = decode(file, 100).unwrap();
+        let got = decode(file, 100, 100).unwrap();
         assert_eq!(got.urls, ["s3://b/f.nc", "s3://b/g.nc"]);
         assert_eq!(
             got.rows,
@@ -395,17 +465,23 @@ pub(super) mod tests {
         for compression in [
             Compression::ZSTD(Default::default()),
             Compression::SNAPPY,
-            Compression::GZIP(Default::default()),
-            Compression::LZ4,
             Compression::LZ4_RAW,
+            Compression::UNCOMPRESSED,
         ] {
             let file = compressed(FASTPARQUET, &[&columns], compression);
             assert_eq!(
-                decode(file, 10).map(|d| d.rows.len()),
+                decode(file, 10, 100).map(|d| d.rows.len()),
                 Ok(2),
                 "{compression:?}"
             );
         }
+        // Hadoop's LZ4 framing decodes as much as the data makes, whatever a page declares.
+        let lz4 = compressed(FASTPARQUET, &[&columns], Compression::LZ4);
+        let got = decode(lz4, 10, 100);
+        assert!(
+            matches!(&got, Err(why) if why.contains("compressed with LZ4, which is not read")),
+            "{got:?}"
+        );
     }
 
     #[test]
@@ -421,7 +497,7 @@ pub(super) mod tests {
                 Values::Bytes(&[Some(b"abc"), None, Some(b"")]),
             ]],
         );
-        let got = decode(file, 100).unwrap();
+        let got = decode(file, 100, 100).unwrap();
         assert_eq!(
             got.rows,
             [
@@ -435,7 +511,7 @@ pub(super) mod tests {
             &[&[Values::Bytes(&[Some(b"a.nc"), None])]],
         );
         assert_eq!(
-            decode(only_paths, 100).unwrap().rows,
+            decode(only_paths, 100, 100).unwrap().rows,
             [Row::Whole { url: 0 }, Row::Missing]
         );
     }
@@ -465,10 +541,74 @@ pub(super) mod tests {
                 .collect()
         };
         assert_eq!(
-            offsets(decode(file.clone(), 100).unwrap().rows),
+            offsets(decode(file.clone(), 100, 100).unwrap().rows),
             [0, 1, 2, 3]
         );
-        assert_eq!(offsets(decode(file, 3).unwrap().rows), [0, 1, 2]);
+        assert_eq!(offsets(decode(file, 3, 100).unwrap().rows), [0, 1, 2]);
+    }
+
+    #[test]
+    fn dictionaries_larger_than_a_record_are_refused_before_they_are_decoded() {
+        let names: Vec<Vec<u8>> = (0..50).map(|i| format!("f{i}.nc").into_bytes()).collect();
+        let paths: Vec<Option<&[u8]>> = names.iter().map(|n| Some(n.as_slice())).collect();
+        let zeros = vec![Some(0); 50];
+        let raws = vec![None; 50];
+        let file = parquet(
+            FASTPARQUET,
+            &[&[
+                Values::Bytes(&paths),
+                Values::Int64(&zeros),
+                Values::Int64(&zeros),
+                Values::Bytes(&raws),
+            ]],
+        );
+        assert_eq!(decode(file.clone(), 10, 50).map(|d| d.urls.len()), Ok(10));
+        let got = decode(file, 10, 10);
+        assert!(
+            matches!(&got, Err(why) if why.contains("dictionary page declares 50 values")),
+            "{got:?}"
+        );
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(400))]
+        /// A record damaged anywhere is read or refused: never a crash, never an allocation
+        /// its pages' bounds do not allow.
+        #[test]
+        fn damaged_records_are_read_or_refused(
+            damage in proptest::collection::vec((0usize..4096, proptest::prelude::any::<u8>()), 1..6)
+        ) {
+            let names: Vec<Vec<u8>> =
+                (0..40).map(|i| format!("s3://b/f{}.nc", i % 7).into_bytes()).collect();
+            let paths: Vec<Option<&[u8]>> = names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (i % 5 != 0).then_some(n.as_slice()))
+                .collect();
+            let offsets: Vec<Option<i64>> = (0..40).map(|i| Some(i * 100)).collect();
+            let sizes = vec![Some(100); 40];
+            let raws: Vec<Option<&[u8]>> = (0..40).map(|i| (i % 5 == 0).then_some(&b"xy"[..])).collect();
+            for compression in [Compression::ZSTD(Default::default()), Compression::SNAPPY] {
+                let file = compressed(
+                    FASTPARQUET,
+                    &[&[
+                        Values::Bytes(&paths),
+                        Values::Int64(&offsets),
+                        Values::Int64(&sizes),
+                        Values::Bytes(&raws),
+                    ]],
+                    compression,
+                );
+                let mut bytes = file.to_vec();
+                for (at, value) in &damage {
+                    let at = at % bytes.len();
+                    bytes[at] = *value;
+                }
+                if let Ok(decoded) = decode_record(Bytes::from(bytes), 40, 40) {
+                    proptest::prop_assert!(decoded.rows.len() <= 40);
+                }
+            }
+        }
     }
 
     #[test]
@@ -506,7 +646,7 @@ pub(super) mod tests {
             ),
             (good.slice(..good.len() - 3), "not a readable Parquet file"),
         ] {
-            let got = decode(file, 100);
+            let got = decode(file, 100, 100);
             assert!(
                 matches!(&got, Err(why) if why.contains(says)),
                 "{says}: {got:?}"
