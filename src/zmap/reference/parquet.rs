@@ -21,13 +21,12 @@ use super::Entry;
 use super::targets::{Base, Place, locate};
 use crate::error::{Error, Result};
 use bytes::Bytes;
-use rayon::prelude::*;
 use records::Row;
 use serde_json::Value as Json;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 /// Most rows one record may have (its `record_size`); fsspec writes 10 000 or 100 000.
 const MOST_RECORD_ROWS: u64 = 1_000_000;
@@ -63,12 +62,13 @@ impl std::fmt::Debug for Records {
 
 impl Records {
     /// The files `names` (relative to the set's directory), read whole; `None` for one that
-    /// does not exist. Local files are read in parallel, remote ones concurrently.
+    /// does not exist. Local files are read one after another on this thread (never on the
+    /// thread pool, whose workers may be waiting for them), remote ones concurrently.
     fn read_many(&self, names: &[String]) -> Result<Vec<Option<Vec<u8>>>> {
         let limit = ObjectLimit::default();
         match self {
             Records::Local(dir) => names
-                .par_iter()
+                .iter()
                 .map(|name| {
                     let path = dir.join(name);
                     let shown = || path.display().to_string();
@@ -177,14 +177,24 @@ impl Grid {
 }
 
 /// One record, its targets found: `None` for the whole record when its file does not exist;
-/// about the bytes it takes in memory.
+/// about the bytes it takes in memory; why it cannot be read, when its file is damaged.
 #[derive(Debug)]
 struct Record {
     rows: Option<Vec<Option<Entry>>>,
     bytes: usize,
+    broken: Option<String>,
 }
 
 impl Record {
+    /// A damaged record (kept, so that it is not read again for every chunk in it).
+    fn broken(why: String) -> Record {
+        Record {
+            rows: None,
+            bytes: 64 + why.len(),
+            broken: Some(why),
+        }
+    }
+
     fn new(rows: Option<Vec<Option<Entry>>>) -> Record {
         let inline: usize = rows
             .iter()
@@ -198,6 +208,7 @@ impl Record {
         Record {
             rows,
             bytes: 64 + slots + inline,
+            broken: None,
         }
     }
 }
@@ -467,7 +478,11 @@ impl ParquetSet {
                 Wanted::Nothing => Ok(None),
                 Wanted::Metadata(bytes) => Ok(Some(Entry::Inline(bytes))),
                 Wanted::Chunk { record, row, .. } => {
-                    let Some(rows) = &held[&record].rows else {
+                    let record_read = &held[&record];
+                    if let Some(why) = &record_read.broken {
+                        return Err(self.reference_error(key.as_str(), why.clone()));
+                    }
+                    let Some(rows) = &record_read.rows else {
                         return Ok(None);
                     };
                     rows.get(row).cloned().ok_or_else(|| {
@@ -507,11 +522,12 @@ impl ParquetSet {
             }
         }
         if !mine.is_empty() {
-            // Whatever happens, the others waiting for these records learn of it.
+            // Whatever happens, the others waiting for these records learn of it; what could
+            // not be read (not what was read and found damaged) is read again when next asked.
             let read =
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.read_records(&mine)))
                     .unwrap_or_else(|_| Err(Error::Internal("reading a record failed".into())));
-            let mut cache = self.cache.lock().map_err(|_| poisoned())?;
+            let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
             for (i, (id, _, loading)) in mine.iter().enumerate() {
                 cache.loading.remove(id);
                 match &read {
@@ -537,17 +553,24 @@ impl ParquetSet {
         Ok(held)
     }
 
-    /// Reads and decodes the records `mine` (each with the rows it should have).
+    /// Reads and decodes the records `mine` (each with the rows it should have), on this
+    /// thread: other readers may be waiting for them on every worker of the thread pool. A
+    /// record that cannot be decoded is a broken record; a file that cannot be read, an error.
     fn read_records(&self, mine: &[(RecordId, usize, Loading)]) -> Result<Vec<Arc<Record>>> {
         let names: Vec<String> = mine.iter().map(|(id, ..)| record_name(id)).collect();
         let files = self.records.read_many(&names)?;
         self.files_read.fetch_add(names.len(), Ordering::Relaxed);
-        files
-            .into_par_iter()
+        Ok(files
+            .into_iter()
             .zip(&names)
             .zip(mine)
-            .map(|((file, name), (_, rows, _))| self.decode(file, name, *rows).map(Arc::new))
-            .collect()
+            .map(|((file, name), (_, rows, _))| {
+                let record = self
+                    .decode(file, name, *rows)
+                    .unwrap_or_else(|e| Record::broken(e.to_string()));
+                Arc::new(record)
+            })
+            .collect())
     }
 
     /// The record in `file` (`None`: it does not exist) called `name`, of `rows` rows, its
@@ -748,6 +771,10 @@ mod tests {
                 "{k}: {got:?}"
             );
         }
+        // The damaged record is kept as damaged: not read again for its other chunks.
+        let read = set.files_read.load(Ordering::Relaxed);
+        assert!(set.find_many(&[key("g/b/5")]).is_err());
+        assert_eq!(set.files_read.load(Ordering::Relaxed), read);
         assert_eq!(
             set.metadata().keys().collect::<Vec<_>>(),
             [
@@ -873,7 +900,13 @@ mod tests {
 
     #[test]
     fn the_cache_forgets_the_least_recently_used_records_past_its_bound() {
-        let record = |bytes: usize| Arc::new(Record { rows: None, bytes });
+        let record = |bytes: usize| {
+            Arc::new(Record {
+                rows: None,
+                bytes,
+                broken: None,
+            })
+        };
         let id = |r: u64| ("a".to_string(), r);
         let mut cache = Cache::default();
         cache.put(id(0), record(MOST_CACHED_BYTES / 2));

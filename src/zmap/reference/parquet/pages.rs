@@ -4,8 +4,11 @@
 //! could otherwise ask for gigabytes.
 //!
 //! Owns reading Parquet's `PageHeader` in Thrift's compact protocol, as far as these checks
-//! need: the page's type and sizes and its values count, every other field skipped. It must
-//! not know what the columns mean.
+//! need: the page's type and sizes, and its values count and encoding, every other field
+//! skipped. A header the decoder could read otherwise than this reader does is refused: one
+//! that repeats a field read here or gives it another type, or that holds a collection of
+//! booleans (whose elements this reader and the decoder's skip differently). It must not know
+//! what the columns mean.
 
 /// A page's header, as far as it is checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,6 +19,8 @@ pub struct PageHeader {
     pub compressed: i32,
     /// The values a data page holds or a dictionary page defines (`None`: not given).
     pub values: Option<i32>,
+    /// Parquet's `Encoding` of those values (`None`: not given).
+    pub encoding: Option<i32>,
     /// The header's own length in bytes.
     pub len: usize,
 }
@@ -114,13 +119,11 @@ impl Reader<'_> {
                     n => u64::from(n),
                 };
                 let element = head & 0x0f;
+                if matches!(element, TRUE | FALSE) {
+                    return Err("a page header holds a list of booleans".into());
+                }
                 for _ in 0..self.count(n)? {
-                    // Booleans in a list take a byte each.
-                    if matches!(element, TRUE | FALSE) {
-                        self.byte()?;
-                    } else {
-                        self.skip(element, depth + 1)?;
-                    }
+                    self.skip(element, depth + 1)?;
                 }
                 Ok(())
             }
@@ -130,6 +133,12 @@ impl Reader<'_> {
                     return Ok(());
                 }
                 let types = self.byte()?;
+                if [types >> 4, types & 0x0f]
+                    .iter()
+                    .any(|t| matches!(*t, TRUE | FALSE))
+                {
+                    return Err("a page header holds a map of booleans".into());
+                }
                 for _ in 0..self.count(n)? {
                     self.skip(types >> 4, depth + 1)?;
                     self.skip(types & 0x0f, depth + 1)?;
@@ -166,45 +175,85 @@ impl Reader<'_> {
         }
     }
 
-    /// The first field (an i32: `num_values`) of a nested page header struct.
-    fn values_of(&mut self, depth: usize) -> Parsed<Option<i32>> {
-        let mut values = None;
-        self.each_field(depth, &mut |r, id, kind| match (id, kind) {
-            (1, I32) => {
-                values = Some(r.i32()?);
-                Ok(())
+    /// The values count and encoding of a nested page header struct: the i32 fields `values`
+    /// and `encoding` name (by id).
+    fn nested(&mut self, values: i16, encoding: i16, depth: usize) -> Parsed<Nested> {
+        let mut out = Nested::default();
+        let mut seen = Vec::new();
+        self.each_field(depth, &mut |r, id, kind| {
+            if id != values && id != encoding {
+                return r.skip(kind, depth);
             }
-            _ => r.skip(kind, depth),
+            if kind != I32 || seen.contains(&id) {
+                return Err(format!("a page header repeats or mistypes its field {id}"));
+            }
+            seen.push(id);
+            let v = Some(r.i32()?);
+            if id == values {
+                out.values = v;
+            } else {
+                out.encoding = v;
+            }
+            Ok(())
         })?;
-        Ok(values)
+        Ok(out)
     }
+}
+
+/// What a nested page header says of its values.
+#[derive(Debug, Default, Clone, Copy)]
+struct Nested {
+    values: Option<i32>,
+    encoding: Option<i32>,
 }
 
 /// The page header at the start of `bytes`.
 pub fn header(bytes: &[u8]) -> Parsed<PageHeader> {
     let mut r = Reader { bytes, at: 0 };
-    let (mut kind, mut uncompressed, mut compressed, mut values) = (None, None, None, None);
+    let (mut kind, mut uncompressed, mut compressed) = (None, None, None);
+    // The data (5), dictionary (7) and version 2 data (8) page headers.
+    let mut nested: [Option<Nested>; 3] = [None; 3];
+    let mut seen = Vec::new();
     r.each_field(0, &mut |r, id, field_kind| {
-        match (id, field_kind) {
-            (1, I32) => kind = Some(r.i32()?),
-            (2, I32) => uncompressed = Some(r.i32()?),
-            (3, I32) => compressed = Some(r.i32()?),
-            // The data, dictionary and version 2 data page headers: their values first.
-            (5 | 7 | 8, STRUCT) => values = r.values_of(1)?,
-            (_, other) => r.skip(other, 0)?,
+        let expected = match id {
+            1..=3 => I32,
+            5 | 7 | 8 => STRUCT,
+            _ => return r.skip(field_kind, 0),
+        };
+        if field_kind != expected || seen.contains(&id) {
+            return Err(format!("a page header repeats or mistypes its field {id}"));
+        }
+        seen.push(id);
+        match id {
+            1 => kind = Some(r.i32()?),
+            2 => uncompressed = Some(r.i32()?),
+            3 => compressed = Some(r.i32()?),
+            5 => nested[0] = Some(r.nested(1, 2, 1)?),
+            7 => nested[1] = Some(r.nested(1, 2, 1)?),
+            _ => nested[2] = Some(r.nested(1, 4, 1)?),
         }
         Ok(())
     })?;
-    match (kind, uncompressed, compressed) {
-        (Some(kind), Some(uncompressed), Some(compressed)) => Ok(PageHeader {
-            kind,
-            uncompressed,
-            compressed,
-            values,
-            len: r.at,
-        }),
-        _ => Err("a page header lacks its type or sizes".into()),
+    let (Some(kind), Some(uncompressed), Some(compressed)) = (kind, uncompressed, compressed)
+    else {
+        return Err("a page header lacks its type or sizes".into());
+    };
+    // The nested header the decoder reads for a page of this kind.
+    let own = match kind {
+        0 => nested[0],
+        2 => nested[1],
+        3 => nested[2],
+        _ => None,
     }
+    .unwrap_or_default();
+    Ok(PageHeader {
+        kind,
+        uncompressed,
+        compressed,
+        values: own.values,
+        encoding: own.encoding,
+        len: r.at,
+    })
 }
 
 /// What a column chunk may declare.
@@ -237,6 +286,23 @@ pub fn check_chunk(chunk: &[u8], bounds: &Bounds) -> Parsed<u64> {
                 bounds.decompressed
             ));
         }
+        let encoding = page.encoding.unwrap_or(0);
+        let allowed = match page.kind {
+            // Values plain or dictionary-indexed; booleans run-length encoded; the delta and
+            // byte-stream-split encodings of numbers.
+            0 | 3 => matches!(encoding, 0 | 2 | 3 | 5 | 8 | 9),
+            // A dictionary's values are plain.
+            2 => matches!(encoding, 0 | 2),
+            // An index page is skipped.
+            1 => true,
+            _ => false,
+        };
+        if !allowed {
+            return Err(format!(
+                "a page of kind {} with values in encoding {encoding} is not read",
+                page.kind
+            ));
+        }
         if page.kind == 2 {
             let values = u64::try_from(page.values.unwrap_or(0)).unwrap_or(u64::MAX);
             if values > bounds.dictionary_values || values * bounds.value_width > size {
@@ -257,44 +323,63 @@ pub fn check_chunk(chunk: &[u8], bounds: &Bounds) -> Parsed<u64> {
 mod tests {
     use super::*;
 
-    /// A compact-protocol page header: type, sizes, and a nested header with `values`.
-    fn encoded(kind: i32, uncompressed: i32, compressed: i32, values: i32) -> Vec<u8> {
-        fn zigzag(v: i32, out: &mut Vec<u8>) {
-            let mut z = ((v << 1) ^ (v >> 31)) as u32;
-            loop {
-                let b = (z & 0x7f) as u8;
-                z >>= 7;
-                if z == 0 {
-                    out.push(b);
-                    break;
-                }
-                out.push(b | 0x80);
+    fn zigzag(v: i32, out: &mut Vec<u8>) {
+        let mut z = ((v << 1) ^ (v >> 31)) as u32;
+        loop {
+            let b = (z & 0x7f) as u8;
+            z >>= 7;
+            if z == 0 {
+                out.push(b);
+                break;
             }
+            out.push(b | 0x80);
         }
+    }
+
+    /// A compact-protocol page header: type, sizes, and the nested header of its kind with
+    /// `values` and `encoding`, an unknown binary field and a list of i16 in it; `tail` before
+    /// the header's end.
+    fn encoded_with(
+        kind: i32,
+        sizes: (i32, i32),
+        values: i32,
+        encoding: i32,
+        tail: &[u8],
+    ) -> Vec<u8> {
         let mut out = Vec::new();
-        for (delta, v) in [(1, kind), (1, uncompressed), (1, compressed)] {
-            out.push((delta << 4) | I32);
+        for v in [kind, sizes.0, sizes.1] {
+            out.push((1 << 4) | I32);
             zigzag(v, &mut out);
         }
-        // Field 7 (dictionary page header) or 5 (data page header): a struct.
-        let nested = if kind == 2 { 7 } else { 5 };
+        // Field 7 (dictionary page header), 5 (data page header) or 8 (version 2).
+        let (nested, encoding_id) = match kind {
+            2 => (7, 2),
+            3 => (8, 4),
+            _ => (5, 2),
+        };
         out.push(((nested - 3) << 4) | STRUCT);
         out.push((1 << 4) | I32);
         zigzag(values, &mut out);
-        // An unknown binary field and a list of booleans, skipped.
+        out.push(((encoding_id - 1) << 4) | I32);
+        zigzag(encoding, &mut out);
         out.push((1 << 4) | BINARY);
         out.extend([3, b'a', b'b', b'c']);
         out.push((1 << 4) | LIST);
-        out.push((2 << 4) | TRUE);
+        out.push((2 << 4) | I16);
         out.extend([1, 2]);
         out.push(STOP);
+        out.extend(tail);
         out.push(STOP);
         out
     }
 
+    fn encoded(kind: i32, uncompressed: i32, compressed: i32, values: i32) -> Vec<u8> {
+        encoded_with(kind, (uncompressed, compressed), values, 0, &[])
+    }
+
     #[test]
     fn headers_are_read_and_unknown_fields_skipped() {
-        let bytes = encoded(2, 1000, 300, 17);
+        let bytes = encoded_with(2, (1000, 300), 17, 2, &[]);
         let page = header(&bytes).unwrap();
         assert_eq!(
             page,
@@ -303,12 +388,41 @@ mod tests {
                 uncompressed: 1000,
                 compressed: 300,
                 values: Some(17),
+                encoding: Some(2),
                 len: bytes.len()
             }
         );
         for cut_at in 0..bytes.len() {
             assert!(header(&bytes[..cut_at]).is_err(), "cut at {cut_at}");
         }
+        let v2 = header(&encoded_with(3, (10, 10), 5, 8, &[])).unwrap();
+        assert_eq!((v2.values, v2.encoding), (Some(5), Some(8)));
+    }
+
+    #[test]
+    fn headers_the_decoder_could_read_otherwise_are_refused() {
+        let mut huge = Vec::new();
+        zigzag(i32::MAX, &mut huge);
+        // Field 2 again (id delta 0: written in full), as an i32 and as an i64.
+        let again = [[0x05u8].as_slice(), &[4], &huge].concat();
+        let as_i64 = [[0x06u8].as_slice(), &[4], &huge].concat();
+        // A list of booleans, which the decoder's skip reads without a byte per element.
+        let bools = [(1u8 << 4) | LIST, (3 << 4) | TRUE, 1, 1, 1];
+        // Field 7 after field 5 in a data page: the data page's own header counts.
+        let other_nested = [(2u8 << 4) | STRUCT, (1 << 4) | I32, 4, STOP];
+        for (tail, says) in [
+            (again.as_slice(), "repeats or mistypes its field 2"),
+            (&as_i64, "repeats or mistypes its field 2"),
+            (&bools, "list of booleans"),
+        ] {
+            let got = header(&encoded_with(0, (10, 10), 1, 0, tail));
+            assert!(
+                matches!(&got, Err(why) if why.contains(says)),
+                "{says}: {got:?}"
+            );
+        }
+        let data = header(&encoded_with(0, (10, 10), 1, 0, &other_nested)).unwrap();
+        assert_eq!(data.values, Some(1));
     }
 
     #[test]
@@ -335,6 +449,7 @@ mod tests {
             (page(2, 100, 30, 5), "declares 30 values in 100"),
             (page(0, -1, 1, 5), "negative"),
             (page(0, 10, 1, 5)[..12].to_vec(), "cut short"),
+            (page(7, 10, 1, 5), "kind 7"),
         ] {
             let got = check_chunk(&bad, &bounds);
             assert!(
@@ -342,6 +457,13 @@ mod tests {
                 "{says}: {got:?}"
             );
         }
+        // Values in an encoding whose decoder sizes itself by numbers in the data.
+        let delta_length = encoded_with(0, (10, 0), 1, 6, &[]);
+        let got = check_chunk(&delta_length, &bounds);
+        assert!(
+            matches!(&got, Err(why) if why.contains("encoding 6")),
+            "{got:?}"
+        );
         // A header that says its page is longer than the chunk ends the walk past it.
         let long = encoded(0, 10, 1_000_000, 1);
         assert_eq!(check_chunk(&long, &bounds), Ok(10));

@@ -80,6 +80,7 @@ fn decode(file: Bytes, most_rows: usize, record_size: usize) -> Result<Decoded, 
     let mut out = Decoded::default();
     let mut url_numbers: HashMap<String, u32> = HashMap::new();
     let mut decompressed = 0u64;
+    let mut value_budget = MOST_DECOMPRESSED;
     let read_columns: Vec<usize> = [path_at, offset_at, size_at, raw_at]
         .into_iter()
         .flatten()
@@ -111,7 +112,7 @@ fn decode(file: Bytes, most_rows: usize, record_size: usize) -> Result<Decoded, 
             .map_err(|e| format!("column {name:?}: {e}"))
         };
         let paths = match read(path_at, "path")? {
-            Some(r) => texts(r, n, "path")?,
+            Some(r) => texts(r, n, "path", &mut value_budget)?,
             None => vec![None; n],
         };
         let offsets = match read(offset_at, "offset")? {
@@ -123,7 +124,7 @@ fn decode(file: Bytes, most_rows: usize, record_size: usize) -> Result<Decoded, 
             None => vec![0; n],
         };
         let raws = match read(raw_at, "raw")? {
-            Some(r) => bytes(r, n, "raw")?,
+            Some(r) => bytes(r, n, "raw", &mut value_budget)?,
             None => vec![None; n],
         };
         if [paths.len(), offsets.len(), sizes.len(), raws.len()] != [n; 4] {
@@ -264,31 +265,48 @@ fn nulls((reader, max_def): Column, n: usize, name: &str) -> Result<usize, Strin
     }
 }
 
-/// Up to `n` byte strings of column `name`, `None` where null.
-fn bytes((reader, max_def): Column, n: usize, name: &str) -> Result<Vec<Option<Bytes>>, String> {
+/// Up to `n` byte strings of column `name`, `None` where null, each copied out of `budget`
+/// bytes (a dictionary's value is copied for every row that names it).
+fn bytes(
+    (reader, max_def): Column,
+    n: usize,
+    name: &str,
+    budget: &mut u64,
+) -> Result<Vec<Option<Bytes>>, String> {
     let shown = |e: parquet::errors::ParquetError| format!("column {name:?}: {e}");
+    let mut take = |data: &[u8]| -> Result<Bytes, String> {
+        *budget = budget
+            .checked_sub(data.len() as u64)
+            .ok_or_else(|| format!("its values make more than {MOST_DECOMPRESSED} bytes"))?;
+        Ok(Bytes::copy_from_slice(data))
+    };
     match reader {
-        ColumnReader::ByteArrayColumnReader(r) => Ok(values(r, max_def, n)
+        ColumnReader::ByteArrayColumnReader(r) => values(r, max_def, n)
             .map_err(shown)?
             .into_iter()
-            .map(|v| v.map(|b| Bytes::copy_from_slice(b.data())))
-            .collect()),
-        ColumnReader::FixedLenByteArrayColumnReader(r) => Ok(values(r, max_def, n)
+            .map(|v| v.map(|b| take(b.data())).transpose())
+            .collect(),
+        ColumnReader::FixedLenByteArrayColumnReader(r) => values(r, max_def, n)
             .map_err(shown)?
             .into_iter()
-            .map(|v| v.map(|b| Bytes::copy_from_slice(b.data())))
-            .collect()),
+            .map(|v| v.map(|b| take(b.data())).transpose())
+            .collect(),
         other => Ok(vec![None; nulls((other, max_def), n, name)?]),
     }
 }
 
-/// Up to `n` texts of column `name`, `None` where null.
-fn texts(column: Column, n: usize, name: &str) -> Result<Vec<Option<String>>, String> {
-    bytes(column, n, name)?
+/// Up to `n` texts of column `name`, `None` where null, copied out of `budget` bytes.
+fn texts(
+    column: Column,
+    n: usize,
+    name: &str,
+    budget: &mut u64,
+) -> Result<Vec<Option<String>>, String> {
+    bytes(column, n, name, budget)?
         .into_iter()
         .map(|v| {
             v.map(|b| {
-                String::from_utf8(b.to_vec())
+                String::from_utf8(b.into())
                     .map_err(|_| format!("its column {name:?} holds bytes that are not UTF-8"))
             })
             .transpose()
@@ -567,6 +585,37 @@ pub(super) mod tests {
         assert!(
             matches!(&got, Err(why) if why.contains("dictionary page declares 50 values")),
             "{got:?}"
+        );
+    }
+
+    #[test]
+    fn a_dictionary_value_named_by_every_row_is_copied_within_a_bound() {
+        // 600 rows naming one path of 512 KiB: the file holds it once, the rows 300 MiB.
+        let schema =
+            Arc::new(parse_message_type("message schema { required binary path; }").unwrap());
+        let props = Arc::new(WriterProperties::builder().build());
+        let mut writer = SerializedFileWriter::new(Vec::new(), schema, props).unwrap();
+        let mut group = writer.next_row_group().unwrap();
+        let mut column = group.next_column().unwrap().unwrap();
+        let long = Bytes::from(vec![b'a'; 512 << 10]);
+        let rows: Vec<ByteArray> = (0..600).map(|_| ByteArray::from(long.clone())).collect();
+        column
+            .typed::<ByteArrayType>()
+            .write_batch(&rows, None, None)
+            .unwrap();
+        column.close().unwrap();
+        group.close().unwrap();
+        let file = Bytes::from(writer.into_inner().unwrap());
+        assert!(
+            file.len() < 2 << 20,
+            "dictionary-encoded: {} bytes",
+            file.len()
+        );
+        let got = decode(file, 600, 600);
+        assert!(
+            matches!(&got, Err(why) if why.contains("values make more than")),
+            "{:?}",
+            got.map(|d| d.rows.len())
         );
     }
 
