@@ -1,6 +1,6 @@
 //! netCDF's runtime configuration files (`.ncrc`, `.daprc`, `.dodsrc`), read as netcdf-c reads
 //! them, for the keys its NCZarr honours (`AWS.PROFILE`, `AWS.REGION`,
-//! `ZARR.DIMENSION_SEPARATOR`).
+//! `ZARR.DIMENSION_SEPARATOR`) and its web credentials (`HTTP.CREDENTIALS.*`, `HTTP.NETRC`).
 //!
 //! Owns which files are read and in what order, their line syntax, and which of several
 //! entries for one key wins. Files: with `NCRCENV_IGNORE` set, none; with `NCRCENV_RC`, that
@@ -128,20 +128,29 @@ impl RcFiles {
     /// The value of `key` for a dataset: an entry whose scope `applies` (the first such, as in
     /// netcdf-c, if several do), else the unscoped entry.
     pub fn get_for(&self, key: &str, applies: &dyn Fn(&DatasetUrl) -> bool) -> Option<&str> {
-        let scoped = self.entries.iter().find(|e| {
-            e.key == key
-                && e.scope
-                    .as_ref()
-                    .and_then(|s| s.url.as_ref())
-                    .is_some_and(applies)
-        });
-        scoped
+        self.scoped_entry(key, applies)
             .or_else(|| {
                 self.entries
                     .iter()
                     .find(|e| e.key == key && e.scope.is_none())
             })
             .map(|e| e.value.as_str())
+    }
+
+    /// The value of `key` from an entry whose scope `applies` (the first such), never an
+    /// unscoped one.
+    pub fn get_scoped(&self, key: &str, applies: &dyn Fn(&DatasetUrl) -> bool) -> Option<&str> {
+        self.scoped_entry(key, applies).map(|e| e.value.as_str())
+    }
+
+    fn scoped_entry(&self, key: &str, applies: &dyn Fn(&DatasetUrl) -> bool) -> Option<&Entry> {
+        self.entries.iter().find(|e| {
+            e.key == key
+                && e.scope
+                    .as_ref()
+                    .and_then(|s| s.url.as_ref())
+                    .is_some_and(applies)
+        })
     }
 }
 

@@ -34,8 +34,23 @@ pub struct DatasetUrl {
     pub modes: Vec<String>,
     /// Other fragment `key=value` pairs in order; keys lowercased, values decoded.
     pub params: Vec<(String, String)>,
-    /// The text as given.
+    /// The user name and password a web URL gives (`https://user:password@host/...`).
+    pub login: Option<Login>,
+    /// The text as given, a password in it hidden (`user:***@`): it is shown in messages.
     pub original: String,
+}
+
+/// A user name and password for a web server; the password is never shown.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Login {
+    pub user: String,
+    pub password: String,
+}
+
+impl std::fmt::Debug for Login {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Login({:?}, ***)", self.user)
+    }
 }
 
 /// Where the dataset's objects live.
@@ -103,11 +118,36 @@ fn split_scheme(text: &str) -> Option<(&str, &str)> {
     ok.then_some((scheme, rest))
 }
 
-/// Parses `host`, `host:port`, `[v6]` or `[v6]:port`.
-fn parse_authority(url: &str, auth: &str) -> Result<(Option<String>, Option<u16>)> {
-    if auth.contains('@') {
-        return Err(url_error(url, "credentials in the URL are not supported"));
-    }
+/// `text` with the password of its `user:password@` part, if it has one, hidden.
+fn redacted(text: &str) -> String {
+    let hidden = || -> Option<String> {
+        let (scheme, rest) = split_scheme(text)?;
+        let after = rest.strip_prefix("//")?;
+        let end = after.find(['/', '?', '#']).unwrap_or(after.len());
+        let at = after[..end].rfind('@')?;
+        let (user, _) = after[..at].split_once(':')?;
+        Some(format!("{scheme}://{user}:***@{}", &after[at + 1..]))
+    };
+    hidden().unwrap_or_else(|| text.to_string())
+}
+
+/// The host, port and login of an authority: `[user[:password]@]host[:port]`, the host also
+/// `[v6]`.
+type Authority = (Option<String>, Option<u16>, Option<Login>);
+
+/// Parses `host`, `host:port`, `[v6]` or `[v6]:port`, after `user:password@` if given.
+fn parse_authority(url: &str, auth: &str) -> Result<Authority> {
+    let (login, auth) = match auth.rsplit_once('@') {
+        Some((userinfo, host)) => {
+            let (user, password) = userinfo.split_once(':').unwrap_or((userinfo, ""));
+            let login = Login {
+                user: percent_decode(url, user)?,
+                password: percent_decode(url, password)?,
+            };
+            (Some(login), host)
+        }
+        None => (None, auth),
+    };
     let (host, port) = if let Some(v6) = auth.strip_prefix('[') {
         let (host, after) = v6
             .split_once(']')
@@ -133,7 +173,7 @@ fn parse_authority(url: &str, auth: &str) -> Result<(Option<String>, Option<u16>
         ),
     };
     let host = (!host.is_empty()).then(|| host.to_ascii_lowercase());
-    Ok((host, port))
+    Ok((host, port, login))
 }
 
 /// True for `NCZARR_CONSOLIDATED`-style switches: a positive integer, `true` or `yes`.
@@ -151,11 +191,14 @@ impl DatasetUrl {
     /// netcdf-c does. Schemes other than `file`, `http`, `https`, `s3` and `gs3` are refused,
     /// as are `file:` URLs that name a remote host or a relative path, remote URLs without a
     /// host, and malformed percent escapes.
-    pub fn parse(text: &str) -> Result<DatasetUrl> {
-        if text.trim().is_empty() {
-            return Err(url_error(text, "empty"));
+    pub fn parse(given: &str) -> Result<DatasetUrl> {
+        if given.trim().is_empty() {
+            return Err(url_error(given, "empty"));
         }
-        let Some((scheme, rest)) = split_scheme(text) else {
+        // Every message shows the text with its password hidden.
+        let shown = redacted(given);
+        let text = shown.as_str();
+        let Some((_, rest)) = split_scheme(given) else {
             return Ok(DatasetUrl {
                 scheme: None,
                 host: None,
@@ -164,10 +207,13 @@ impl DatasetUrl {
                 query: None,
                 modes: Vec::new(),
                 params: Vec::new(),
+                login: None,
                 original: text.to_string(),
             });
         };
-        let scheme = scheme.to_ascii_lowercase();
+        let scheme = split_scheme(text)
+            .map_or("", |(s, _)| s)
+            .to_ascii_lowercase();
         if !SCHEMES.contains(&scheme.as_str()) {
             return Err(url_error(text, format!("unsupported scheme {scheme:?}")));
         }
@@ -179,14 +225,20 @@ impl DatasetUrl {
             Some((r, q)) => (r, Some(q.to_string())),
             None => (rest, None),
         };
-        let (host, port, raw_path) = match rest.strip_prefix("//") {
+        let (host, port, login, raw_path) = match rest.strip_prefix("//") {
             Some(after) => {
                 let cut = after.find('/').unwrap_or(after.len());
-                let (host, port) = parse_authority(text, &after[..cut])?;
-                (host, port, &after[cut..])
+                let (host, port, login) = parse_authority(text, &after[..cut])?;
+                (host, port, login, &after[cut..])
             }
-            None => (None, None, rest),
+            None => (None, None, None, rest),
         };
+        if login.is_some() && !matches!(scheme.as_str(), "http" | "https") {
+            return Err(url_error(
+                text,
+                "a user and password are given only in web (http, https) URLs",
+            ));
+        }
         let path = percent_decode(text, raw_path)?;
         if scheme == "file" {
             if host.as_deref().is_some_and(|h| h != "localhost") {
@@ -212,6 +264,7 @@ impl DatasetUrl {
             query,
             modes: Vec::new(),
             params: Vec::new(),
+            login,
             original: text.to_string(),
         };
         if let Some(fragment) = fragment {
@@ -441,6 +494,27 @@ mod tests {
     }
 
     #[test]
+    fn web_urls_may_give_a_login_never_shown() {
+        let u = parse("https://al%20ice:p%40ss:w@Data.org:8443/x.zarr#mode=zarr,http");
+        let login = u.login.clone().unwrap();
+        assert_eq!(
+            (login.user.as_str(), login.password.as_str()),
+            ("al ice", "p@ss:w")
+        );
+        assert_eq!((u.host.as_deref(), u.port), (Some("data.org"), Some(8443)));
+        assert_eq!(
+            u.original,
+            "https://al%20ice:***@Data.org:8443/x.zarr#mode=zarr,http"
+        );
+        assert!(!format!("{u:?}").contains("p%40ss") && !format!("{u:?}").contains("p@ss"));
+        let refused = DatasetUrl::parse("s3://key:secret@bucket/x#mode=zarr,s3");
+        assert!(
+            matches!(&refused, Err(Error::Url { url, .. }) if !url.contains("secret")),
+            "{refused:?}"
+        );
+    }
+
+    #[test]
     fn garbage_is_refused() {
         for bad in [
             "",
@@ -454,7 +528,8 @@ mod tests {
             "file:///d/%ff",
             "https:///bucket/key",
             "http://h:99999/b",
-            "http://user:pw@h/b",
+            "s3://user:pw@h/b",
+            "file://user@/d/x",
             "ftp://h/x",
             "file:///d/x#mode=%g1",
         ] {

@@ -319,7 +319,7 @@ print(json.dumps([np.asarray(ds[v][:, 5, 9]).tolist() for v in sys.argv[2:]]))
                 assert_eq!(per_object.len(), 6, "{case}/{var}: objects {per_object:?}");
                 for (object, (ranged, whole)) in &per_object {
                     let fine = match (kind, n) {
-                        (WebKind::WebDav, _) => *ranged >= 1 && *whole == 0,
+                        (WebKind::WebDav | WebKind::WebDavLogin, _) => *ranged >= 1 && *whole == 0,
                         (WebKind::Plain, 0) => *ranged <= 1 && (1..=2).contains(whole),
                         (WebKind::Plain, _) => *ranged == 0 && *whole == 1,
                     };
@@ -415,4 +415,209 @@ fn listings_refused_in_other_ways() {
         let run = run_env(Host::Ours, "ncdump", &["-h", &consolidated], &env);
         assert!(run.success(), "PROPFIND {status}: {}", run.describe());
     }
+}
+
+/// A server that asks for a login is sent one found as netcdf-c finds it: in the URL
+/// (`http://user:password@host/...`, escapes decoded), in `.ncrc` (`HTTP.CREDENTIALS.*`, scoped
+/// to the server or not), or in the netrc file; stock `ncdump` (4.9.0 and 4.10.1) then reads
+/// the dataset, listings included, as from its directory. Without a login, or with a wrong
+/// one, it fails with `NC_EAUTH`, and no message shows the password.
+#[test]
+fn logins_are_found_where_netcdf_c_finds_them() {
+    use common::web::{WEB_PASSWORD, WEB_USER};
+    let dir = scratch("http-login");
+    common::python::run_script("zarr3", WRITE_ZARR, &[dir.path().to_str().unwrap()])
+        .unwrap_or_else(|e| panic!("{e}"));
+    // A reference document beside it naming each of xarray2.zarr's files whole, by relative
+    // path: read from the server, its targets are asked with the document's login.
+    let mut refs = serde_json::Map::new();
+    let root = dir.path().join("xarray2.zarr");
+    for (below, _) in common::files_below(&root, "") {
+        let key = below.trim_start_matches('/').to_string();
+        refs.insert(
+            key.clone(),
+            serde_json::json!([format!("xarray2.zarr/{key}")]),
+        );
+    }
+    std::fs::write(
+        dir.path().join("refs.json"),
+        serde_json::Value::Object(refs).to_string(),
+    )
+    .unwrap();
+    let web = WebServer::start(WebKind::WebDavLogin, dir.path());
+    let home = scratch("http-login-home");
+    let rc = home.path().join("ncrc");
+    let netrc = home.path().join("netrc");
+    let escaped = WEB_PASSWORD
+        .replace('%', "%25")
+        .replace('@', "%40")
+        .replace(':', "%3A");
+    let server = web.endpoint();
+    let (host_port, at) = (
+        server.trim_start_matches("http://"),
+        |login: &str, name: &str| {
+            // A reference document is read as a reference set.
+            let mode = if name.ends_with(".json") {
+                "zarr,reference,http"
+            } else {
+                "zarr,http"
+            };
+            format!(
+                "http://{login}{}/{name}#mode={mode}",
+                server.trim_start_matches("http://")
+            )
+        },
+    );
+    let mut report = Report::new("web logins");
+    // (case, rc text, netrc text, URL login, host, dataset, expected outcome)
+    let good = format!("{WEB_USER}:{escaped}@");
+    let cases: Vec<(&str, String, String, String, Host, &str, bool)> = vec![
+        (
+            "none",
+            String::new(),
+            String::new(),
+            String::new(),
+            Host::Ours,
+            "xarray2.zarr",
+            false,
+        ),
+        (
+            "url",
+            String::new(),
+            String::new(),
+            good.clone(),
+            Host::Ours,
+            "xarray2.zarr",
+            true,
+        ),
+        (
+            "url/4.10.1",
+            String::new(),
+            String::new(),
+            good.clone(),
+            Host::OursOn410,
+            "xarray3.zarr",
+            true,
+        ),
+        (
+            "url/listing",
+            String::new(),
+            String::new(),
+            good.clone(),
+            Host::Ours,
+            "plain2.zarr",
+            true,
+        ),
+        (
+            "url/reference set",
+            String::new(),
+            String::new(),
+            good.clone(),
+            Host::Ours,
+            "refs.json",
+            true,
+        ),
+        (
+            "url/wrong",
+            String::new(),
+            format!("machine 127.0.0.1 login {WEB_USER} password {WEB_PASSWORD}\n"),
+            format!("{WEB_USER}:not-{escaped}@"),
+            Host::Ours,
+            "xarray2.zarr",
+            false,
+        ),
+        (
+            "ncrc/scoped",
+            format!(
+                "[http://{host_port}]HTTP.CREDENTIALS.USERPASSWORD={WEB_USER}:{WEB_PASSWORD}\n"
+            ),
+            String::new(),
+            String::new(),
+            Host::Ours,
+            "xarray2.zarr",
+            true,
+        ),
+        (
+            "ncrc/unscoped",
+            format!("HTTP.CREDENTIALS.USER={WEB_USER}\nHTTP.CREDENTIALS.PASSWORD={WEB_PASSWORD}\n"),
+            String::new(),
+            String::new(),
+            Host::OursOn410,
+            "plain3.zarr",
+            true,
+        ),
+        (
+            "ncrc/other server",
+            format!(
+                "[http://elsewhere.org]HTTP.CREDENTIALS.USERPASSWORD={WEB_USER}:{WEB_PASSWORD}\n"
+            ),
+            String::new(),
+            String::new(),
+            Host::Ours,
+            "xarray2.zarr",
+            false,
+        ),
+        (
+            "netrc",
+            String::new(),
+            format!(
+                "machine other.org login x password y\nmachine 127.0.0.1\n login {WEB_USER}\n password {WEB_PASSWORD}\n"
+            ),
+            String::new(),
+            Host::Ours,
+            "plain2.zarr",
+            true,
+        ),
+    ];
+    for (name, rc_text, netrc_text, login, host, dataset, reads) in &cases {
+        std::fs::write(&rc, rc_text).unwrap();
+        std::fs::write(&netrc, netrc_text).unwrap();
+        let env = [
+            ("NCZARR_RS_QUIET", None),
+            ("NCZARR_RS_S3_CONCURRENCY", Some(TEST_SERVER_CONCURRENCY)),
+            ("NCRCENV_RC", Some(rc.to_str().unwrap())),
+            ("NETRC", Some(netrc.to_str().unwrap())),
+            ("HOME", Some(home.path().to_str().unwrap())),
+        ];
+        let target = at(login, dataset);
+        let run = run_env(*host, "ncdump", &[&target], &env);
+        // Ours: ncdump itself prints the URL it was given.
+        let shows_password = run
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("nczarr-rs"))
+            .any(|l| l.contains(WEB_PASSWORD) || l.contains(&escaped));
+        let outcome = if shows_password {
+            Err(format!("a message shows the password: {}", run.stderr))
+        } else if *reads {
+            let local_name = if *dataset == "refs.json" {
+                "xarray2.zarr"
+            } else {
+                dataset
+            };
+            let local = common::ncdump(
+                Host::Ours,
+                &[],
+                &url(&dir.path().join(local_name), "zarr,file"),
+            );
+            match (local, run.output()) {
+                (Ok(want), Ok(got)) => {
+                    match common::diff::diff(
+                        &dump::normalise_name(&want),
+                        &dump::normalise_name(&got),
+                    ) {
+                        None => Ok(()),
+                        Some(d) => Err(d),
+                    }
+                }
+                (Err(e), _) | (_, Err(e)) => Err(e),
+            }
+        } else if run.refused_saying("Authorization failure") {
+            Ok(())
+        } else {
+            Err(run.describe())
+        };
+        report.case(name, outcome);
+    }
+    report.finish(cases.len());
 }

@@ -258,21 +258,6 @@ fn to_parquet(dir: &Path, doc: &str, set: &str) {
     .unwrap_or_else(|e| panic!("{e}"));
 }
 
-/// The files below directory `dir`, by their names below `name` (`name/sub/file`).
-fn files_below(dir: &Path, name: &str) -> BTreeMap<String, std::path::PathBuf> {
-    let mut out = BTreeMap::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let entry = entry.unwrap();
-        let below = format!("{name}/{}", entry.file_name().to_str().unwrap());
-        if entry.file_type().unwrap().is_dir() {
-            out.extend(files_below(&entry.path(), &below));
-        } else {
-            out.insert(below, entry.path());
-        }
-    }
-    out
-}
-
 /// Stock `ncdump` reads documents on S3 (moto) and on a WebDAV server, whose targets are
 /// `s3://` or `http://` URLs or names relative to the document, and Parquet sets there: the
 /// same text as the documents read locally, the document (each file of a Parquet set) in one
@@ -343,10 +328,10 @@ fn reference_sets_on_s3_and_http_fetch_each_chunk_once_by_range() {
     // Parquet sets: hdf.json's references to S3 (5 a record), and classic.parq, whose target
     // is found beside it.
     to_parquet(dir.path(), "hdf-s3.json", "hdf-s3.parq");
-    let hdf_parq = files_below(&dir.path().join("hdf-s3.parq"), "hdf.parq");
-    let classic_parq = files_below(&dir.path().join("classic.parq"), "classic.parq");
+    let hdf_parq = common::files_below(&dir.path().join("hdf-s3.parq"), "hdf.parq");
+    let classic_parq = common::files_below(&dir.path().join("classic.parq"), "classic.parq");
     // The same set under a name that is no object and says nothing of Parquet.
-    let classic_set = files_below(&dir.path().join("classic.parq"), "classic-set");
+    let classic_set = common::files_below(&dir.path().join("classic.parq"), "classic-set");
     for (name, path) in hdf_parq.iter().chain(&classic_parq).chain(&classic_set) {
         put(name, std::fs::read(path).unwrap());
     }
@@ -406,7 +391,7 @@ fn reference_sets_on_s3_and_http_fetch_each_chunk_once_by_range() {
         ("classic.parq", "classic.json"),
     ] {
         let url = format!("{}/{set}#mode=zarr,reference,http", web_proxy.endpoint());
-        let files = files_below(&dir.path().join(set), set);
+        let files = common::files_below(&dir.path().join(set), set);
         let wholes: Vec<&str> = files.keys().map(String::as_str).collect();
         let zmetadata = format!("{set}/.zmetadata");
         let outcome = read_remotely(&web_proxy, &url, &env, (&zmetadata, local), None, &wholes);

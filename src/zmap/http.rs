@@ -1,14 +1,19 @@
 //! Plain HTTP(S): a dataset that any web server serves as files, read-only.
 //!
-//! Owns the reading of `http(s)://host[:port]/path#mode=...,http` into the server's address
-//! and the dataset's root path, and the client for it: unsigned GETs (whole or ranged, never a
-//! HEAD), listings by WebDAV `PROPFIND` where the server speaks it. Reads are
+//! Owns the reading of `http(s)://[user:password@]host[:port]/path#mode=...,http` into the
+//! server's address, the dataset's root path and the [`login`] sent to the server, and the
+//! client for it: GETs (whole or ranged, never a HEAD), listings by WebDAV `PROPFIND` where the
+//! server speaks it, with HTTP basic authentication when a login is found. Reads are
 //! [`RemoteStore`]'s. It knows nothing of Zarr.
+
+pub mod login;
 
 use super::remote::{RemoteStore, Service, Transfer};
 use crate::error::{Error, Result};
-use crate::url::DatasetUrl;
+use crate::rcfile::RcFiles;
+use crate::url::{DatasetUrl, Login};
 use crate::zmap::StorePrefix;
+use login::Asker;
 use object_store::RetryConfig;
 use object_store::http::HttpBuilder;
 use std::sync::Arc;
@@ -21,11 +26,31 @@ pub struct HttpSettings {
     /// Path of the dataset root on the server, without leading or trailing `/`.
     pub root: String,
     pub transfer: Transfer,
+    /// The user name and password sent to the server.
+    pub login: Option<Login>,
 }
 
 impl HttpSettings {
-    /// The server and root `url` names, with the request limits of the environment.
+    /// The server and root of the dataset `url` names, with the request limits of the
+    /// environment and its login.
     pub fn resolve(url: &DatasetUrl, env: &dyn Fn(&str) -> Option<String>) -> Result<HttpSettings> {
+        Self::resolve_as(url, Asker::Dataset, env)
+    }
+
+    /// [`resolve`](Self::resolve) for a server a reference set names: `.ncrc` credentials
+    /// not scoped to it are not sent there.
+    pub fn resolve_target(
+        url: &DatasetUrl,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<HttpSettings> {
+        Self::resolve_as(url, Asker::Target, env)
+    }
+
+    fn resolve_as(
+        url: &DatasetUrl,
+        asker: Asker,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<HttpSettings> {
         let refuse = |why: &str| Error::Url {
             url: url.original.clone(),
             why: why.to_string(),
@@ -51,10 +76,12 @@ impl HttpSettings {
         let server = server_address(scheme, host, url.port);
         let root = url.path.trim_matches('/').to_string();
         StorePrefix::new(&root).map_err(|e| refuse(&e.to_string()))?;
+        let rc = RcFiles::load(env, std::env::current_dir().ok().as_deref());
         Ok(HttpSettings {
             server,
             root,
             transfer: Transfer::from_env(env)?,
+            login: login::login_for(url, asker, env, &rc),
         })
     }
 
@@ -83,7 +110,10 @@ pub(super) fn server_address(scheme: &str, host: &str, port: Option<u16>) -> Str
 /// Listings are asked once, without retries: most web servers answer `PROPFIND` with
 /// 501 Not Implemented or 405, which retrying cannot change.
 pub fn open(settings: HttpSettings) -> Result<RemoteStore> {
-    let (options, retry) = settings.transfer.client_config();
+    let (mut options, retry) = settings.transfer.client_config();
+    if let Some(login) = &settings.login {
+        options = options.with_default_headers(basic_authorization(login));
+    }
     let client = |retry| {
         HttpBuilder::new()
             .with_url(&settings.server)
@@ -102,15 +132,33 @@ pub fn open(settings: HttpSettings) -> Result<RemoteStore> {
     })?;
     let reader = client(retry)?;
     let described = settings.describe();
+    let credentials = match &settings.login {
+        Some(login) => format!("HTTP basic authentication as {:?}", login.user),
+        None => "none (plain HTTP)".into(),
+    };
     Ok(RemoteStore::new(
         Service::Http,
         reader,
         settings.root,
         settings.transfer,
-        "none (plain HTTP)".into(),
+        credentials,
         described,
     )
     .listing_through(lister))
+}
+
+/// The `Authorization` header of HTTP basic authentication for `login`, marked sensitive (kept
+/// out of logs, and not sent on when a server redirects elsewhere).
+fn basic_authorization(login: &Login) -> http::HeaderMap {
+    use base64::Engine;
+    let token = base64::engine::general_purpose::STANDARD
+        .encode(format!("{}:{}", login.user, login.password));
+    let mut headers = http::HeaderMap::new();
+    if let Ok(mut value) = http::HeaderValue::from_str(&format!("Basic {token}")) {
+        value.set_sensitive(true);
+        headers.insert(http::header::AUTHORIZATION, value);
+    }
+    headers
 }
 
 #[cfg(test)]

@@ -402,6 +402,21 @@ impl Report {
     }
 }
 
+/// The files below directory `dir`, by their names below `name` (`name/sub/file`).
+pub fn files_below(dir: &Path, name: &str) -> std::collections::BTreeMap<String, PathBuf> {
+    let mut out = std::collections::BTreeMap::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        let below = format!("{name}/{}", entry.file_name().to_str().unwrap());
+        if entry.file_type().unwrap().is_dir() {
+            out.extend(files_below(&entry.path(), &below));
+        } else {
+            out.insert(below, entry.path());
+        }
+    }
+    out
+}
+
 /// Copies the directory tree `from` to `to`.
 pub fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();

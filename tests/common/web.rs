@@ -20,13 +20,22 @@ pub enum WebKind {
     Plain,
     /// WsgiDAV, from the pinned environment `http` of `scripts/pyenv`.
     WebDav,
+    /// WsgiDAV answering only requests that log in as [`WEB_USER`] with [`WEB_PASSWORD`]
+    /// (HTTP basic authentication).
+    WebDavLogin,
 }
+
+/// The user [`WebKind::WebDavLogin`] lets in.
+pub const WEB_USER: &str = "alice";
+/// Their password: characters a URL must escape, none that netrc cannot hold.
+pub const WEB_PASSWORD: &str = "s3cr@t:x%";
 
 impl WebKind {
     pub fn name(self) -> &'static str {
         match self {
             WebKind::Plain => "http.server",
             WebKind::WebDav => "wsgidav",
+            WebKind::WebDavLogin => "wsgidav with a login",
         }
     }
 }
@@ -60,6 +69,27 @@ impl WebServer {
                     c.args(["-m", "wsgidav.server.server_cli", "-p", &port.to_string()])
                         .args(["-H", "127.0.0.1", "-r", dir, "--auth", "anonymous"])
                         .args(["--no-config", "-q"]);
+                    c
+                }
+                WebKind::WebDavLogin => {
+                    let config = std::env::temp_dir().join(format!("wsgidav-login-{port}.json"));
+                    let text = serde_json::json!({
+                        "host": "127.0.0.1",
+                        "port": port,
+                        "provider_mapping": {"/": dir},
+                        "http_authenticator": {
+                            "domain_controller": null,
+                            "accept_basic": true,
+                            "accept_digest": false,
+                            "default_to_digest": false,
+                        },
+                        "simple_dc": {"user_mapping": {"*": {WEB_USER: {"password": WEB_PASSWORD}}}},
+                        "verbose": 0,
+                    });
+                    std::fs::write(&config, text.to_string()).unwrap();
+                    let mut c = Command::new(python::interpreter("http").unwrap());
+                    c.args(["-m", "wsgidav.server.server_cli", "--config"])
+                        .arg(&config);
                     c
                 }
             };

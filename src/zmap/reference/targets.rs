@@ -176,6 +176,13 @@ pub fn locate(target: &str, base: &Base) -> Result<Place> {
                     "a web URL with a query or fragment is not supported",
                 ));
             }
+            if url.login.is_some() {
+                return Err(refused(
+                    &url.original,
+                    "a user and password in a target's URL are not used; give them in .netrc \
+                     or .ncrc",
+                ));
+            }
             let host = url.host.as_deref().unwrap_or_default();
             let server = super::super::http::server_address(&scheme, host, url.port);
             return Ok(Place::Remote {
@@ -261,8 +268,19 @@ impl Targets {
                 super::super::s3::open(S3Settings::resolve(&url, &crate::env::of_process)?)
             }
             Service::Http { server } => {
-                let url = DatasetUrl::parse(&format!("{server}#mode=zarr,http"))?;
-                super::super::http::open(HttpSettings::resolve(&url, &crate::env::of_process)?)
+                let mut url = DatasetUrl::parse(&format!("{server}#mode=zarr,http"))?;
+                // The document's own server is asked as the document was.
+                let document_server = self.document.host.as_deref().map(|host| {
+                    let scheme = self.document.scheme.as_deref().unwrap_or_default();
+                    super::super::http::server_address(scheme, host, self.document.port)
+                });
+                if document_server.as_deref() == Some(server.as_str()) {
+                    url.login = self.document.login.clone();
+                }
+                super::super::http::open(HttpSettings::resolve_target(
+                    &url,
+                    &crate::env::of_process,
+                )?)
             }
         }
     }
