@@ -118,15 +118,22 @@ fn split_scheme(text: &str) -> Option<(&str, &str)> {
     ok.then_some((scheme, rest))
 }
 
-/// `text` with the password of its `user:password@` part, if it has one, hidden.
-fn redacted(text: &str) -> String {
+/// `text` with the login of its `user:password@` part, if it has one, hidden (`user:***@`,
+/// or `***@` for a user alone). libnetcdf hands a URL over with `#`, `?` and `/` in a password
+/// unescaped, so everything from the authority's first `:` to the text's last `@` is hidden
+/// whenever the text after `//` holds a `:` before an `@`: a message may show less than the
+/// URL, never a password.
+pub(crate) fn redacted(text: &str) -> String {
     let hidden = || -> Option<String> {
         let (scheme, rest) = split_scheme(text)?;
         let after = rest.strip_prefix("//")?;
-        let end = after.find(['/', '?', '#']).unwrap_or(after.len());
-        let at = after[..end].rfind('@')?;
-        let (user, _) = after[..at].split_once(':')?;
-        Some(format!("{scheme}://{user}:***@{}", &after[at + 1..]))
+        let at = after.rfind('@')?;
+        let shown = match after[..at].find(':') {
+            Some(colon) => format!("{}:***", &after[..colon]),
+            None if !after[..at].contains(['/', '?', '#']) => "***".to_string(),
+            None => return None,
+        };
+        Some(format!("{scheme}://{shown}@{}", &after[at + 1..]))
     };
     hidden().unwrap_or_else(|| text.to_string())
 }
@@ -139,7 +146,11 @@ type Authority = (Option<String>, Option<u16>, Option<Login>);
 fn parse_authority(url: &str, auth: &str) -> Result<Authority> {
     let (login, auth) = match auth.rsplit_once('@') {
         Some((userinfo, host)) => {
-            let (user, password) = userinfo.split_once(':').unwrap_or((userinfo, ""));
+            // As netcdf-c: a user without a password is no login.
+            let (user, password) = userinfo
+                .split_once(':')
+                .filter(|(u, p)| !u.is_empty() && !p.is_empty())
+                .ok_or_else(|| url_error(url, "a login names a user without a password"))?;
             let login = Login {
                 user: percent_decode(url, user)?,
                 password: percent_decode(url, password)?,
@@ -168,8 +179,9 @@ fn parse_authority(url: &str, auth: &str) -> Result<Authority> {
     let port = match port {
         None | Some("") => None,
         Some(p) => Some(
+            // Not repeated: a password that libnetcdf unescaped may make it one.
             p.parse::<u16>()
-                .map_err(|_| url_error(url, format!("bad port {p:?}")))?,
+                .map_err(|_| url_error(url, "the port is not a number from 0 to 65535"))?,
         ),
     };
     let host = (!host.is_empty()).then(|| host.to_ascii_lowercase());
@@ -269,6 +281,13 @@ impl DatasetUrl {
         };
         if let Some(fragment) = fragment {
             url.parse_fragment(fragment)?;
+        }
+        if url.login.is_some() && !url.modes.is_empty() && url.storage_kind() != StorageKind::Http {
+            return Err(url_error(
+                text,
+                "a user and password are sent only to web servers (mode http); S3 and other \
+                 storage have their own credentials",
+            ));
         }
         Ok(url)
     }
@@ -495,6 +514,31 @@ mod tests {
 
     #[test]
     fn web_urls_may_give_a_login_never_shown() {
+        // As libnetcdf hands it over: `#`, `?` and `/` of a password unescaped.
+        for (given, shown) in [
+            (
+                "https://u:p#a?b/c@h.org/x#mode=zarr,http",
+                "https://u:***@h.org/x#mode=zarr,http",
+            ),
+            ("https://TOKEN@h.org/x", "https://***@h.org/x"),
+            ("https://h.org:8443/a@b", "https://h.org:***@b"),
+            ("https://h.org/a@b", "https://h.org/a@b"),
+        ] {
+            assert_eq!(redacted(given), shown);
+        }
+        for (refused, secret) in [
+            ("https://u:p#a@h.org/x#mode=zarr,http", "p#a"),
+            ("https://token@h.org/x#mode=zarr,http", "token"),
+            ("https://u:@h.org/x#mode=zarr,http", "u:@"),
+            ("https://u:pw@h.org/x#mode=zarr,s3", "pw"),
+        ] {
+            let got = DatasetUrl::parse(refused);
+            assert!(
+                matches!(&got, Err(Error::Url { url, why }) if !url.contains(secret)
+                    && !why.contains(secret)),
+                "{refused}: {got:?}"
+            );
+        }
         let u = parse("https://al%20ice:p%40ss:w@Data.org:8443/x.zarr#mode=zarr,http");
         let login = u.login.clone().unwrap();
         assert_eq!(

@@ -34,7 +34,10 @@ fn dataset_url(path: *const c_char, mode: c_int) -> crate::error::Result<Dataset
     let text = String::from_utf8_lossy(&cmem::c_bytes(path)).into_owned();
     if std::env::var_os("NCZARR_RS_DEBUG").is_some() {
         // libnetcdf rewrites URLs before dispatching (S3 forms become path-style https).
-        eprintln!("nczarr-rs: dataset URL as received: {text}");
+        eprintln!(
+            "nczarr-rs: dataset URL as received: {}",
+            crate::url::redacted(&text)
+        );
     }
     DatasetUrl::parse(&text)
 }

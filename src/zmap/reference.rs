@@ -17,7 +17,7 @@ mod templates;
 use super::positional::read_at;
 use super::{ObjectLimit, Runs, Store, StoreKey, StorePrefix, Tail, copy_runs};
 use crate::error::{Error, Result};
-use crate::url::{DatasetUrl, StorageKind};
+use crate::url::{DatasetUrl, Login, StorageKind};
 use bytes::Bytes;
 use document::Reference;
 use rayon::prelude::*;
@@ -76,7 +76,7 @@ pub struct ReferenceStore {
 /// under an S3 or web prefix, as the URL's storage says. Its targets are found and checked, but
 /// not opened.
 pub fn open(url: &DatasetUrl) -> Result<ReferenceStore> {
-    let (found, base, endpoint) = read_set(url)?;
+    let (found, base, endpoint, login) = read_set(url)?;
     let index = match found {
         SetFound::Document(bytes) => {
             let doc = document::parse(&bytes, &url.original)?;
@@ -119,7 +119,14 @@ pub fn open(url: &DatasetUrl) -> Result<ReferenceStore> {
     };
     Ok(ReferenceStore {
         index,
-        targets: Targets::new(url.clone(), endpoint),
+        // The document's own server is asked with the login it was read with.
+        targets: Targets::new(
+            DatasetUrl {
+                login,
+                ..url.clone()
+            },
+            endpoint,
+        ),
         limit: ObjectLimit::default(),
         described: url.original.clone(),
     })
@@ -136,11 +143,11 @@ enum SetFound {
     Parquet(parquet::Records),
 }
 
-/// The reference set `url` names, where relative targets are found from, and the S3 service
-/// and endpoint it was read from (if it was). A local directory is a Parquet reference set;
+/// The reference set `url` names, where relative targets are found from, the S3 service and
+/// endpoint it was read from (if it was), and the login its web server was asked with. A local directory is a Parquet reference set;
 /// so is a remote name ending in `/`, `.parq` or `.parquet`, or one that is no object or no
 /// JSON object (a web server's page for a directory), as fsspec takes them.
-fn read_set(url: &DatasetUrl) -> Result<(SetFound, Base, ReadFrom)> {
+fn read_set(url: &DatasetUrl) -> Result<(SetFound, Base, ReadFrom, Option<Login>)> {
     let limit = ObjectLimit::default();
     let too_large = || format!("reference document {}", url.original);
     let (path, a_directory) = match url.path.strip_suffix('/') {
@@ -184,7 +191,7 @@ fn read_set(url: &DatasetUrl) -> Result<(SetFound, Base, ReadFrom)> {
             let parent = path.parent().unwrap_or(Path::new("/")).to_path_buf();
             if meta.is_dir() {
                 let records = parquet::Records::Local(path.to_path_buf());
-                return Ok((SetFound::Parquet(records), Base::Local(parent), None));
+                return Ok((SetFound::Parquet(records), Base::Local(parent), None, None));
             }
             if !meta.is_file() {
                 return Err(Error::NotZarr(format!(
@@ -194,7 +201,7 @@ fn read_set(url: &DatasetUrl) -> Result<(SetFound, Base, ReadFrom)> {
             }
             limit.check(too_large, meta.len())?;
             let bytes = std::fs::read(path).map_err(|e| Error::io(&url.path, e))?;
-            Ok((SetFound::Document(bytes), Base::Local(parent), None))
+            Ok((SetFound::Document(bytes), Base::Local(parent), None, None))
         }
         StorageKind::Zip => Err(Error::Url {
             url: url.original.clone(),
@@ -218,7 +225,7 @@ fn read_set(url: &DatasetUrl) -> Result<(SetFound, Base, ReadFrom)> {
             let dir = with_slash(&settings.root);
             let endpoint = settings.endpoint.clone().map(|e| (scheme, e));
             let found = remote(super::s3::open(settings)?, name)?;
-            Ok((found, Base::Remote { service, dir }, endpoint))
+            Ok((found, Base::Remote { service, dir }, endpoint, None))
         }
         StorageKind::Http => {
             let (at_dir, name) = in_dir()?;
@@ -227,8 +234,9 @@ fn read_set(url: &DatasetUrl) -> Result<(SetFound, Base, ReadFrom)> {
                 server: settings.server.clone(),
             };
             let dir = with_slash(&settings.root);
+            let login = settings.login.clone();
             let found = remote(super::http::open(settings)?, name)?;
-            Ok((found, Base::Remote { service, dir }, None))
+            Ok((found, Base::Remote { service, dir }, None, login))
         }
     }
 }

@@ -4,10 +4,11 @@
 //! Owns the order of the sources: the URL's own `user:password@`; the `.ncrc` keys
 //! `HTTP.CREDENTIALS.USER` with `HTTP.CREDENTIALS.PASSWORD`, then
 //! `HTTP.CREDENTIALS.USERPASSWORD` (`user:password`), an entry scoped to the server
-//! (`[https://host:port]KEY=...`) before an unscoped one, which applies only to the dataset's
-//! own server (never to a server a reference set names); then the netrc file (`HTTP.NETRC` in
-//! `.ncrc`, else `$NETRC`, else `~/.netrc`), its entry for the host or its `default`. It must
-//! not know how requests are made.
+//! (`[https://host:port]KEY=...`: same scheme, host and port) before an unscoped one, which
+//! applies only to the dataset's own server (never to a server a reference set names); then
+//! the netrc file (`HTTP.NETRC` in `.ncrc`, else `$NETRC`, else `~/.netrc`), its entry for the
+//! host, or its `default` (again only for the dataset's own server). A user name holding `:`
+//! cannot be sent and gives no login. It must not know how requests are made.
 
 use crate::env::value as env_value;
 use crate::rcfile::RcFiles;
@@ -30,10 +31,32 @@ pub fn login_for(
     env: &dyn Fn(&str) -> Option<String>,
     rc: &RcFiles,
 ) -> Option<Login> {
+    found_login(url, asker, env, rc).filter(|login| !login.user.contains(':'))
+}
+
+/// The port `url` is asked on: its own, else its scheme's.
+fn effective_port(url: &DatasetUrl) -> Option<u16> {
+    url.port.or(match url.scheme.as_deref() {
+        Some("http") => Some(80),
+        Some("https") => Some(443),
+        _ => None,
+    })
+}
+
+fn found_login(
+    url: &DatasetUrl,
+    asker: Asker,
+    env: &dyn Fn(&str) -> Option<String>,
+    rc: &RcFiles,
+) -> Option<Login> {
     if let Some(login) = &url.login {
         return Some(login.clone());
     }
-    let same_server = |scope: &DatasetUrl| scope.host == url.host && scope.port == url.port;
+    let same_server = |scope: &DatasetUrl| {
+        scope.scheme == url.scheme
+            && scope.host == url.host
+            && effective_port(scope) == effective_port(url)
+    };
     let from_rc = |key: &str| -> Option<String> {
         let value = match asker {
             Asker::Dataset => rc.get_for(key, &same_server),
@@ -54,7 +77,11 @@ pub fn login_for(
             password: password.to_string(),
         });
     }
-    let netrc = from_rc("HTTP.NETRC")
+    // A file's name, not a login: the unscoped entry applies to every server.
+    let netrc = rc
+        .get_for("HTTP.NETRC", &same_server)
+        .filter(|v| !v.is_empty())
+        .map(str::to_string)
         .or_else(|| env_value(env, "NETRC"))
         .map(PathBuf::from)
         .or_else(|| env_value(env, "HOME").map(|h| PathBuf::from(h).join(".netrc")))?;
@@ -63,60 +90,99 @@ pub fn login_for(
         return None;
     }
     let text = std::fs::read_to_string(&netrc).ok()?;
-    in_netrc(&text, url.host.as_deref()?)
+    let entries = in_netrc(&text, url.host.as_deref()?);
+    match asker {
+        Asker::Dataset => entries.machine.or(entries.default),
+        Asker::Target => entries.machine,
+    }
 }
 
-/// The login netrc text `text` gives for `host`: its first `machine` entry for the host, else
-/// its `default` entry.
-fn in_netrc(text: &str, host: &str) -> Option<Login> {
-    let mut words = text.split_ascii_whitespace();
-    let (mut found, mut default) = (None, None);
-    // The entry being read: whether it is the host's (or the default), and its login.
+/// What a netrc file holds for one host.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct NetrcEntries {
+    /// Its first `machine` entry for the host.
+    machine: Option<Login>,
+    /// Its `default` entry.
+    default: Option<Login>,
+}
+
+/// The entries netrc text `text` holds for `host`, read as curl reads them: words separated by
+/// white space, keywords in any case, a line starting with `#` a comment, a `macdef` macro
+/// running to the next empty line.
+fn in_netrc(text: &str, host: &str) -> NetrcEntries {
+    let mut out = NetrcEntries::default();
+    // The entry being read: whether it is the default (else the host's), and its login.
     let mut current: Option<(bool, Login)> = None;
-    let mut finish = |entry: Option<(bool, Login)>, found: &mut Option<Login>| {
+    let finish = |entry: Option<(bool, Login)>, out: &mut NetrcEntries| {
         if let Some((is_default, login)) = entry {
-            if is_default {
-                default.get_or_insert(login);
+            let slot = if is_default {
+                &mut out.default
             } else {
-                found.get_or_insert(login);
-            }
+                &mut out.machine
+            };
+            slot.get_or_insert(login);
         }
     };
-    while let Some(word) = words.next() {
-        match word {
+    let mut lines = text.lines();
+    let mut pending: Vec<&str> = Vec::new();
+    /// The next word of the lines to come, comments left out; `None` at the end.
+    fn next_word<'t>(
+        lines: &mut std::str::Lines<'t>,
+        pending: &mut Vec<&'t str>,
+    ) -> Option<&'t str> {
+        loop {
+            if let Some(word) = pending.pop() {
+                return Some(word);
+            }
+            let line = lines.next()?;
+            if !line.trim_start().starts_with('#') {
+                pending.extend(line.split_ascii_whitespace().rev());
+            }
+        }
+    }
+    while let Some(word) = next_word(&mut lines, &mut pending) {
+        let keyword = word.to_ascii_lowercase();
+        match keyword.as_str() {
             "machine" => {
-                finish(current.take(), &mut found);
-                let name = words.next()?;
+                finish(current.take(), &mut out);
+                let Some(name) = next_word(&mut lines, &mut pending) else {
+                    break;
+                };
                 current = name
                     .eq_ignore_ascii_case(host)
                     .then(|| (false, Login::default()));
             }
             "default" => {
-                finish(current.take(), &mut found);
+                finish(current.take(), &mut out);
                 current = Some((true, Login::default()));
             }
             "login" | "password" | "account" => {
-                let value = words.next()?;
+                let Some(value) = next_word(&mut lines, &mut pending) else {
+                    break;
+                };
                 if let Some((_, login)) = &mut current {
-                    match word {
+                    match keyword.as_str() {
                         "login" => login.user = value.to_string(),
                         "password" => login.password = value.to_string(),
                         _ => {}
                     }
                 }
             }
-            // A macro runs to the next blank line; its words are no entries.
+            // A macro's body runs from the next line to an empty one; it holds no entries.
             "macdef" => {
-                finish(current.take(), &mut found);
-                let rest = text.split_once(word)?.1;
-                let end = rest.find("\n\n").unwrap_or(rest.len());
-                words = rest[end..].split_ascii_whitespace();
+                finish(current.take(), &mut out);
+                pending.clear();
+                for line in lines.by_ref() {
+                    if line.trim().is_empty() {
+                        break;
+                    }
+                }
             }
             _ => {}
         }
     }
-    finish(current.take(), &mut found);
-    found.or(default)
+    finish(current.take(), &mut out);
+    out
 }
 
 #[cfg(test)]
@@ -136,14 +202,21 @@ mod tests {
 
     #[test]
     fn netrc_entries_are_found_by_host_else_default() {
-        let text = "machine other.org login o password op\n\
-                    machine Data.Example.org\n  login alice\n  password s3cret\n\
+        let text = "# machine data.example.org login commented password out\n\
+                    machine other.org login o password op\n\
+                    MACHINE Data.Example.org\n  login alice\n  Password s3cret\n\
                     macdef init\nmachine data.example.org login mallory password x\n\n\
+                    macdef again\nmacdef loops\n\n\
                     default login anon password guest\n";
-        assert_eq!(in_netrc(text, "data.example.org"), login("alice", "s3cret"));
-        assert_eq!(in_netrc(text, "elsewhere"), login("anon", "guest"));
-        assert_eq!(in_netrc("machine a login u password p", "b"), None);
-        assert_eq!(in_netrc("machine", "a"), None, "cut short");
+        let found = in_netrc(text, "data.example.org");
+        assert_eq!(found.machine, login("alice", "s3cret"));
+        assert_eq!(found.default, login("anon", "guest"));
+        assert_eq!(in_netrc(text, "elsewhere").machine, None);
+        assert_eq!(
+            in_netrc("machine a login u password p\nmachine", "a").machine,
+            login("u", "p"),
+            "cut short after the entry"
+        );
     }
 
     #[test]

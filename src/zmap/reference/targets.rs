@@ -68,7 +68,7 @@ pub struct Targets {
 
 fn refused(target: &str, why: impl Into<String>) -> Error {
     Error::Url {
-        url: target.to_string(),
+        url: crate::url::redacted(target),
         why: why.into(),
     }
 }
