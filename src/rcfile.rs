@@ -30,11 +30,27 @@ pub struct Scope {
     pub url: Option<DatasetUrl>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 struct Entry {
     key: String,
     value: String,
     scope: Option<Scope>,
+}
+
+/// Shows an entry's value only when its key names no secret (`HTTP.CREDENTIALS.*`, or any key
+/// saying password or secret).
+impl std::fmt::Debug for Entry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let key = self.key.to_ascii_uppercase();
+        let secret = ["CREDENTIALS", "PASSWORD", "SECRET", "TOKEN"]
+            .iter()
+            .any(|s| key.contains(s));
+        f.debug_struct("Entry")
+            .field("key", &self.key)
+            .field("value", &if secret { "***" } else { self.value.as_str() })
+            .field("scope", &self.scope)
+            .finish()
+    }
 }
 
 /// The entries of every file read.
@@ -158,6 +174,17 @@ impl RcFiles {
 mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    #[test]
+    fn secrets_are_never_shown() {
+        let mut rc = RcFiles::default();
+        rc.add_text("HTTP.CREDENTIALS.USERPASSWORD=u:hunter2\n[https://h]HTTP.CREDENTIALS.PASSWORD=hunter2\nAWS.PROFILE=dev\n");
+        let shown = format!("{rc:?}");
+        assert!(
+            !shown.contains("hunter2") && shown.contains("dev"),
+            "{shown}"
+        );
+    }
 
     #[test]
     fn lines_are_read_as_netcdf_reads_them() {
