@@ -20,6 +20,7 @@
 mod fragment;
 
 use crate::zmap::ZARR_MARKERS;
+use crate::zmap::reference::starts_as_json_object;
 use crate::zmap::zip::ZipStore;
 use crate::zmap::{Store, StorePrefix};
 use std::path::{Path, PathBuf};
@@ -232,11 +233,8 @@ fn is_parquet_reference_set(path: &Path) -> bool {
     let mut tail = vec![0u8; (len - from) as usize];
     let mut head = [0u8; 64];
     let head_len = file.read_at(&mut head, 0).unwrap_or(0);
-    let opening = String::from_utf8_lossy(&head[..head_len]);
     file.read_exact_at(&mut tail, from).is_ok()
-        && opening
-            .trim_start_matches(['\u{feff}', ' ', '\t', '\r', '\n'])
-            .starts_with('{')
+        && starts_as_json_object(&head[..head_len])
         && String::from_utf8_lossy(&tail).contains("\"record_size\"")
 }
 
@@ -279,11 +277,7 @@ fn is_reference_document(path: &Path) -> bool {
     if (&mut file).take(512).read_to_end(&mut head).is_err() {
         return false;
     }
-    let opening = String::from_utf8_lossy(&head);
-    if !opening
-        .trim_start_matches(['\u{feff}', ' ', '\t', '\r', '\n'])
-        .starts_with('{')
-    {
+    if !starts_as_json_object(&head) {
         return false;
     }
     if file

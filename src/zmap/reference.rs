@@ -242,7 +242,7 @@ fn read_set(url: &DatasetUrl) -> Result<(SetFound, Base, ReadFrom, Option<Login>
 }
 
 /// True when `bytes` start (after white space or a byte-order mark) as a JSON object.
-fn starts_as_json_object(bytes: &[u8]) -> bool {
+pub fn starts_as_json_object(bytes: &[u8]) -> bool {
     let text = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
     text.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
 }
