@@ -18,7 +18,7 @@ mod params;
 pub mod quantize;
 mod reused;
 mod sharding;
-pub use sharding::ID as SHARDING;
+pub use sharding::{ID as SHARDING, new_config as new_sharding_config};
 mod shuffle;
 mod stage_buffer;
 mod stream;

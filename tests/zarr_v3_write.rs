@@ -30,34 +30,14 @@ fn note_on_root(ds: &mut Dataset) {
         .unwrap();
 }
 
-/// What netCDF4-python and xarray read of the netCDF-4 file `nc`.
-fn truth(nc: &Path) -> String {
-    let script = common::repo_root().join("tests/py/netcdf_truth.py");
-    common::python::run("netcdf4", &[script.to_str().unwrap(), nc.to_str().unwrap()])
-        .unwrap_or_else(|e| panic!("{e}"))
-}
+use common::zarr_v3_check::truth;
 
 /// The problems zarr-python and xarray find in `store` (a directory or a zip archive) against
 /// the truth in the file `truth`, after checking that they compared at least one array.
 fn problems(store: &Path, truth: &Path) -> Vec<String> {
-    let script = common::repo_root().join("tests/py/check_zarr_v3.py");
-    let args = [
-        script.to_str().unwrap(),
-        store.to_str().unwrap(),
-        truth.to_str().unwrap(),
-    ];
-    let out = common::python::run("zarr3", &args).unwrap_or_else(|e| format!("\"{e}\""));
-    let report: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
-    let mut problems: Vec<String> = report["problems"]
-        .as_array()
-        .map(|p| {
-            p.iter()
-                .map(|s| s.as_str().unwrap_or("?").to_string())
-                .collect()
-        })
-        .unwrap_or_else(|| vec![format!("no report: {out}")]);
-    if report["compared"].as_u64().unwrap_or(0) == 0 {
-        problems.push(format!("no array compared: {out}"));
+    let (compared, mut problems) = common::zarr_v3_check::problems(store, truth);
+    if compared == 0 {
+        problems.push("no array compared".to_string());
     }
     problems
 }

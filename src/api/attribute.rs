@@ -1,6 +1,7 @@
 //! Attributes: put/get with type conversion, inquiry, rename, delete, and the virtual
 //! attributes netCDF answers by name only (`_NCProperties`, `_SuperblockVersion`,
-//! `_IsNetcdf4`, `_Codecs`).
+//! `_IsNetcdf4`, `_Codecs`, `_InnerChunkSizes`). `_InnerChunkSizes` is also put and deleted:
+//! it defines a variable's Zarr v3 shards.
 
 use super::convert;
 use super::dataset::Dataset;
@@ -15,12 +16,16 @@ pub enum Owner {
     Var(GroupId, usize),
 }
 
+/// The shape of the chunks inside each Zarr v3 shard of a variable, whose chunks are shards.
+pub const INNER_CHUNK_SIZES: &str = "_InnerChunkSizes";
+
 /// Names answered by name only: never listed, never counted.
-pub const VIRTUAL: [&str; 4] = [
+pub const VIRTUAL: [&str; 5] = [
     "_NCProperties",
     "_SuperblockVersion",
     "_IsNetcdf4",
     "_Codecs",
+    INNER_CHUNK_SIZES,
 ];
 
 /// Converts values to `to` (with the classic model's rules when `classic_model`); the flag says
@@ -86,8 +91,35 @@ impl Dataset {
                 text.push(0);
                 Some(Values::fixed(NcType::Char, text))
             }
+            (Owner::Var(g, v), INNER_CHUNK_SIZES) => {
+                let sizes = self.tree.group(g).vars[v].inner_chunk_sizes()?;
+                Some(integers(&sizes))
+            }
             _ => None,
         }
+    }
+
+    /// `nc_put_att` of `_InnerChunkSizes`: the variable's inner chunks, as integers.
+    fn put_inner_chunk_sizes(&mut self, owner: Owner, values: &Values) -> Result<()> {
+        let Owner::Var(g, v) = owner else {
+            return Err(Error::AttMeta(INNER_CHUNK_SIZES.to_string()));
+        };
+        let integer =
+            matches!(values, Values::Fixed { ty, .. } if ty.is_numeric() && !ty.is_float());
+        let sizes = match convert_values(values, NcType::Int64, false) {
+            Ok((Values::Fixed { bytes, .. }, false)) if integer => bytes
+                .chunks_exact(8)
+                .map(|b| i64::from_ne_bytes(b.try_into().unwrap_or([0; 8])))
+                .map(|n| u64::try_from(n).ok().filter(|n| *n > 0))
+                .collect::<Option<Vec<u64>>>(),
+            _ => None,
+        };
+        let sizes = sizes.ok_or_else(|| {
+            Error::Invalid(format!(
+                "{INNER_CHUNK_SIZES} must be positive integers, one per dimension"
+            ))
+        })?;
+        self.def_var_inner_chunks(g, v, Some(&sizes))
     }
 
     /// The attribute's values (stored or virtual).
@@ -156,6 +188,10 @@ impl Dataset {
     ) -> Result<bool> {
         self.check_writable()?;
         names::check(name)?;
+        if name == INNER_CHUNK_SIZES {
+            self.put_inner_chunk_sizes(owner, &values)?;
+            return Ok(false);
+        }
         if VIRTUAL.contains(&name) || name.starts_with("_nczarr_") || name == "_ARRAY_DIMENSIONS" {
             return Err(Error::AttMeta(name.to_string()));
         }
@@ -227,6 +263,16 @@ impl Dataset {
     /// `nc_del_att`.
     pub fn del_att(&mut self, owner: Owner, name: &str) -> Result<()> {
         self.check_writable()?;
+        if let (Owner::Var(g, v), INNER_CHUNK_SIZES) = (owner, name) {
+            if self.tree.group(g).vars[v].inner_chunks.is_empty() {
+                return Err(match self.virtual_att(owner, name) {
+                    // Shards read from a store stay as they are stored.
+                    Some(_) => Error::AttMeta(name.to_string()),
+                    None => Error::NotAtt(name.to_string()),
+                });
+            }
+            return self.def_var_inner_chunks(g, v, None);
+        }
         let i = self
             .atts(owner)
             .iter()
@@ -235,5 +281,23 @@ impl Dataset {
         self.ensure_define_mode()?;
         self.atts_mut(owner).remove(i);
         Ok(())
+    }
+}
+
+/// `sizes` as `int` values, or as `int64` when some does not fit.
+fn integers(sizes: &[u64]) -> Values {
+    let small: Option<Vec<i32>> = sizes.iter().map(|n| i32::try_from(*n).ok()).collect();
+    match small {
+        Some(s) => Values::fixed(
+            NcType::Int,
+            s.iter().flat_map(|n| n.to_ne_bytes()).collect(),
+        ),
+        None => Values::fixed(
+            NcType::Int64,
+            sizes
+                .iter()
+                .flat_map(|n| i64::try_from(*n).unwrap_or(i64::MAX).to_ne_bytes())
+                .collect(),
+        ),
     }
 }

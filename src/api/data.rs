@@ -229,22 +229,31 @@ fn swapped(var: &Var, esize: usize) -> bool {
 /// The codec chain of a variable; an unknown codec is `Error::NoFilter` naming it. Zarr v3
 /// shards are told the fill element, as stored, for their inner chunks never written.
 pub fn codec_chain(var: &Var) -> Result<codec::Chain> {
-    let cfgs: Vec<codec::Config> = var
+    let stored_fill = || {
+        let mut fill = fill_element(var);
+        let esize = fill.len();
+        if swapped(var, esize) {
+            convert::swap_bytes_in_place(&mut fill, esize);
+        }
+        serde_json::Value::from(fill)
+    };
+    let mut cfgs: Vec<codec::Config> = var
         .filters
         .iter()
         .map(|f| {
             let mut cfg = f.codec.clone();
             if f.codec_id() == codec::SHARDING {
-                let mut fill = fill_element(var);
-                let esize = fill.len();
-                if swapped(var, esize) {
-                    convert::swap_bytes_in_place(&mut fill, esize);
-                }
-                cfg.insert("fill".into(), fill.into());
+                cfg.insert("fill".into(), stored_fill());
             }
             cfg
         })
         .collect();
+    if !var.inner_chunks.is_empty() {
+        // A new sharded array: its filters code the inner chunks.
+        let mut shards = codec::new_sharding_config(&var.chunks, &var.inner_chunks, cfgs);
+        shards.insert("fill".into(), stored_fill());
+        cfgs = vec![shards];
+    }
     codec::Chain::from_configs(
         &var.name,
         &cfgs,

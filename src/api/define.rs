@@ -177,10 +177,24 @@ impl Dataset {
                             });
                         }
                     }
+                    if !var.inner_chunks.is_empty() {
+                        check_inner_chunks(sizes, &var.inner_chunks).map_err(|why| {
+                            Error::BadChunk {
+                                var: var.name.clone(),
+                                why,
+                            }
+                        })?;
+                    }
                     var.chunks = sizes.to_vec();
                 }
             }
             Storage::Contiguous | Storage::Compact => {
+                if !var.inner_chunks.is_empty() {
+                    return Err(Error::Storage(format!(
+                        "{} is stored in shards and must be chunked",
+                        var.name
+                    )));
+                }
                 if shape.iter().any(|s| s.1) {
                     return Err(Error::Storage(format!(
                         "{} has an unlimited dimension and must be chunked",
@@ -199,6 +213,49 @@ impl Dataset {
             }
         }
         var.storage = storage;
+        Ok(())
+    }
+
+    /// Stores the variable in Zarr v3 shards of its chunk shape, each holding chunks of
+    /// `sizes` (`_InnerChunkSizes`), or not in shards when `None`. Only for a new array of
+    /// numbers or characters in a Zarr v3 dataset, in the variable's definition; each size
+    /// must divide the chunk size of its dimension.
+    pub fn def_var_inner_chunks(
+        &mut self,
+        g: GroupId,
+        v: usize,
+        sizes: Option<&[u64]>,
+    ) -> Result<()> {
+        let zarr_v3 = self.layout.zarr_v3;
+        self.ensure_define_mode()?;
+        let var = self.var_mut_for_definition(g, v)?;
+        let Some(sizes) = sizes else {
+            var.inner_chunks.clear();
+            return Ok(());
+        };
+        let refuse = |why: String| Error::BadChunk {
+            var: var.name.clone(),
+            why,
+        };
+        if !zarr_v3 {
+            return Err(refuse(
+                "shards (_InnerChunkSizes) need Zarr v3: add v3 to the mode".into(),
+            ));
+        }
+        if var.ty == NcType::String || var.is_scalar() || var.storage != Storage::Chunked {
+            return Err(refuse(format!(
+                "a {} variable cannot be stored in shards",
+                if var.is_scalar() {
+                    "scalar"
+                } else if var.ty == NcType::String {
+                    "string"
+                } else {
+                    "contiguous"
+                }
+            )));
+        }
+        check_inner_chunks(&var.chunks, sizes).map_err(refuse)?;
+        var.inner_chunks = sizes.to_vec();
         Ok(())
     }
 
@@ -310,4 +367,33 @@ impl Dataset {
         }
         Ok(())
     }
+}
+
+/// The most inner chunks a new shard may hold: its index then takes 64 MiB.
+const MOST_INNER_CHUNKS: u64 = 1 << 22;
+
+/// Why inner chunks of `inner` cannot fill shards of `shards`, if they cannot.
+fn check_inner_chunks(shards: &[u64], inner: &[u64]) -> std::result::Result<(), String> {
+    if inner.len() != shards.len() {
+        return Err(format!(
+            "{} inner chunk sizes for {} dimensions",
+            inner.len(),
+            shards.len()
+        ));
+    }
+    if inner.iter().zip(shards).any(|(i, s)| *i == 0 || s % i != 0) {
+        return Err(format!(
+            "inner chunks {inner:?} do not divide the chunks (shards) {shards:?}"
+        ));
+    }
+    let count = shards
+        .iter()
+        .zip(inner)
+        .try_fold(1u64, |n, (s, i)| n.checked_mul(s / i));
+    if count.is_none_or(|n| n > MOST_INNER_CHUNKS) {
+        return Err(format!(
+            "shards {shards:?} would hold more than {MOST_INNER_CHUNKS} inner chunks of {inner:?}"
+        ));
+    }
+    Ok(())
 }

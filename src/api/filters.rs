@@ -163,6 +163,7 @@ impl Dataset {
     pub fn filter_ids(&self, g: GroupId, v: usize) -> Vec<u32> {
         self.tree.group(g).vars[v]
             .reported_filters()
+            .iter()
             .map(|f| f.id)
             .collect()
     }
@@ -171,6 +172,7 @@ impl Dataset {
     pub fn filter_info(&self, g: GroupId, v: usize, id: u32) -> Result<Vec<u32>> {
         let var = &self.tree.group(g).vars[v];
         var.reported_filters()
+            .into_iter()
             .find(|f| f.id == id)
             .map(|f| f.params.clone())
             .ok_or_else(|| Error::FilterNotInChain {

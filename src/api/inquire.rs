@@ -107,8 +107,9 @@ impl Dataset {
     /// Everything `nc_inq_var_all` reports.
     pub fn var_info(&self, g: GroupId, v: usize) -> VarInfo {
         let var = &self.tree.group(g).vars[v];
-        let level = var
-            .reported_filters()
+        let reported = var.reported_filters();
+        let level = reported
+            .iter()
             .find(|f| f.id == 1)
             .map(|f| f.params.first().copied().unwrap_or(0));
         let storage = if var.is_scalar() {
@@ -130,9 +131,9 @@ impl Dataset {
             no_fill: var.no_fill,
             fill: self.fill_value_of(var),
             endian: var.ty.is_numeric().then_some(var.endian),
-            shuffle: var.reported_filters().any(|f| f.id == 2),
+            shuffle: reported.iter().any(|f| f.id == 2),
             deflate_level: level,
-            fletcher32: var.reported_filters().any(|f| f.id == 3),
+            fletcher32: reported.iter().any(|f| f.id == 3),
         }
     }
 

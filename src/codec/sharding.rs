@@ -22,6 +22,7 @@ use super::{
     past_limit,
 };
 use crate::error::Result;
+use rayon::prelude::*;
 use serde_json::Value;
 use std::ops::Range;
 
@@ -29,6 +30,14 @@ pub const ID: &str = "sharding_indexed";
 
 /// The index entry of an inner chunk never written.
 const ABSENT: u64 = u64::MAX;
+
+/// The inner chunks of one band of a shard, coded: their bytes one after the other, and the
+/// length of each (`None`: left out, all fill).
+#[derive(Default)]
+struct CodedBand {
+    bytes: Vec<u8>,
+    lengths: Vec<Option<usize>>,
+}
 
 #[derive(Debug, Clone)]
 pub struct Sharding {
@@ -44,6 +53,22 @@ pub struct Sharding {
     inner_fortran: bool,
     fill: Vec<u8>,
     elem_size: usize,
+}
+
+/// The configuration of shards of `shard_shape` holding inner chunks of `chunk_shape` coded
+/// by `codecs`, as zarr-python writes them: the index at the end with its checksum, inner
+/// chunks in C order. The caller adds the `fill`.
+pub fn new_config(shard_shape: &[u64], chunk_shape: &[u64], codecs: Vec<Config>) -> Config {
+    let mut cfg = Config::new();
+    cfg.insert("id".into(), ID.into());
+    cfg.insert("shard_shape".into(), shard_shape.into());
+    cfg.insert("chunk_shape".into(), chunk_shape.into());
+    let codecs = codecs.into_iter().map(Value::Object).collect();
+    cfg.insert("codecs".into(), Value::Array(codecs));
+    cfg.insert("index_location".into(), "end".into());
+    cfg.insert("index_checksum".into(), true.into());
+    cfg.insert("inner_order".into(), "C".into());
+    cfg
 }
 
 fn shape(cfg: &Config, key: &str) -> Result<Vec<usize>> {
@@ -223,26 +248,76 @@ impl Sharding {
         }
     }
 
-    /// Decodes the inner chunks numbered `which` of the shard `encoded`, whose index holds
-    /// `index`, into their places in `out` (the decoded shard).
+    /// The decoded shard cut into bands of whole inner chunks, each band one run of bytes:
+    /// along the first dimension longer than 1 (every dimension before it is 1 long). Returns
+    /// the bytes of a band and the inner chunks in it (band `b` holds inner chunks
+    /// `b * per_band..(b + 1) * per_band`, C order of the inner grid).
+    fn bands(&self) -> Result<(usize, usize)> {
+        let rank = self.shard_shape.len();
+        let d = (0..rank)
+            .find(|&d| self.shard_shape[d] > 1)
+            .unwrap_or(rank.saturating_sub(1));
+        if rank == 0 {
+            return Ok((self.elem_size, 1));
+        }
+        let band_shape: Vec<usize> = (0..rank)
+            .map(|k| match k.cmp(&d) {
+                std::cmp::Ordering::Less => 1,
+                std::cmp::Ordering::Equal => self.chunk_shape[k],
+                std::cmp::Ordering::Greater => self.shard_shape[k],
+            })
+            .collect();
+        let per_band = self.grid[d + 1..].iter().product();
+        Ok((self.bytes_of(&band_shape)?, per_band))
+    }
+
+    /// Decodes the inner chunks numbered `which` (ascending) of the shard `encoded`, whose
+    /// index holds `index`, into their places in `out` (the decoded shard); the bands of the
+    /// shard ([`Sharding::bands`]) in parallel.
     fn decode_inner(
         &self,
         encoded: &[u8],
         index: &[(u64, u64)],
-        which: impl IntoIterator<Item = usize>,
+        which: &[usize],
         out: &mut [u8],
+    ) -> Result<()> {
+        let size = self.bytes_of(&self.shard_shape)?;
+        let (band_bytes, per_band) = self.bands()?;
+        let out = out
+            .get_mut(..size)
+            .ok_or_else(|| failed(ID, format!("a shard of {size} bytes")))?;
+        out.par_chunks_mut(band_bytes.max(1))
+            .enumerate()
+            .try_for_each(|(b, band)| {
+                let (first, end) = (b * per_band, (b + 1) * per_band);
+                let from = which.partition_point(|&i| i < first);
+                let to = which.partition_point(|&i| i < end);
+                self.decode_band(encoded, index, &which[from..to], band, b * band_bytes)
+            })
+    }
+
+    /// [`Sharding::decode_inner`] of inner chunks that all lie in `band`, the bytes of the
+    /// decoded shard from `band_at` on.
+    fn decode_band(
+        &self,
+        encoded: &[u8],
+        index: &[(u64, u64)],
+        which: &[usize],
+        band: &mut [u8],
+        band_at: usize,
     ) -> Result<()> {
         let inner_bytes = self.bytes_of(&self.chunk_shape)?;
         let mut inner = vec![0u8; inner_bytes];
         // Inner chunks stored transposed are decoded here, then reordered into `inner`.
         let mut transposed = vec![0u8; if self.inner_fortran { inner_bytes } else { 0 }];
-        for i in which {
+        for &i in which {
             let Some(&(offset, nbytes)) = index.get(i) else {
                 continue;
             };
             if offset == ABSENT && nbytes == ABSENT {
                 self.rows(i, |shard_at, _, len| {
-                    for e in out[shard_at..shard_at + len].chunks_exact_mut(self.elem_size.max(1)) {
+                    let at = shard_at - band_at;
+                    for e in band[at..at + len].chunks_exact_mut(self.elem_size.max(1)) {
                         e.copy_from_slice(&self.fill);
                     }
                 });
@@ -278,10 +353,45 @@ impl Sharding {
                 self.reorder(&transposed, &mut inner, false);
             }
             self.rows(i, |shard_at, inner_at, len| {
-                out[shard_at..shard_at + len].copy_from_slice(&inner[inner_at..inner_at + len]);
+                let at = shard_at - band_at;
+                band[at..at + len].copy_from_slice(&inner[inner_at..inner_at + len]);
             });
         }
         Ok(())
+    }
+
+    /// The inner chunks of band `b` ([`Sharding::bands`]) of the decoded shard `raw`, coded
+    /// one after the other, and the length of each (`None`: all fill, left out).
+    fn encode_band(&self, band: &[u8], b: usize, per_band: usize) -> Result<CodedBand> {
+        let inner_bytes = self.bytes_of(&self.chunk_shape)?;
+        let band_at = b * band.len();
+        let mut inner = vec![0u8; inner_bytes];
+        // Kept from inner chunk to inner chunk: the transposed one, the coded one, the stages.
+        let mut transposed = vec![0u8; if self.inner_fortran { inner_bytes } else { 0 }];
+        let (mut coded_buf, mut spare) = (Vec::new(), Vec::new());
+        let mut out = CodedBand::default();
+        for i in b * per_band..(b + 1) * per_band {
+            self.rows(i, |shard_at, inner_at, len| {
+                let at = shard_at - band_at;
+                inner[inner_at..inner_at + len].copy_from_slice(&band[at..at + len]);
+            });
+            if self.is_fill(&inner) {
+                out.lengths.push(None);
+                continue;
+            }
+            let stored_order: &[u8] = if self.inner_fortran {
+                self.reorder(&inner, &mut transposed, true);
+                &transposed
+            } else {
+                &inner
+            };
+            let coded = self
+                .inner
+                .encode_into(stored_order, &mut coded_buf, &mut spare)?;
+            out.lengths.push(Some(coded.len()));
+            out.bytes.extend_from_slice(coded);
+        }
+        Ok(out)
     }
 
     /// The inner chunks (C order of the inner grid) holding some byte of `wanted`, ranges of
@@ -382,49 +492,40 @@ impl Codec for Sharding {
 
     fn encode_into(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
         let n = self.inner_count()?;
-        let inner_bytes = self.bytes_of(&self.chunk_shape)?;
         if raw.len() != self.bytes_of(&self.shard_shape)? {
             return Err(failed(ID, format!("a shard of {} bytes", raw.len())));
         }
         let index_len = self.index_len(n)?;
-        let mut chunks = Vec::new();
+        let (band_bytes, per_band) = self.bands()?;
+        let bands: Vec<CodedBand> = raw
+            .par_chunks(band_bytes.max(1))
+            .enumerate()
+            .map(|(b, band)| self.encode_band(band, b, per_band))
+            .collect::<Result<_>>()?;
+        let coded: usize = bands.iter().map(|b| b.bytes.len()).sum();
         let mut index = Vec::with_capacity(index_len);
-        let mut inner = vec![0u8; inner_bytes];
-        // Kept from inner chunk to inner chunk: the transposed one, the coded one, the stages.
-        let mut transposed = vec![0u8; if self.inner_fortran { inner_bytes } else { 0 }];
-        let (mut coded_buf, mut spare) = (Vec::new(), Vec::new());
-        let base = if self.index_at_start { index_len } else { 0 };
-        for i in 0..n {
-            self.rows(i, |shard_at, inner_at, len| {
-                inner[inner_at..inner_at + len].copy_from_slice(&raw[shard_at..shard_at + len]);
-            });
-            if self.is_fill(&inner) {
-                index.extend_from_slice(&ABSENT.to_le_bytes());
-                index.extend_from_slice(&ABSENT.to_le_bytes());
-                continue;
-            }
-            let stored_order: &[u8] = if self.inner_fortran {
-                self.reorder(&inner, &mut transposed, true);
-                &transposed
-            } else {
-                &inner
+        let mut at = if self.index_at_start { index_len } else { 0 };
+        for len in bands.iter().flat_map(|b| &b.lengths) {
+            let (offset, nbytes) = match len {
+                Some(len) => (at as u64, *len as u64),
+                None => (ABSENT, ABSENT),
             };
-            let coded = self
-                .inner
-                .encode_into(stored_order, &mut coded_buf, &mut spare)?;
-            index.extend_from_slice(&((base + chunks.len()) as u64).to_le_bytes());
-            index.extend_from_slice(&(coded.len() as u64).to_le_bytes());
-            chunks.extend_from_slice(coded);
+            at += len.unwrap_or(0);
+            index.extend_from_slice(&offset.to_le_bytes());
+            index.extend_from_slice(&nbytes.to_le_bytes());
         }
         if self.index_checksum {
             index.extend_from_slice(&crc32c::checksum(&index).to_le_bytes());
         }
         out.clear();
+        out.reserve(coded + index.len());
         if self.index_at_start {
             out.extend_from_slice(&index);
-            out.extend_from_slice(&chunks);
-        } else {
-            out.extend_from_slice(&chunks);
+        }
+        for band in &bands {
+            out.extend_from_slice(&band.bytes);
+        }
+        if !self.index_at_start {
             out.extend_from_slice(&index);
         }
         Ok(())
@@ -455,7 +556,8 @@ impl Codec for Sharding {
             ));
         }
         let index = self.index(encoded)?;
-        self.decode_inner(encoded, &index, 0..index.len(), out)?;
+        let all: Vec<usize> = (0..index.len()).collect();
+        self.decode_inner(encoded, &index, &all, out)?;
         Ok(size)
     }
 
@@ -469,7 +571,7 @@ impl Codec for Sharding {
             return Ok(false);
         }
         let index = self.index(encoded)?;
-        self.decode_inner(encoded, &index, self.inner_chunks_of(wanted), out)?;
+        self.decode_inner(encoded, &index, &self.inner_chunks_of(wanted), out)?;
         Ok(true)
     }
 
@@ -733,6 +835,69 @@ mod tests {
         // Inner chunk 0 holds rows 0-1, columns 0-2: 0 1 2 / 6 7 8, in Fortran order.
         assert_eq!(&enc[..6], &[0, 6, 1, 7, 2, 8]);
         assert_eq!(s.decode(&enc, 24).unwrap(), raw);
+    }
+
+    /// Shards of every shape code and decode by bands alike: the inner chunks in C order of
+    /// the inner grid, one after the other whatever band coded them, those all fill left out;
+    /// a partial decode gives the bytes a whole one does.
+    #[test]
+    fn shards_of_every_shape_code_by_bands_in_order() {
+        let shapes: [(&[usize], &[usize]); 6] = [
+            (&[4, 6], &[2, 3]),
+            (&[1, 4, 6], &[1, 2, 3]),
+            (&[1, 1, 6], &[1, 1, 2]),
+            (&[3, 1, 4], &[1, 1, 2]),
+            (&[2, 2, 2], &[2, 2, 2]),
+            (&[8], &[2]),
+        ];
+        for (shard, chunk) in shapes {
+            for extra in [
+                json!({}),
+                json!({"codecs": [], "inner_order": "F", "index_location": "start"}),
+            ] {
+                let mut cfg = json!({"id": ID, "shard_shape": shard, "chunk_shape": chunk,
+                    "codecs": [{"id": "zstd", "level": 1}], "index_checksum": false});
+                for (k, v) in extra.as_object().unwrap() {
+                    cfg[k] = v.clone();
+                }
+                let s = Sharding::from_config(cfg.as_object().unwrap(), Context { elem_size: 2 })
+                    .unwrap();
+                let n: usize = shard.iter().product();
+                // Every third element's value; the rest fill (0), so some inner chunks are.
+                let raw: Vec<u8> = (0..n as u16)
+                    .flat_map(|v| if v % 3 == 0 { 0 } else { v + 1 }.to_le_bytes())
+                    .collect();
+                let enc = s.encode(&raw).unwrap();
+                assert_eq!(s.decode(&enc, raw.len()).unwrap(), raw, "{shard:?} {extra}");
+                let index = s.index(&enc).unwrap();
+                let base = if s.index_at_start {
+                    16 * index.len()
+                } else {
+                    0
+                };
+                let mut at = base as u64;
+                for (i, &(offset, nbytes)) in index.iter().enumerate() {
+                    let mut inner = vec![0u8; s.bytes_of(chunk).unwrap()];
+                    s.rows(i, |shard_at, inner_at, len| {
+                        inner[inner_at..inner_at + len]
+                            .copy_from_slice(&raw[shard_at..shard_at + len]);
+                    });
+                    if inner.iter().all(|b| *b == 0) {
+                        assert_eq!((offset, nbytes), (ABSENT, ABSENT), "{shard:?} {i}");
+                    } else {
+                        assert_eq!(offset, at, "{shard:?} {extra}: inner chunk {i}");
+                        at += nbytes;
+                    }
+                }
+                for wanted in [0..2, 2..n, n / 2..n - 1] {
+                    let bytes = 2 * wanted.start..2 * wanted.end;
+                    let mut out = vec![0xAA; raw.len()];
+                    let wanted = std::slice::from_ref(&bytes);
+                    assert!(s.decode_parts(&enc, &mut out, wanted).unwrap());
+                    assert_eq!(out[bytes.clone()], raw[bytes], "{shard:?} {extra}");
+                }
+            }
+        }
     }
 
     #[test]

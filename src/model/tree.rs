@@ -132,8 +132,13 @@ pub struct Var {
     pub dims: Vec<DimId>,
     /// User-visible attributes in creation order (includes `_FillValue` when set).
     pub atts: Vec<Att>,
-    /// Chunk shape, one entry per dimension (empty for scalars).
+    /// Chunk shape, one entry per dimension (empty for scalars); a Zarr v3 shard's shape when
+    /// the array is sharded.
     pub chunks: Vec<u64>,
+    /// A new Zarr v3 array stored in shards of [`Var::chunks`]: the shape of the chunks
+    /// inside each shard (`_InnerChunkSizes`), which [`Var::filters`] code. Empty for an array
+    /// not sharded, and for one read from a store, whose sharding is a codec of `filters`.
+    pub inner_chunks: Vec<u64>,
     pub storage: Storage,
     /// `NC_NOFILL` for this variable.
     pub no_fill: bool,
@@ -195,6 +200,7 @@ impl Var {
             dims,
             atts: Vec::new(),
             chunks: Vec::new(),
+            inner_chunks: Vec::new(),
             storage: Storage::Chunked,
             no_fill: false,
             endian: Endian::native(),
@@ -250,12 +256,66 @@ impl Var {
 
     /// The filters the netCDF API reports (`nc_inq_var_filter_ids`, `nc_inq_var_deflate`):
     /// those HDF5 has an id for, and none on strings, as netCDF allows no filter on a
-    /// variable-length type (a copy asking for the same filters would be refused). All of a
-    /// chain still shows in `_Codecs`.
-    pub fn reported_filters(&self) -> impl Iterator<Item = &Filter> {
-        self.filters
+    /// variable-length type (a copy asking for the same filters would be refused). Of an
+    /// array stored in Zarr v3 shards, those of its inner chunks, which code its values. All
+    /// of a chain still shows in `_Codecs`.
+    pub fn reported_filters(&self) -> Vec<Filter> {
+        if self.ty == NcType::String {
+            return Vec::new();
+        }
+        let chain = match self.filters.as_slice() {
+            [shards] if shards.codec_id() == crate::codec::SHARDING => self.inner_filters(shards),
+            all => all.to_vec(),
+        };
+        chain.into_iter().filter(|f| f.id != 0).collect()
+    }
+
+    /// The codecs of the inner chunks of shards read from a store, as filters.
+    fn inner_filters(&self, shards: &Filter) -> Vec<Filter> {
+        let ctx = crate::codec::Context {
+            elem_size: self.stored_esize(),
+        };
+        let list = shards
+            .codec
+            .get("codecs")
+            .and_then(serde_json::Value::as_array);
+        list.into_iter()
+            .flatten()
+            .filter_map(serde_json::Value::as_object)
+            .map(|codec| {
+                let built = crate::codec::from_config(codec, ctx).ok();
+                let (id, params) = built.and_then(|b| b.hdf5()).unwrap_or_default();
+                Filter {
+                    id,
+                    params,
+                    codec: codec.clone(),
+                }
+            })
+            .collect()
+    }
+
+    /// The shape of the chunks inside each shard, in the order of the variable's dimensions,
+    /// when the array is stored in Zarr v3 shards (defined here, or read).
+    pub fn inner_chunk_sizes(&self) -> Option<Vec<u64>> {
+        if !self.inner_chunks.is_empty() {
+            return Some(self.inner_chunks.clone());
+        }
+        let shards = self
+            .filters
             .iter()
-            .filter(|f| f.id != 0 && self.ty != NcType::String)
+            .find(|f| f.codec_id() == crate::codec::SHARDING)?;
+        let mut sizes: Vec<u64> = shards
+            .codec
+            .get("chunk_shape")?
+            .as_array()?
+            .iter()
+            .map(serde_json::Value::as_u64)
+            .collect::<Option<_>>()?;
+        if self.fortran_order {
+            // Stated for the array as transposed.
+            sizes.reverse();
+        }
+        (sizes.len() == self.dims.len()).then_some(sizes)
     }
 
     /// The attribute with this name.

@@ -17,6 +17,7 @@ pub mod python;
 pub mod s3;
 pub mod web;
 pub mod zarr_json;
+pub mod zarr_v3_check;
 
 use std::fs;
 use std::io::Read;

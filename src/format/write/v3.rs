@@ -5,8 +5,9 @@
 //! keys we do not know kept) with what the model owns put in: attributes, shape and
 //! dimension names. A new array is described whole: netCDF types as Zarr v3 data types (char
 //! as one-byte `null_terminated_bytes`, strings as `string` with `vlen-utf8`), the filters as
-//! v3 codecs (zarr-python's `numcodecs.*` names for those v3 does not define), the `_FillValue`
-//! attribute in xarray's encoding. NCZarr's records are the attributes of the Zarr v2 layout,
+//! v3 codecs (zarr-python's `numcodecs.*` names for those v3 does not define; inside
+//! `sharding_indexed` when the variable has inner chunks), the `_FillValue` attribute in
+//! xarray's encoding. NCZarr's records are the attributes of the Zarr v2 layout,
 //! the superblock saying version 3. Never touches chunks.
 
 use super::{
@@ -273,6 +274,26 @@ fn object_codec(var: &Var) -> Option<&str> {
 /// The v3 codecs of a variable's filters: the array-to-bytes codec (`bytes` in the
 /// variable's byte order, or the object codec), then the filters as bytes-to-bytes codecs.
 fn codecs(var: &Var) -> Vec<Value> {
+    if var.inner_chunks.is_empty() {
+        return chunk_codecs(var);
+    }
+    let index_codecs = json!([
+        { "name": "bytes", "configuration": { "endian": "little" } },
+        { "name": "crc32c" },
+    ]);
+    vec![json!({
+        "name": "sharding_indexed",
+        "configuration": {
+            "chunk_shape": var.inner_chunks,
+            "codecs": chunk_codecs(var),
+            "index_codecs": index_codecs,
+            "index_location": "end",
+        }
+    })]
+}
+
+/// The codecs of one chunk (of an inner chunk, in shards).
+fn chunk_codecs(var: &Var) -> Vec<Value> {
     let mut out = Vec::new();
     let mut filters = var.filters.iter().peekable();
     if var.fortran_order && !var.chunks.is_empty() {

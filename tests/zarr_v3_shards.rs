@@ -1,0 +1,406 @@
+//! New Zarr v3 arrays stored in shards: `_InnerChunkSizes` (with `_ChunkSizes` the shard
+//! shape) through stock `ncgen` and netCDF4-python, read back by zarr-python 3 and by the
+//! library, in a directory, a zip archive and S3; and what cannot be sharded refused.
+//!
+//! The oracles: zarr-python reads the shard and inner chunk shapes asked for and the values of
+//! the netCDF-4 file stock `ncgen` makes of the same CDL (`tests/py/check_zarr_v3.py`), and
+//! `ncdump` of the store prints what stock `ncdump` prints of that file.
+
+mod common;
+
+use common::s3::{BUCKET, Kind, Server};
+use common::{Host, ncdump, ncgen, run, run_env, scratch, url};
+use nczarr_rs::api::{Dataset, Owner};
+use nczarr_rs::error::Error;
+use nczarr_rs::ffi::status::code;
+use nczarr_rs::model::{NcType, Storage, Tree, Values};
+use nczarr_rs::url::DatasetUrl;
+use serde_json::{Value, json};
+use std::path::Path;
+
+/// Rows 2 and 3 of `a` are fill: in each of the shards of rows 0-3, the inner chunks of rows
+/// 2-3 hold only fill and are left out.
+const SHARDED_CDL: &str = r#"netcdf sharded {
+dimensions:
+  y = 8 ;
+  x = 12 ;
+  t = UNLIMITED ;
+  n = 3 ;
+variables:
+  float a(y, x) ;
+    a:_ChunkSizes = 4, 6 ;
+    a:_InnerChunkSizes = 2, 3 ;
+    a:_Filter = "32015,3" ;
+    a:_FillValue = -1.f ;
+    a:units = "K" ;
+  short s(t, x) ;
+    s:_ChunkSizes = 2, 12 ;
+    s:_InnerChunkSizes = 1, 4 ;
+    s:_Shuffle = "true" ;
+    s:_DeflateLevel = 1 ;
+  double d(y, n) ;
+    d:_ChunkSizes = 8, 3 ;
+    d:_InnerChunkSizes = 8, 3 ;
+    d:_Endianness = "big" ;
+  char c(y, n) ;
+    c:_ChunkSizes = 4, 3 ;
+    c:_InnerChunkSizes = 2, 1 ;
+data:
+  a = 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
+      12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23,
+      _, _, _, _, _, _, _, _, _, _, _, _,
+      _, _, _, _, _, _, _, _, _, _, _, _,
+      48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59,
+      60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71,
+      72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83,
+      84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95 ;
+  s = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
+      13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24,
+      25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36 ;
+  d = 0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5, 9.5, 10.5, 11.5,
+      12.5, 13.5, 14.5, 15.5, 16.5, 17.5, 18.5, 19.5, 20.5, 21.5, 22.5, 23.5 ;
+  c = "abc", "def", "ghi", "jkl", "mno", "pqr", "stu", "vwx" ;
+}
+"#;
+
+/// The (inner chunk, shard) shapes `SHARDED_CDL` asks for, by array.
+fn asked_for() -> Value {
+    json!({
+        "a": {"chunks": [2, 3], "shards": [4, 6]},
+        "s": {"chunks": [1, 4], "shards": [2, 12]},
+        "d": {"chunks": [8, 3], "shards": [8, 3]},
+        "c": {"chunks": [2, 1], "shards": [4, 3]},
+    })
+}
+
+/// The chunk and shard shapes zarr-python reads of every array of a store (a directory, or a
+/// zip archive holding the dataset below its own name).
+const SHAPES_ZARR_PYTHON: &str = r#"
+import json, os, sys, warnings, zarr
+warnings.simplefilter("ignore")
+store, top = sys.argv[1], ""
+if store.endswith(".zip"):
+    top = os.path.basename(store)[: -len(".zip")]
+    store = zarr.storage.ZipStore(store, mode="r")
+g = zarr.open_group(store, path=top, mode="r", zarr_format=3)
+print(json.dumps({name: {"chunks": list(a.chunks), "shards": a.shards and list(a.shards)}
+                  for name, a in g.arrays()}))
+"#;
+
+fn shapes(store: &Path) -> Value {
+    let out = common::python::run_script("zarr3", SHAPES_ZARR_PYTHON, &[store.to_str().unwrap()])
+        .unwrap_or_else(|e| panic!("{e}"));
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+/// What zarr-python and xarray find wrong in `store` against the netCDF-4 file's truth,
+/// having compared its 4 arrays.
+fn problems(store: &Path, truth: &Path) -> Vec<String> {
+    match common::zarr_v3_check::problems(store, truth) {
+        (4, problems) => problems,
+        (n, problems) => vec![format!("compared {n} arrays, not 4: {problems:?}")],
+    }
+}
+
+/// The `(offset, nbytes)` entries of the index at the end of a shard with `n` inner chunks,
+/// after checking its CRC-32C.
+fn shard_index(shard: &[u8], n: usize) -> Vec<(u64, u64)> {
+    let index = &shard[shard.len() - 16 * n - 4..];
+    let (entries, crc) = index.split_at(16 * n);
+    assert_eq!(
+        crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32Iscsi, entries) as u32,
+        u32::from_le_bytes(crc.try_into().unwrap()),
+        "the index checksum"
+    );
+    entries
+        .chunks_exact(16)
+        .map(|e| {
+            let word = |i: usize| u64::from_le_bytes(e[i..i + 8].try_into().unwrap());
+            (word(0), word(8))
+        })
+        .collect()
+}
+
+/// Stock `ncgen` writes `SHARDED_CDL` through the library as NCZarr and as pure Zarr v3, in a
+/// directory, a zip archive and S3: zarr-python reads the shards and inner chunks asked for,
+/// and it, xarray and `ncdump` read the values of the netCDF-4 file of the same CDL; inner
+/// chunks holding only fill are not stored; the library answers `_InnerChunkSizes` by name.
+#[test]
+fn netcdf_asks_for_shards_and_zarr_python_reads_them() {
+    if common::reference_only() {
+        // netcdf-c writes no Zarr v3.
+        return;
+    }
+    let dir = scratch("v3-shards");
+    let cdl = dir.path().join("sharded.cdl");
+    std::fs::write(&cdl, SHARDED_CDL).unwrap();
+    // The netCDF-4 file of the same dataset: there `_InnerChunkSizes` would be an attribute,
+    // and Debian's HDF5 has no zstd filter.
+    let plain_cdl = dir.path().join("plain.cdl");
+    let plain: String = SHARDED_CDL
+        .lines()
+        .filter(|l| !l.contains("_InnerChunkSizes") && !l.contains("_Filter"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&plain_cdl, plain.replace("netcdf sharded", "netcdf plain")).unwrap();
+    let nc = dir.path().join("plain.nc");
+    ncgen(Host::Stock, &plain_cdl, nc.to_str().unwrap()).unwrap_or_else(|e| panic!("{e}"));
+    let truth = dir.path().join("truth.json");
+    std::fs::write(&truth, common::zarr_v3_check::truth(&nc)).unwrap();
+    let hdf5_dump = ncdump(Host::Stock, &[], nc.to_str().unwrap()).unwrap();
+    let norm = common::dump::normalise_name;
+
+    let server = Server::start(Kind::S3sFs);
+    let endpoint = server.endpoint();
+    let s3_env = common::s3::tool_env(&endpoint);
+    for layout in ["nczarr", "zarr"] {
+        let store = dir.path().join(format!("{layout}.zarr"));
+        let zip = dir.path().join(format!("{layout}z.zip"));
+        let key = format!("shards/{layout}");
+        let s3 = format!("s3://{BUCKET}/{key}#mode={layout},v3,s3");
+        ncgen(Host::Ours, &cdl, &url(&store, &format!("{layout},v3,file")))
+            .unwrap_or_else(|e| panic!("{layout}: {e}"));
+        ncgen(Host::Ours, &cdl, &url(&zip, &format!("{layout},v3,zip")))
+            .unwrap_or_else(|e| panic!("{layout} zip: {e}"));
+        let cdl_arg = cdl.to_str().unwrap();
+        run_env(Host::Ours, "ncgen", &["-4", "-o", &s3, cdl_arg], &s3_env)
+            .output()
+            .unwrap_or_else(|e| panic!("{layout} S3: {e}"));
+
+        for stored in [store.clone(), zip.clone(), server.bucket_dir().join(&key)] {
+            assert_eq!(shapes(&stored), asked_for(), "{}", stored.display());
+            let found = problems(&stored, &truth);
+            assert!(found.is_empty(), "{}: {found:#?}", stored.display());
+        }
+        // Shards of rows 0-3 of `a`: inner chunks 2 and 3 (rows 2-3) are all fill.
+        for shard in ["a/c/0/0", "a/c/0/1"] {
+            let bytes = std::fs::read(store.join(shard)).unwrap();
+            let index = shard_index(&bytes, 4);
+            let absent: Vec<bool> = index.iter().map(|e| *e == (u64::MAX, u64::MAX)).collect();
+            assert_eq!(absent, [false, false, true, true], "{shard}: {index:?}");
+        }
+        if layout == "nczarr" {
+            let dumps = [
+                ncdump(Host::Ours, &[], &url(&store, "nczarr,file")).unwrap(),
+                ncdump(Host::Ours, &[], &url(&zip, "nczarr,zip")).unwrap(),
+                run_env(Host::Ours, "ncdump", &[&s3], &s3_env)
+                    .output()
+                    .unwrap(),
+            ];
+            for dump in dumps {
+                assert_eq!(norm(&dump), norm(&hdf5_dump));
+            }
+        }
+        let u = DatasetUrl::parse(&url(&store, &format!("{layout},file"))).unwrap();
+        let ds = Dataset::open(&u, false).unwrap();
+        let var = |name: &str| ds.tree.group(Tree::ROOT).var_index(name).unwrap();
+        for (name, want) in [("a", [2, 3]), ("s", [1, 4]), ("d", [8, 3]), ("c", [2, 1])] {
+            let (got, _) = ds
+                .get_att(Owner::Var(Tree::ROOT, var(name)), "_InnerChunkSizes", None)
+                .unwrap();
+            let want: Vec<u8> = want.iter().flat_map(|n: &i32| n.to_ne_bytes()).collect();
+            assert_eq!(got, Values::fixed(NcType::Int, want), "{name}");
+        }
+        // The data's own codecs are its filters: zstd for `a`, shuffle and deflate for `s`.
+        assert_eq!(ds.filter_ids(Tree::ROOT, var("a")), [32015]);
+        assert_eq!(ds.filter_ids(Tree::ROOT, var("s")), [2, 1]);
+    }
+}
+
+/// netCDF4-python defines a sharded variable with an unlimited dimension and writes blocks
+/// that cut across inner chunks and shards, then, in a second session, strided points that
+/// grow the unlimited dimension: zarr-python and the library read what numpy says they hold.
+const WRITE_NETCDF4: &str = r##"
+import sys, numpy as np, netCDF4
+path, expected = sys.argv[1], sys.argv[2]
+want = np.full((5, 30, 20), -9.0, dtype="f4")
+with netCDF4.Dataset("file://" + path + "#mode=nczarr,v3,file", "w") as ds:
+    ds.createDimension("t", None)
+    ds.createDimension("y", 30)
+    ds.createDimension("x", 20)
+    v = ds.createVariable("v", "f4", ("t", "y", "x"), chunksizes=(2, 12, 20),
+                          fill_value=-9.0, compression="zstd", complevel=2)
+    v.setncattr("_InnerChunkSizes", [1, 4, 5])
+    block = np.arange(3 * 12 * 8, dtype="f4").reshape(3, 12, 8)
+    v[0:3, 5:17, 3:11] = block
+    want[0:3, 5:17, 3:11] = block
+with netCDF4.Dataset(path, "a") as ds:
+    v = ds["v"]
+    points = np.arange(3 * 5 * 7, dtype="f4").reshape(3, 5, 7) + 1000
+    v[2:5, 0:30:7, ::3] = points
+    want[2:5, 0:30:7, ::3] = points
+    v[1, 11:13, :] = 3.0
+    want[1, 11:13, :] = 3.0
+    assert np.array_equal(v[...], want)
+np.save(expected, want)
+"##;
+
+const READ_ZARR_PYTHON: &str = r#"
+import sys, warnings, numpy as np, zarr
+warnings.simplefilter("ignore")
+a = zarr.open_array(sys.argv[1] + "/v", mode="r")
+want = np.load(sys.argv[2])
+assert (a.chunks, a.shards) == ((1, 4, 5), (2, 12, 20)), (a.chunks, a.shards)
+assert np.array_equal(a[...], want), a[...]
+print("same")
+"#;
+
+#[test]
+fn writes_across_shards_and_sessions_land_where_they_belong() {
+    if common::reference_only() {
+        return;
+    }
+    let dir = scratch("v3-shard-writes");
+    let store = dir.path().join("w.zarr");
+    let expected = dir.path().join("want.npy");
+    let args = [store.to_str().unwrap(), expected.to_str().unwrap()];
+    common::python::run_netcdf4_preloaded(WRITE_NETCDF4, &args).unwrap_or_else(|e| panic!("{e}"));
+    let out = common::python::run_script("zarr3", READ_ZARR_PYTHON, &args)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(out.trim(), "same");
+}
+
+fn create(store: &Path, mode: &str) -> Dataset {
+    let u = DatasetUrl::parse(&url(store, mode)).unwrap();
+    Dataset::create(&u, Default::default()).unwrap()
+}
+
+fn ints(values: &[i64]) -> Values {
+    Values::fixed(
+        NcType::Int64,
+        values.iter().flat_map(|n| n.to_ne_bytes()).collect(),
+    )
+}
+
+fn put(ds: &mut Dataset, v: usize, values: Values) -> Result<bool, Error> {
+    let ty = values.ty();
+    ds.put_att(Owner::Var(Tree::ROOT, v), "_InnerChunkSizes", ty, values)
+}
+
+/// Shards are refused, with the netCDF error of the reason, where they cannot be: outside
+/// Zarr v3, on strings and scalars, with sizes that do not divide the chunks or are not
+/// positive integers, one per dimension, once the variable is written; chunking that no longer
+/// fits them is refused too; deleting the attribute stores the variable unsharded.
+#[test]
+fn what_cannot_be_sharded_is_refused() {
+    let dir = scratch("v3-shard-refusals");
+    let mut v2 = create(&dir.path().join("v2.zarr"), "nczarr,file");
+    let x = v2.def_dim(Tree::ROOT, "x", 8, false).unwrap();
+    let v = v2
+        .def_var(Tree::ROOT, "v", NcType::Int, &[x.0 as i32])
+        .unwrap();
+    let e = put(&mut v2, v, ints(&[4])).unwrap_err();
+    assert_eq!(code(&e), -127, "NC_EBADCHUNK: {e}");
+    assert!(e.to_string().contains("Zarr v3"), "{e}");
+
+    let store = dir.path().join("v3.zarr");
+    let mut ds = create(&store, "nczarr,v3,file");
+    let x = ds.def_dim(Tree::ROOT, "x", 8, false).unwrap().0 as i32;
+    let y = ds.def_dim(Tree::ROOT, "y", 6, false).unwrap().0 as i32;
+    let v = ds.def_var(Tree::ROOT, "v", NcType::Int, &[x, y]).unwrap();
+    ds.def_var_chunking(Tree::ROOT, v, Storage::Chunked, Some(&[4, 6]))
+        .unwrap();
+    let s = ds.def_var(Tree::ROOT, "s", NcType::String, &[x]).unwrap();
+    let scalar = ds.def_var(Tree::ROOT, "k", NcType::Double, &[]).unwrap();
+    for (var, values, want) in [
+        (s, ints(&[4]), -127),
+        (scalar, ints(&[]), -127),
+        (v, ints(&[3, 3]), -127),
+        (v, ints(&[4]), -127),
+        (v, ints(&[4, 0]), -36),
+        (v, ints(&[4, -3]), -36),
+        (
+            v,
+            Values::fixed(NcType::Double, 2f64.to_ne_bytes().repeat(2)),
+            -36,
+        ),
+        (v, Values::text("4,3"), -36),
+    ] {
+        let e = put(&mut ds, var, values.clone()).unwrap_err();
+        assert_eq!(code(&e), want, "{values:?}: {e}");
+    }
+    put(&mut ds, v, ints(&[2, 3])).unwrap();
+    let e = ds
+        .def_var_chunking(Tree::ROOT, v, Storage::Chunked, Some(&[3, 6]))
+        .unwrap_err();
+    assert_eq!(code(&e), -127, "{e}");
+    let e = ds
+        .def_var_chunking(Tree::ROOT, v, Storage::Contiguous, None)
+        .unwrap_err();
+    assert_eq!(code(&e), -36, "NC_EINVAL: {e}");
+    ds.def_var_chunking(Tree::ROOT, v, Storage::Chunked, Some(&[8, 6]))
+        .unwrap();
+    // Listed nowhere, answered by name.
+    assert_eq!(ds.natts(Owner::Var(Tree::ROOT, v)), 0);
+    let (got, _) = ds
+        .get_att(Owner::Var(Tree::ROOT, v), "_InnerChunkSizes", None)
+        .unwrap();
+    assert_eq!(
+        got,
+        Values::fixed(
+            NcType::Int,
+            [2i32, 3].iter().flat_map(|n| n.to_ne_bytes()).collect()
+        )
+    );
+
+    // A second variable sharded, then not.
+    let w = ds.def_var(Tree::ROOT, "w", NcType::Short, &[x]).unwrap();
+    ds.def_var_chunking(Tree::ROOT, w, Storage::Chunked, Some(&[8]))
+        .unwrap();
+    put(&mut ds, w, ints(&[2])).unwrap();
+    ds.del_att(Owner::Var(Tree::ROOT, w), "_InnerChunkSizes")
+        .unwrap();
+    let e = ds
+        .del_att(Owner::Var(Tree::ROOT, w), "_InnerChunkSizes")
+        .unwrap_err();
+    assert_eq!(code(&e), -43, "NC_ENOTATT: {e}");
+    ds.enddef().unwrap();
+    let e = put(&mut ds, v, ints(&[4, 3])).unwrap_err();
+    assert_eq!(code(&e), -123, "NC_ELATEDEF: {e}");
+    ds.close().unwrap();
+
+    let text = |key: &str| std::fs::read_to_string(store.join(key)).unwrap();
+    let v_meta: Value = serde_json::from_str(&text("v/zarr.json")).unwrap();
+    assert_eq!(
+        v_meta["chunk_grid"]["configuration"]["chunk_shape"],
+        json!([8, 6])
+    );
+    let codec = &v_meta["codecs"][0];
+    assert_eq!(codec["name"], "sharding_indexed");
+    assert_eq!(codec["configuration"]["chunk_shape"], json!([2, 3]));
+    let w_meta: Value = serde_json::from_str(&text("w/zarr.json")).unwrap();
+    assert_eq!(w_meta["codecs"][0]["name"], "bytes", "{w_meta}");
+
+    // Shards read from a store stay as they are.
+    let u = DatasetUrl::parse(&url(&store, "nczarr,file")).unwrap();
+    let mut ds = Dataset::open(&u, true).unwrap();
+    let e = ds
+        .del_att(Owner::Var(Tree::ROOT, v), "_InnerChunkSizes")
+        .unwrap_err();
+    assert_eq!(code(&e), -107, "NC_EATTMETA: {e}");
+    let e = put(&mut ds, v, ints(&[4, 3])).unwrap_err();
+    assert_eq!(code(&e), -123, "NC_ELATEDEF: {e}");
+}
+
+/// Stock `ncgen` asked for shards in Zarr v2 fails, saying why.
+#[test]
+fn ncgen_asking_for_shards_in_zarr_v2_fails() {
+    if common::reference_only() {
+        return;
+    }
+    let dir = scratch("v2-shards");
+    let cdl = dir.path().join("sharded.cdl");
+    std::fs::write(&cdl, SHARDED_CDL).unwrap();
+    let store = dir.path().join("v2.zarr");
+    let target = url(&store, "nczarr,file");
+    let refused = run(
+        Host::Ours,
+        "ncgen",
+        &["-4", "-o", &target, cdl.to_str().unwrap()],
+    );
+    assert!(
+        refused.refused_saying("Bad chunk sizes"),
+        "{}",
+        refused.describe()
+    );
+}
