@@ -483,6 +483,14 @@ impl Chain {
         }
     }
 
+    /// The most bytes `n` decoded bytes take once coded by the whole chain (see
+    /// [`Chain::stage_limits`]): a longer stored chunk is damaged or hostile.
+    pub fn encoded_bound(&self, n: usize) -> usize {
+        self.0.iter().fold(n, |n, c| {
+            c.encoded_bound(n).unwrap_or_else(|| loose_bound(n))
+        })
+    }
+
     /// The most bytes each stage may produce when decoding a chunk of `expected` bytes: the
     /// size it had when encoding, or the bound of the codec that made it
     /// ([`Codec::encoded_bound`]), or else a bound that exceeds any compressor's worst-case

@@ -319,29 +319,73 @@ fn what_cannot_be_sharded_is_refused() {
         let e = put(&mut ds, var, values.clone()).unwrap_err();
         assert_eq!(code(&e), want, "{values:?}: {e}");
     }
+    let u = Values::fixed(
+        NcType::UInt64,
+        [2u64, u64::MAX]
+            .iter()
+            .flat_map(|n| n.to_ne_bytes())
+            .collect(),
+    );
+    assert_eq!(code(&put(&mut ds, v, u).unwrap_err()), -36, "past i64::MAX");
+    let as_double = ds.put_att(
+        Owner::Var(Tree::ROOT, v),
+        "_InnerChunkSizes",
+        NcType::Double,
+        ints(&[2, 3]),
+    );
+    assert_eq!(code(&as_double.unwrap_err()), -36, "stored as double");
+    let on_group = ds.put_att(
+        Owner::Group(Tree::ROOT),
+        "_InnerChunkSizes",
+        NcType::Int64,
+        ints(&[2]),
+    );
+    assert_eq!(code(&on_group.unwrap_err()), -107, "NC_EATTMETA on a group");
+    assert_eq!(
+        code(&put(&mut ds, v, ints(&[9, 3])).unwrap_err()),
+        -127,
+        "past the dimension"
+    );
     put(&mut ds, v, ints(&[2, 3])).unwrap();
+    // A refusal keeps what was defined.
+    assert!(put(&mut ds, v, ints(&[3, 3])).is_err());
+    let inner = |ds: &Dataset, v: usize| {
+        let (got, _) = ds
+            .get_att(
+                Owner::Var(Tree::ROOT, v),
+                "_InnerChunkSizes",
+                Some(NcType::Int64),
+            )
+            .unwrap();
+        got
+    };
+    assert_eq!(inner(&ds, v), ints(&[2, 3]));
     let e = ds
         .def_var_chunking(Tree::ROOT, v, Storage::Chunked, Some(&[3, 6]))
         .unwrap_err();
     assert_eq!(code(&e), -127, "{e}");
-    let e = ds
-        .def_var_chunking(Tree::ROOT, v, Storage::Contiguous, None)
-        .unwrap_err();
-    assert_eq!(code(&e), -36, "NC_EINVAL: {e}");
+    // Asked to be in one piece: one shard holding the whole variable, whose inner chunks the
+    // shard's shape is rounded up to.
+    ds.def_var_chunking(Tree::ROOT, v, Storage::Contiguous, None)
+        .unwrap();
+    assert_eq!(ds.var_info(Tree::ROOT, v).chunks, [8, 6]);
+    put(&mut ds, v, ints(&[3, 6])).unwrap();
+    ds.def_var_chunking(Tree::ROOT, v, Storage::Contiguous, None)
+        .unwrap();
+    assert_eq!(ds.var_info(Tree::ROOT, v).chunks, [9, 6]);
+    ds.def_var_chunking(Tree::ROOT, v, Storage::Chunked, Some(&[6, 6]))
+        .unwrap();
+    put(&mut ds, v, ints(&[2, 3])).unwrap();
     ds.def_var_chunking(Tree::ROOT, v, Storage::Chunked, Some(&[8, 6]))
         .unwrap();
     // Listed nowhere, answered by name.
     assert_eq!(ds.natts(Owner::Var(Tree::ROOT, v)), 0);
-    let (got, _) = ds
-        .get_att(Owner::Var(Tree::ROOT, v), "_InnerChunkSizes", None)
-        .unwrap();
-    assert_eq!(
-        got,
-        Values::fixed(
-            NcType::Int,
-            [2i32, 3].iter().flat_map(|n| n.to_ne_bytes()).collect()
-        )
-    );
+    assert_eq!(inner(&ds, v), ints(&[2, 3]));
+
+    // Chunks netCDF chose become multiples of the inner chunks below them: 8 x 6 -> 6 x 4.
+    let r = ds.def_var(Tree::ROOT, "r", NcType::Float, &[x, y]).unwrap();
+    put(&mut ds, r, ints(&[3, 4])).unwrap();
+    assert_eq!(ds.var_info(Tree::ROOT, r).chunks, [6, 4]);
 
     // A second variable sharded, then not.
     let w = ds.def_var(Tree::ROOT, "w", NcType::Short, &[x]).unwrap();
@@ -398,6 +442,59 @@ fn ncgen_asking_for_shards_in_zarr_v2_fails() {
         "ncgen",
         &["-4", "-o", &target, cdl.to_str().unwrap()],
     );
+    assert!(
+        refused.refused_saying("Bad chunk sizes"),
+        "{}",
+        refused.describe()
+    );
+}
+
+/// Stock `nccopy` puts a variable's attributes before its chunking: a netCDF-4 file whose
+/// variable carries `_InnerChunkSizes` as an attribute (as `ncgen` stores it in HDF5) copies
+/// into Zarr v3 in shards of the file's chunks; into Zarr v2 it is refused, saying why.
+#[test]
+fn nccopy_carries_inner_chunk_sizes_put_before_chunking() {
+    if common::reference_only() {
+        return;
+    }
+    let dir = scratch("v3-shards-nccopy");
+    let values: Vec<String> = (0..80 * 128).map(|i| (i % 97).to_string()).collect();
+    // `nccopy` copies chunks of 8 KiB or more (`v`'s) and asks for smaller ones (`w`'s) to be
+    // contiguous: one shard.
+    let cdl_text = format!(
+        "netcdf copied {{ dimensions: y = 80 ; x = 128 ; variables: float v(y, x) ; \
+         v:_ChunkSizes = 40, 64 ; v:_InnerChunkSizes = 20, 16 ; v:units = \"m\" ; \
+         short w(y, x) ; w:_ChunkSizes = 8, 16 ; w:_InnerChunkSizes = 40, 64 ; \
+         data: v = {0} ; w = {0} ; }}",
+        values.join(", ")
+    );
+    let cdl = dir.path().join("copied.cdl");
+    std::fs::write(&cdl, &cdl_text).unwrap();
+    let nc = dir.path().join("copied.nc");
+    let nc = nc.to_str().unwrap();
+    ncgen(Host::Stock, &cdl, nc).unwrap_or_else(|e| panic!("{e}"));
+
+    let store = dir.path().join("copied.zarr");
+    run(Host::Ours, "nccopy", &[nc, &url(&store, "nczarr,v3,file")])
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let want = json!({
+        "v": {"chunks": [20, 16], "shards": [40, 64]},
+        "w": {"chunks": [40, 64], "shards": [80, 128]},
+    });
+    assert_eq!(shapes(&store), want);
+    let norm = common::dump::normalise_name;
+    let file_dump: String = ncdump(Host::Stock, &[], nc)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.contains("_InnerChunkSizes"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let ours = ncdump(Host::Ours, &[], &url(&store, "nczarr,file")).unwrap();
+    assert_eq!(norm(&ours), norm(&file_dump));
+
+    let v2 = url(&dir.path().join("v2.zarr"), "nczarr,file");
+    let refused = run(Host::Ours, "nccopy", &[nc, &v2]);
     assert!(
         refused.refused_saying("Bad chunk sizes"),
         "{}",

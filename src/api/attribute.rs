@@ -77,15 +77,12 @@ impl Dataset {
                 Some(Values::fixed(NcType::Int, 1i32.to_ne_bytes().to_vec()))
             }
             (Owner::Var(g, v), "_Codecs") => {
-                let var = &self.tree.group(g).vars[v];
-                if var.filters.is_empty() {
+                let configs = self.tree.group(g).vars[v].codec_configs();
+                if configs.is_empty() {
                     return None;
                 }
-                let list: Vec<serde_json::Value> = var
-                    .filters
-                    .iter()
-                    .map(|f| serde_json::Value::Object(f.codec.clone()))
-                    .collect();
+                let list: Vec<serde_json::Value> =
+                    configs.into_iter().map(serde_json::Value::Object).collect();
                 // NUL-terminated, as netcdf-c hands it out: ncdump prints it as a C string.
                 let mut text = serde_json::Value::Array(list).to_string().into_bytes();
                 text.push(0);
@@ -100,12 +97,18 @@ impl Dataset {
     }
 
     /// `nc_put_att` of `_InnerChunkSizes`: the variable's inner chunks, as integers.
-    fn put_inner_chunk_sizes(&mut self, owner: Owner, values: &Values) -> Result<()> {
+    fn put_inner_chunk_sizes(
+        &mut self,
+        owner: Owner,
+        file_type: NcType,
+        values: &Values,
+    ) -> Result<()> {
         let Owner::Var(g, v) = owner else {
             return Err(Error::AttMeta(INNER_CHUNK_SIZES.to_string()));
         };
+        let is_integer = |ty: NcType| ty.is_numeric() && !ty.is_float();
         let integer =
-            matches!(values, Values::Fixed { ty, .. } if ty.is_numeric() && !ty.is_float());
+            is_integer(file_type) && matches!(values, Values::Fixed { ty, .. } if is_integer(*ty));
         let sizes = match convert_values(values, NcType::Int64, false) {
             Ok((Values::Fixed { bytes, .. }, false)) if integer => bytes
                 .chunks_exact(8)
@@ -189,7 +192,7 @@ impl Dataset {
         self.check_writable()?;
         names::check(name)?;
         if name == INNER_CHUNK_SIZES {
-            self.put_inner_chunk_sizes(owner, &values)?;
+            self.put_inner_chunk_sizes(owner, file_type, &values)?;
             return Ok(false);
         }
         if VIRTUAL.contains(&name) || name.starts_with("_nczarr_") || name == "_ARRAY_DIMENSIONS" {
@@ -263,7 +266,8 @@ impl Dataset {
     /// `nc_del_att`.
     pub fn del_att(&mut self, owner: Owner, name: &str) -> Result<()> {
         self.check_writable()?;
-        if let (Owner::Var(g, v), INNER_CHUNK_SIZES) = (owner, name) {
+        let stored = self.atts(owner).iter().any(|a| a.name == name);
+        if let (Owner::Var(g, v), INNER_CHUNK_SIZES, false) = (owner, name, stored) {
             if self.tree.group(g).vars[v].inner_chunks.is_empty() {
                 return Err(match self.virtual_att(owner, name) {
                     // Shards read from a store stay as they are stored.

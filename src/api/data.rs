@@ -206,19 +206,21 @@ pub fn stored_esize(var: &Var) -> usize {
 /// case comes near twice its input (zlib, zstd, lz4 and bzip2 add about 1% at most, blosc 16
 /// bytes), so a larger object is damaged or hostile. Strings, whose stored length has no such
 /// bound, are left to the store's first limit ([`crate::zmap::LARGEST_OBJECT_AT_FIRST`]).
-fn largest_stored_chunk(chunk_bytes: usize, ty: NcType) -> u64 {
+fn largest_stored_chunk(chunk_bytes: usize, ty: NcType, chain: &codec::Chain) -> u64 {
     if ty == NcType::String {
         return 0;
     }
-    largest_coding(chunk_bytes)
+    largest_coding(chunk_bytes, chain)
 }
 
-/// The most bytes any coding of `chunk_bytes` bytes of fixed-size values takes (see
-/// [`largest_stored_chunk`]).
-fn largest_coding(chunk_bytes: usize) -> u64 {
+/// The most bytes any coding of `chunk_bytes` bytes of fixed-size values by `chain` takes (see
+/// [`largest_stored_chunk`]): more for shards of many small inner chunks, each coded alone,
+/// and their index.
+fn largest_coding(chunk_bytes: usize, chain: &codec::Chain) -> u64 {
     (chunk_bytes as u64)
         .saturating_mul(2)
         .saturating_add(1 << 20)
+        .max(chain.encoded_bound(chunk_bytes) as u64)
 }
 
 /// True when stored elements of `esize` bytes of `var` are in the other byte order.
@@ -237,22 +239,11 @@ pub fn codec_chain(var: &Var) -> Result<codec::Chain> {
         }
         serde_json::Value::from(fill)
     };
-    let mut cfgs: Vec<codec::Config> = var
-        .filters
-        .iter()
-        .map(|f| {
-            let mut cfg = f.codec.clone();
-            if f.codec_id() == codec::SHARDING {
-                cfg.insert("fill".into(), stored_fill());
-            }
-            cfg
-        })
-        .collect();
-    if !var.inner_chunks.is_empty() {
-        // A new sharded array: its filters code the inner chunks.
-        let mut shards = codec::new_sharding_config(&var.chunks, &var.inner_chunks, cfgs);
-        shards.insert("fill".into(), stored_fill());
-        cfgs = vec![shards];
+    let mut cfgs = var.codec_configs();
+    for cfg in &mut cfgs {
+        if cfg.get("id").and_then(serde_json::Value::as_str) == Some(codec::SHARDING) {
+            cfg.insert("fill".into(), stored_fill());
+        }
     }
     codec::Chain::from_configs(
         &var.name,
@@ -275,7 +266,9 @@ impl Dataset {
             .flat_map(|g| &g.vars)
             .filter_map(|var| {
                 let bytes = product(&var.chunks).ok()?.checked_mul(stored_esize(var))?;
-                Some(largest_stored_chunk(bytes, var.ty))
+                // A chain that cannot be built (an unknown codec) bounds as no codec does.
+                let chain = codec_chain(var).unwrap_or_default();
+                Some(largest_stored_chunk(bytes, var.ty, &chain))
             })
             .max()
             .unwrap_or(0);
@@ -317,7 +310,7 @@ impl Dataset {
             ));
         }
         self.store
-            .allow_objects_up_to(largest_stored_chunk(chunk_bytes, var.ty));
+            .allow_objects_up_to(largest_stored_chunk(chunk_bytes, var.ty, &chain));
         let key_rank = chunks.len().saturating_sub(usize::from(var.complex));
         Ok(Geometry {
             ty: var.ty,

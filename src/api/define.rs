@@ -189,17 +189,20 @@ impl Dataset {
                 }
             }
             Storage::Contiguous | Storage::Compact => {
-                if !var.inner_chunks.is_empty() {
-                    return Err(Error::Storage(format!(
-                        "{} is stored in shards and must be chunked",
-                        var.name
-                    )));
-                }
                 if shape.iter().any(|s| s.1) {
                     return Err(Error::Storage(format!(
                         "{} has an unlimited dimension and must be chunked",
                         var.name
                     )));
+                }
+                if !var.inner_chunks.is_empty() {
+                    // In one piece, as asked: one shard holding the whole variable.
+                    var.chunks = shape
+                        .iter()
+                        .zip(&var.inner_chunks)
+                        .map(|((len, _), inner)| len.div_ceil(*inner) * inner)
+                        .collect();
+                    return Ok(());
                 }
                 // The codec turning strings into bytes is no filter.
                 let object_codec_only = |f: &Filter| crate::codec::is_object_codec(f.codec_id());
@@ -218,45 +221,98 @@ impl Dataset {
 
     /// Stores the variable in Zarr v3 shards of its chunk shape, each holding chunks of
     /// `sizes` (`_InnerChunkSizes`), or not in shards when `None`. Only for a new array of
-    /// numbers or characters in a Zarr v3 dataset, in the variable's definition; each size
-    /// must divide the chunk size of its dimension.
+    /// numbers or characters in a Zarr v3 dataset, in the variable's definition. Each size
+    /// must divide the chunk size of its dimension; chunk sizes netCDF chose (none were asked
+    /// for yet) become the nearest multiples of the sizes below them.
     pub fn def_var_inner_chunks(
         &mut self,
         g: GroupId,
         v: usize,
         sizes: Option<&[u64]>,
     ) -> Result<()> {
-        let zarr_v3 = self.layout.zarr_v3;
+        self.check_writable()?;
+        {
+            let var = &self.tree.group(g).vars[v];
+            if var.data_written || var.stored_path.is_some() {
+                return Err(Error::LateDef(var.name.clone()));
+            }
+        }
+        // Checked before define mode is entered: a refusal changes nothing.
+        let chunks = match sizes {
+            Some(sizes) => Some(self.chunks_holding(g, v, sizes)?),
+            None => None,
+        };
         self.ensure_define_mode()?;
         let var = self.var_mut_for_definition(g, v)?;
-        let Some(sizes) = sizes else {
-            var.inner_chunks.clear();
-            return Ok(());
-        };
+        match (sizes, chunks) {
+            (Some(sizes), Some(chunks)) => {
+                var.inner_chunks = sizes.to_vec();
+                var.chunks = chunks;
+            }
+            _ => var.inner_chunks.clear(),
+        }
+        Ok(())
+    }
+
+    /// The chunk (shard) shape of variable `v` with inner chunks of `sizes`: its own, or, when
+    /// netCDF chose it, the nearest multiples of `sizes` below it; or why it cannot be sharded.
+    fn chunks_holding(&self, g: GroupId, v: usize, sizes: &[u64]) -> Result<Vec<u64>> {
+        let var = &self.tree.group(g).vars[v];
         let refuse = |why: String| Error::BadChunk {
             var: var.name.clone(),
             why,
         };
-        if !zarr_v3 {
+        if !self.layout.zarr_v3 {
             return Err(refuse(
                 "shards (_InnerChunkSizes) need Zarr v3: add v3 to the mode".into(),
             ));
         }
         if var.ty == NcType::String || var.is_scalar() || var.storage != Storage::Chunked {
+            let kind = if var.is_scalar() {
+                "scalar"
+            } else if var.ty == NcType::String {
+                "string"
+            } else {
+                "contiguous"
+            };
             return Err(refuse(format!(
-                "a {} variable cannot be stored in shards",
-                if var.is_scalar() {
-                    "scalar"
-                } else if var.ty == NcType::String {
-                    "string"
-                } else {
-                    "contiguous"
-                }
+                "a {kind} variable cannot be stored in shards"
             )));
         }
-        check_inner_chunks(&var.chunks, sizes).map_err(refuse)?;
-        var.inner_chunks = sizes.to_vec();
-        Ok(())
+        let dims: Vec<(u64, bool)> = var
+            .dims
+            .iter()
+            .map(|d| (self.tree.dim(*d).len, self.tree.dim(*d).unlimited))
+            .collect();
+        if sizes.len() != dims.len() {
+            return Err(refuse(format!(
+                "{} inner chunk sizes for {} dimensions",
+                sizes.len(),
+                dims.len()
+            )));
+        }
+        for (size, (len, unlimited)) in sizes.iter().zip(&dims) {
+            if *size == 0 {
+                return Err(refuse("an inner chunk size of 0".into()));
+            }
+            if !unlimited && size > len {
+                return Err(refuse(format!(
+                    "inner chunk {size} exceeds dimension length {len}"
+                )));
+            }
+        }
+        let chosen = var.chunks == default_chunks(&dims, var.ty.size());
+        let chunks = if chosen && check_inner_chunks(&var.chunks, sizes).is_err() {
+            var.chunks
+                .iter()
+                .zip(sizes)
+                .map(|(c, s)| s * (c / s).max(1))
+                .collect()
+        } else {
+            var.chunks.clone()
+        };
+        check_inner_chunks(&chunks, sizes).map_err(refuse)?;
+        Ok(chunks)
     }
 
     /// `nc_def_var_endian`.

@@ -18,8 +18,7 @@
 
 use super::crc32c::{self, Crc32c};
 use super::{
-    Chain, Codec, Config, Context, EncodedParts, PartialDecode, bad_config, failed, loose_bound,
-    past_limit,
+    Chain, Codec, Config, Context, EncodedParts, PartialDecode, bad_config, failed, past_limit,
 };
 use crate::error::Result;
 use rayon::prelude::*;
@@ -30,6 +29,26 @@ pub const ID: &str = "sharding_indexed";
 
 /// The index entry of an inner chunk never written.
 const ABSENT: u64 = u64::MAX;
+
+/// The least decoded bytes a shard's bands are coded or decoded in parallel for: below it,
+/// handing the bands to other threads costs more than it saves.
+const PARALLEL_FROM: usize = 4 << 20;
+
+/// The buffers one thread decodes inner chunks with, from one to the next: the inner chunk
+/// in C order, and as stored transposed (empty when inner chunks are not).
+struct Scratch {
+    inner: Vec<u8>,
+    transposed: Vec<u8>,
+}
+
+impl Scratch {
+    fn new(inner_bytes: usize, transposed: bool) -> Scratch {
+        Scratch {
+            inner: vec![0; inner_bytes],
+            transposed: vec![0; if transposed { inner_bytes } else { 0 }],
+        }
+    }
+}
 
 /// The inner chunks of one band of a shard, coded: their bytes one after the other, and the
 /// length of each (`None`: left out, all fill).
@@ -273,26 +292,45 @@ impl Sharding {
 
     /// Decodes the inner chunks numbered `which` (ascending) of the shard `encoded`, whose
     /// index holds `index`, into their places in `out` (the decoded shard); the bands of the
-    /// shard ([`Sharding::bands`]) in parallel.
+    /// shard ([`Sharding::bands`]) that hold some, in parallel on up to `threads` threads when
+    /// there is enough to decode to share.
     fn decode_inner(
         &self,
         encoded: &[u8],
         index: &[(u64, u64)],
         which: &[usize],
         out: &mut [u8],
+        threads: usize,
     ) -> Result<()> {
         let size = self.bytes_of(&self.shard_shape)?;
         let (band_bytes, per_band) = self.bands()?;
+        let inner_bytes = self.bytes_of(&self.chunk_shape)?;
         let out = out
             .get_mut(..size)
             .ok_or_else(|| failed(ID, format!("a shard of {size} bytes")))?;
-        out.par_chunks_mut(band_bytes.max(1))
-            .enumerate()
-            .try_for_each(|(b, band)| {
-                let (first, end) = (b * per_band, (b + 1) * per_band);
-                let from = which.partition_point(|&i| i < first);
-                let to = which.partition_point(|&i| i < end);
-                self.decode_band(encoded, index, &which[from..to], band, b * band_bytes)
+        // Each band with inner chunks to decode, and those chunks.
+        let mut bands: Vec<(usize, &mut [u8], &[usize])> = Vec::new();
+        for (b, band) in out.chunks_mut(band_bytes.max(1)).enumerate() {
+            let (first, end) = (b * per_band, (b + 1) * per_band);
+            let from = which.partition_point(|&i| i < first);
+            let to = which.partition_point(|&i| i < end);
+            if from < to {
+                bands.push((b * band_bytes, band, &which[from..to]));
+            }
+        }
+        let scratch = || Scratch::new(inner_bytes, self.inner_fortran);
+        let work = which.len().saturating_mul(inner_bytes);
+        if threads < 2 || bands.len() < 2 || work < PARALLEL_FROM {
+            let mut scratch = scratch();
+            return bands.into_iter().try_for_each(|(at, band, mine)| {
+                self.decode_band(encoded, index, mine, band, at, &mut scratch)
+            });
+        }
+        bands
+            .into_par_iter()
+            .with_max_len(1)
+            .try_for_each_init(scratch, |scratch, (at, band, mine)| {
+                self.decode_band(encoded, index, mine, band, at, scratch)
             })
     }
 
@@ -305,11 +343,10 @@ impl Sharding {
         which: &[usize],
         band: &mut [u8],
         band_at: usize,
+        scratch: &mut Scratch,
     ) -> Result<()> {
-        let inner_bytes = self.bytes_of(&self.chunk_shape)?;
-        let mut inner = vec![0u8; inner_bytes];
-        // Inner chunks stored transposed are decoded here, then reordered into `inner`.
-        let mut transposed = vec![0u8; if self.inner_fortran { inner_bytes } else { 0 }];
+        let inner_bytes = scratch.inner.len();
+        let Scratch { inner, transposed } = scratch;
         for &i in which {
             let Some(&(offset, nbytes)) = index.get(i) else {
                 continue;
@@ -337,10 +374,11 @@ impl Sharding {
                         ),
                     )
                 })?;
+            // Inner chunks stored transposed are decoded into `transposed`, then reordered.
             let decoded = if self.inner_fortran {
-                &mut transposed
+                &mut *transposed
             } else {
-                &mut inner
+                &mut *inner
             };
             let got = self.inner.decode_into(stored, decoded)?;
             if got != inner_bytes {
@@ -350,7 +388,7 @@ impl Sharding {
                 ));
             }
             if self.inner_fortran {
-                self.reorder(&transposed, &mut inner, false);
+                self.reorder(transposed, inner, false);
             }
             self.rows(i, |shard_at, inner_at, len| {
                 let at = shard_at - band_at;
@@ -497,11 +535,18 @@ impl Codec for Sharding {
         }
         let index_len = self.index_len(n)?;
         let (band_bytes, per_band) = self.bands()?;
-        let bands: Vec<CodedBand> = raw
-            .par_chunks(band_bytes.max(1))
-            .enumerate()
-            .map(|(b, band)| self.encode_band(band, b, per_band))
-            .collect::<Result<_>>()?;
+        let bands: Vec<CodedBand> = if raw.len() < PARALLEL_FROM {
+            raw.chunks(band_bytes.max(1))
+                .enumerate()
+                .map(|(b, band)| self.encode_band(band, b, per_band))
+                .collect::<Result<_>>()?
+        } else {
+            raw.par_chunks(band_bytes.max(1))
+                .enumerate()
+                .with_max_len(1)
+                .map(|(b, band)| self.encode_band(band, b, per_band))
+                .collect::<Result<_>>()?
+        };
         let coded: usize = bands.iter().map(|b| b.bytes.len()).sum();
         let mut index = Vec::with_capacity(index_len);
         let mut at = if self.index_at_start { index_len } else { 0 };
@@ -545,6 +590,11 @@ impl Codec for Sharding {
     }
 
     fn decode_into(&self, encoded: &[u8], out: &mut [u8]) -> Result<usize> {
+        self.decode_into_on(encoded, out, 1)
+    }
+
+    /// The bands of the shard ([`Sharding::bands`]) decoded on up to `threads` threads.
+    fn decode_into_on(&self, encoded: &[u8], out: &mut [u8], threads: usize) -> Result<usize> {
         let size = self.bytes_of(&self.shard_shape)?;
         if size > out.len() {
             return Err(past_limit(
@@ -557,7 +607,7 @@ impl Codec for Sharding {
         }
         let index = self.index(encoded)?;
         let all: Vec<usize> = (0..index.len()).collect();
-        self.decode_inner(encoded, &index, &all, out)?;
+        self.decode_inner(encoded, &index, &all, out, threads)?;
         Ok(size)
     }
 
@@ -571,7 +621,9 @@ impl Codec for Sharding {
             return Ok(false);
         }
         let index = self.index(encoded)?;
-        self.decode_inner(encoded, &index, &self.inner_chunks_of(wanted), out)?;
+        let which = self.inner_chunks_of(wanted);
+        let threads = rayon::current_num_threads();
+        self.decode_inner(encoded, &index, &which, out, threads)?;
         Ok(true)
     }
 
@@ -660,11 +712,19 @@ impl Codec for Sharding {
         true
     }
 
-    /// A shard of `n` decoded bytes: its inner chunks (within any compressor's worst case)
+    /// A shard of `n` decoded bytes: each of its inner chunks within the bound of its codecs
+    /// (a compressor's worst case grows with the count of what it compresses, however small),
     /// and its index.
     fn encoded_bound(&self, n: usize) -> Option<usize> {
-        let index = self.inner_count().and_then(|c| self.index_len(c)).ok()?;
-        loose_bound(n).checked_add(index)
+        if n != self.bytes_of(&self.shard_shape).ok()? {
+            return None;
+        }
+        let count = self.inner_count().ok()?;
+        let index = self.index_len(count).ok()?;
+        let inner = self
+            .inner
+            .encoded_bound(self.bytes_of(&self.chunk_shape).ok()?);
+        count.checked_mul(inner)?.checked_add(index)
     }
 }
 
@@ -842,8 +902,9 @@ mod tests {
     /// a partial decode gives the bytes a whole one does.
     #[test]
     fn shards_of_every_shape_code_by_bands_in_order() {
-        let shapes: [(&[usize], &[usize]); 6] = [
+        let shapes: [(&[usize], &[usize]); 7] = [
             (&[4, 6], &[2, 3]),
+            (&[2, 4], &[2, 2]),
             (&[1, 4, 6], &[1, 2, 3]),
             (&[1, 1, 6], &[1, 1, 2]),
             (&[3, 1, 4], &[1, 1, 2]),
@@ -897,6 +958,32 @@ mod tests {
                     assert_eq!(out[bytes.clone()], raw[bytes], "{shard:?} {extra}");
                 }
             }
+        }
+    }
+
+    /// A shard large enough to share: coded and decoded by bands on several threads, whole,
+    /// in parts and into a buffer longer than the shard, it gives what one thread gives.
+    #[test]
+    fn large_shards_code_and_decode_on_threads_alike() {
+        let cfg = json!({"id": ID, "shard_shape": [2048, 1024], "chunk_shape": [256, 256],
+            "codecs": [{"id": "zstd", "level": 1}], "index_checksum": true});
+        let s = Sharding::from_config(cfg.as_object().unwrap(), Context { elem_size: 4 }).unwrap();
+        let raw: Vec<u8> = (0..2048 * 1024u32)
+            .flat_map(|v| if v % 7 == 0 { 0 } else { v }.to_le_bytes())
+            .collect();
+        assert!(raw.len() > PARALLEL_FROM);
+        let enc = s.encode(&raw).unwrap();
+        let mut one = vec![0u8; raw.len() + 100];
+        let mut many = vec![0u8; raw.len() + 100];
+        assert_eq!(s.decode_into_on(&enc, &mut one, 1).unwrap(), raw.len());
+        assert_eq!(s.decode_into_on(&enc, &mut many, 4).unwrap(), raw.len());
+        assert_eq!(&one[..raw.len()], raw);
+        assert_eq!(one, many);
+        let wanted = [0..8, 4 << 20..(6 << 20) + 3, raw.len() - 4..raw.len()];
+        let mut part = vec![0xAAu8; raw.len()];
+        assert!(s.decode_parts(&enc, &mut part, &wanted).unwrap());
+        for r in wanted {
+            assert_eq!(part[r.clone()], raw[r]);
         }
     }
 

@@ -294,6 +294,17 @@ impl Var {
             .collect()
     }
 
+    /// The codec configurations of the variable's chunks, first applied first: its filters',
+    /// inside one of shards for a new sharded array (as the array reads once stored).
+    pub fn codec_configs(&self) -> Vec<serde_json::Map<String, serde_json::Value>> {
+        let configs = self.filters.iter().map(|f| f.codec.clone()).collect();
+        if self.inner_chunks.is_empty() {
+            return configs;
+        }
+        let shards = crate::codec::new_sharding_config(&self.chunks, &self.inner_chunks, configs);
+        vec![shards]
+    }
+
     /// The shape of the chunks inside each shard, in the order of the variable's dimensions,
     /// when the array is stored in Zarr v3 shards (defined here, or read).
     pub fn inner_chunk_sizes(&self) -> Option<Vec<u64>> {

@@ -212,7 +212,7 @@ pub(super) fn plan(
     let mut looked: Vec<Option<Looked>> = (0..n).map(|_| None).collect();
     // A stored chunk far longer than any coding of its bytes is damaged or hostile: read
     // whole, where the store's object limit refuses it (not into a buffer of its length).
-    let bound = super::largest_coding(decoded_len);
+    let bound = super::largest_coding(decoded_len, chain);
     // An index longer than that is no index of this chunk: not fetched before it is refused.
     if chain.tail_first().is_some_and(|n| n as u64 > bound) {
         return Ok((0..n).map(|_| Plan::Whole).collect());
