@@ -18,7 +18,7 @@ use super::{ObjectLimit, Store, StoreKey, StorePrefix, ZARR_MARKERS, positional}
 use crate::error::{Error, Result};
 use atomic_write::{TMP_MARK, write_atomically};
 use rayon::prelude::*;
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io::{self, ErrorKind, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -72,24 +72,12 @@ fn remove_entry(path: &Path) -> io::Result<()> {
 
 /// The regular file at `path` opened for reading, with its length; `None` when there is none.
 fn open_object(path: &Path) -> Result<Option<(fs::File, u64)>> {
-    let mut options = OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        // Opening a FIFO for reading would otherwise block until a writer appears.
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NONBLOCK);
+    match positional::open_regular(path) {
+        Ok(positional::Opened::File(file, len)) => Ok(Some((file, len))),
+        Ok(positional::Opened::Absent | positional::Opened::NotRegular) => Ok(None),
+        Err(e) if is_absent(&e) => Ok(None),
+        Err(e) => Err(io_error(path, e)),
     }
-    let file = match options.open(path) {
-        Ok(f) => f,
-        Err(e) if is_absent(&e) => return Ok(None),
-        Err(e) => return Err(io_error(path, e)),
-    };
-    let meta = file.metadata().map_err(|e| io_error(path, e))?;
-    if !meta.is_file() {
-        return Ok(None);
-    }
-    Ok(Some((file, meta.len())))
 }
 
 /// Reads a whole file into `out`: returns the file's length, of which the first

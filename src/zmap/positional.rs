@@ -1,12 +1,62 @@
 //! Positional reads of local files: no shared file offset, so several threads read one file at
 //! once. A read that stops at the end of the file, and the same split into parts read in
 //! parallel (on a warm page cache a read is a memory copy, and one large object read alone
-//! would otherwise copy on one core). Knows nothing of keys, stores or archives.
+//! would otherwise copy on one core); and opening only regular files for reading. Knows nothing
+//! of keys, stores or archives.
 
 use rayon::prelude::*;
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::{self, ErrorKind};
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::Path;
+
+/// What is at a local path opened with [`open_regular`].
+#[derive(Debug)]
+pub(crate) enum Opened {
+    /// A regular file, open for reading, and its length.
+    File(File, u64),
+    /// Nothing (or a path through something that is no directory).
+    Absent,
+    /// Something else: a directory, a FIFO, a device, a socket.
+    NotRegular,
+}
+
+/// Opens `path` for reading when it is a regular file. A FIFO or a device is never waited on
+/// (a read of one could wait forever): it is opened without waiting for a writer and looked
+/// at once open, so nothing can be swapped in between the look and the read.
+pub(crate) fn open_regular(path: &Path) -> io::Result<Opened> {
+    let opened = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path);
+    let file = match opened {
+        Ok(file) => file,
+        Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
+            return Ok(Opened::Absent);
+        }
+        Err(e) => return Err(e),
+    };
+    let meta = file.metadata()?;
+    Ok(if meta.is_file() {
+        Opened::File(file, meta.len())
+    } else {
+        Opened::NotRegular
+    })
+}
+
+/// The `len` bytes of a file opened by [`open_regular`] (what it holds past them, grown since,
+/// is not read).
+pub(crate) fn read_whole(file: File, len: u64) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut out = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    file.take(len).read_to_end(&mut out)?;
+    Ok(out)
+}
+
+/// The error of a path that is there but is no regular file.
+pub(crate) fn not_regular() -> io::Error {
+    io::Error::new(ErrorKind::InvalidInput, "not a regular file")
+}
 
 /// Bytes below which reading part of a file on another thread costs more than the copy it
 /// takes over.
@@ -68,6 +118,37 @@ pub(super) fn each_in_parts<K: Sync, T: Send>(
 mod tests {
     use super::*;
     use std::io::Write;
+
+    /// Only regular files are opened; a FIFO is looked at without waiting for a writer, and a
+    /// directory, or nothing, is said to be so.
+    #[test]
+    fn only_regular_files_are_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        std::fs::write(&file, b"four").unwrap();
+        match open_regular(&file).unwrap() {
+            Opened::File(f, len) => {
+                assert_eq!(len, 4);
+                assert_eq!(read_whole(f, len).unwrap(), b"four");
+            }
+            other => panic!("{other:?}"),
+        }
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+        assert!(matches!(open_regular(&fifo).unwrap(), Opened::NotRegular));
+        assert!(matches!(
+            open_regular(dir.path()).unwrap(),
+            Opened::NotRegular
+        ));
+        let missing = [dir.path().join("none"), file.join("below")];
+        for path in missing {
+            assert!(
+                matches!(open_regular(&path).unwrap(), Opened::Absent),
+                "{path:?}"
+            );
+        }
+    }
 
     /// Reads in parts give what one read gives, from any offset, and count short at the end.
     #[test]

@@ -14,7 +14,7 @@ mod parquet;
 mod targets;
 mod templates;
 
-use super::positional::read_at;
+use super::positional::{Opened, open_regular, read_at, read_whole};
 use super::{ObjectLimit, Runs, Store, StoreKey, StorePrefix, Tail, copy_runs};
 use crate::error::{Error, Result};
 use crate::url::{DatasetUrl, Login, StorageKind};
@@ -193,14 +193,16 @@ fn read_set(url: &DatasetUrl) -> Result<(SetFound, Base, ReadFrom, Option<Login>
                 let records = parquet::Records::Local(path.to_path_buf());
                 return Ok((SetFound::Parquet(records), Base::Local(parent), None, None));
             }
-            if !meta.is_file() {
-                return Err(Error::NotZarr(format!(
-                    "{}: not a regular file",
-                    url.original
-                )));
-            }
-            limit.check(too_large, meta.len())?;
-            let bytes = std::fs::read(path).map_err(|e| Error::io(&url.path, e))?;
+            let not_regular = || Error::NotZarr(format!("{}: not a regular file", url.original));
+            let bytes = match open_regular(path) {
+                Ok(Opened::File(file, len)) => {
+                    limit.check(too_large, len)?;
+                    read_whole(file, len).map_err(|e| Error::io(&url.path, e))?
+                }
+                Ok(Opened::Absent) => return Err(Error::NotFound(url.original.clone())),
+                Ok(Opened::NotRegular) => return Err(not_regular()),
+                Err(e) => return Err(Error::io(&url.path, e)),
+            };
             Ok((SetFound::Document(bytes), Base::Local(parent), None, None))
         }
         StorageKind::Zip => Err(Error::Url {

@@ -10,10 +10,14 @@
 //! host, or its `default` (again only for the dataset's own server). A user name holding `:`
 //! cannot be sent and gives no login. It must not know how requests are made.
 
+use super::super::positional::{Opened, open_regular, read_whole};
 use crate::env::value as env_value;
 use crate::rcfile::RcFiles;
 use crate::url::{DatasetUrl, Login};
 use std::path::PathBuf;
+
+/// The longest netrc file read: a login file, not a data file.
+const MOST_NETRC_BYTES: u64 = 1 << 20;
 
 /// Whose server a login is looked up for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,11 +89,13 @@ fn found_login(
         .or_else(|| env_value(env, "NETRC"))
         .map(PathBuf::from)
         .or_else(|| env_value(env, "HOME").map(|h| PathBuf::from(h).join(".netrc")))?;
-    // Not a FIFO or a device: reading one could wait forever.
-    if !std::fs::metadata(&netrc).is_ok_and(|m| m.is_file()) {
+    let Ok(Opened::File(file, len)) = open_regular(&netrc) else {
+        return None;
+    };
+    if len > MOST_NETRC_BYTES {
         return None;
     }
-    let text = std::fs::read_to_string(&netrc).ok()?;
+    let text = String::from_utf8(read_whole(file, len).ok()?).ok()?;
     let entries = in_netrc(&text, url.host.as_deref()?);
     match asker {
         Asker::Dataset => entries.machine.or(entries.default),

@@ -16,6 +16,7 @@
 mod pages;
 mod records;
 
+use super::super::positional::{Opened, not_regular, open_regular, read_whole};
 use super::super::{ObjectLimit, Store, StoreKey};
 use super::Entry;
 use super::targets::{Base, Place, locate};
@@ -72,23 +73,17 @@ impl Records {
                 .map(|name| {
                     let path = dir.join(name);
                     let shown = || path.display().to_string();
-                    let meta = match std::fs::metadata(&path) {
-                        Ok(meta) => meta,
-                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-                        Err(e) => return Err(Error::io(shown(), e)),
-                    };
-                    // Not a FIFO or a device: reading one could wait forever.
-                    if !meta.is_file() {
-                        let why = std::io::Error::new(
-                            std::io::ErrorKind::InvalidInput,
-                            "not a regular file",
-                        );
-                        return Err(Error::io(shown(), why));
+                    match open_regular(&path) {
+                        Ok(Opened::File(file, len)) => {
+                            limit.check(shown, len)?;
+                            read_whole(file, len)
+                                .map(Some)
+                                .map_err(|e| Error::io(shown(), e))
+                        }
+                        Ok(Opened::Absent) => Ok(None),
+                        Ok(Opened::NotRegular) => Err(Error::io(shown(), not_regular())),
+                        Err(e) => Err(Error::io(shown(), e)),
                     }
-                    limit.check(shown, meta.len())?;
-                    std::fs::read(&path)
-                        .map(Some)
-                        .map_err(|e| Error::io(shown(), e))
                 })
                 .collect(),
             Records::Remote { store, prefix } => {

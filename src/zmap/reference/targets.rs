@@ -8,6 +8,7 @@
 //! not know what the bytes mean.
 
 use super::super::http::HttpSettings;
+use super::super::positional::{Opened, not_regular, open_regular};
 use super::super::remote::RemoteStore;
 use super::super::s3::settings::S3Settings;
 use super::super::{Store, StoreKey};
@@ -15,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::url::DatasetUrl;
 use std::collections::HashMap;
 use std::fs::File;
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -215,13 +217,12 @@ impl Targets {
             return Ok(f.clone());
         }
         let shown = || path.display().to_string();
-        // Not a FIFO or a device: opening or reading one could wait forever.
-        let meta = std::fs::metadata(path).map_err(|e| Error::io(shown(), e))?;
-        if !meta.is_file() {
-            let why = std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file");
-            return Err(Error::io(shown(), why));
-        }
-        let file = Arc::new(File::open(path).map_err(|e| Error::io(shown(), e))?);
+        let file = match open_regular(path) {
+            Ok(Opened::File(file, _)) => Arc::new(file),
+            Ok(Opened::Absent) => return Err(Error::io(shown(), ErrorKind::NotFound.into())),
+            Ok(Opened::NotRegular) => return Err(Error::io(shown(), not_regular())),
+            Err(e) => return Err(Error::io(shown(), e)),
+        };
         let mut files = self.files.lock().map_err(|_| poisoned())?;
         if files.len() >= MOST_FILES_OPEN {
             files.clear();
