@@ -91,13 +91,13 @@ fn harness_values(rows: usize) -> Vec<u8> {
         .collect()
 }
 
-/// One 1 MiB chunk of float32 through each codec chain the benchmark harness uses (and the
-/// empty chain: the fixed cost of the codec layer itself).
+/// One 1 MiB chunk of float32 through each codec chain the benchmark harness uses, and a
+/// shard (and the empty chain: the fixed cost of the codec layer itself).
 fn codecs(c: &mut Criterion) {
     let raw = harness_values(512);
     let mut g = c.benchmark_group("codec");
     g.throughput(Throughput::Bytes(raw.len() as u64));
-    let chains: [(&str, &str); 7] = [
+    let chains: [(&str, &str); 8] = [
         ("none", "[]"),
         (
             "zlib-1+shuffle",
@@ -115,6 +115,12 @@ fn codecs(c: &mut Criterion) {
         ),
         ("lz4", r#"[{"id":"lz4","acceleration":1}]"#),
         ("bz2-1", r#"[{"id":"bz2","level":1}]"#),
+        // A Zarr v3 shard of 16 inner chunks of 128 x 128.
+        (
+            "shard-zstd-3",
+            r#"[{"id":"sharding_indexed","shard_shape":[512,512],"chunk_shape":[128,128],
+                "codecs":[{"id":"zstd","level":3}],"index_checksum":true}]"#,
+        ),
     ];
     for (name, json) in chains {
         let cfgs: Vec<codec::Config> = serde_json::from_str(json).unwrap();

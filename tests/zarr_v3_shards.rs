@@ -10,7 +10,7 @@ mod common;
 
 use common::s3::{BUCKET, Kind, Server};
 use common::{Host, ncdump, ncgen, run, run_env, scratch, url};
-use nczarr_rs::api::{Dataset, Owner};
+use nczarr_rs::api::{Dataset, Owner, Slab};
 use nczarr_rs::error::Error;
 use nczarr_rs::ffi::status::code;
 use nczarr_rs::model::{NcType, Storage, Tree, Values};
@@ -364,28 +364,47 @@ fn what_cannot_be_sharded_is_refused() {
         .def_var_chunking(Tree::ROOT, v, Storage::Chunked, Some(&[3, 6]))
         .unwrap_err();
     assert_eq!(code(&e), -127, "{e}");
-    // Asked to be in one piece: one shard holding the whole variable, whose inner chunks the
-    // shard's shape is rounded up to.
+    // Asked to be in one piece: one shard holding the whole variable.
     ds.def_var_chunking(Tree::ROOT, v, Storage::Contiguous, None)
         .unwrap();
     assert_eq!(ds.var_info(Tree::ROOT, v).chunks, [8, 6]);
-    put(&mut ds, v, ints(&[3, 6])).unwrap();
-    ds.def_var_chunking(Tree::ROOT, v, Storage::Contiguous, None)
+    ds.def_var_chunking(Tree::ROOT, v, Storage::Chunked, Some(&[8, 6]))
         .unwrap();
-    assert_eq!(ds.var_info(Tree::ROOT, v).chunks, [9, 6]);
-    ds.def_var_chunking(Tree::ROOT, v, Storage::Chunked, Some(&[6, 6]))
-        .unwrap();
-    put(&mut ds, v, ints(&[2, 3])).unwrap();
     ds.def_var_chunking(Tree::ROOT, v, Storage::Chunked, Some(&[8, 6]))
         .unwrap();
     // Listed nowhere, answered by name.
     assert_eq!(ds.natts(Owner::Var(Tree::ROOT, v)), 0);
     assert_eq!(inner(&ds, v), ints(&[2, 3]));
 
-    // Chunks netCDF chose become multiples of the inner chunks below them: 8 x 6 -> 6 x 4.
+    // Chunks netCDF chose become multiples of the inner chunks below them: 8 x 6 -> 6 x 4;
+    // the same asked for are refused.
     let r = ds.def_var(Tree::ROOT, "r", NcType::Float, &[x, y]).unwrap();
     put(&mut ds, r, ints(&[3, 4])).unwrap();
     assert_eq!(ds.var_info(Tree::ROOT, r).chunks, [6, 4]);
+    let asked = ds
+        .def_var(Tree::ROOT, "asked", NcType::Float, &[x, y])
+        .unwrap();
+    ds.def_var_chunking(Tree::ROOT, asked, Storage::Chunked, Some(&[8, 6]))
+        .unwrap();
+    assert_eq!(code(&put(&mut ds, asked, ints(&[3, 4])).unwrap_err()), -127);
+    // In one piece: the shape rounded up to the inner chunks, 8 x 6 -> 9 x 8.
+    let one = ds
+        .def_var(Tree::ROOT, "one", NcType::Short, &[x, y])
+        .unwrap();
+    put(&mut ds, one, ints(&[3, 4])).unwrap();
+    ds.def_var_chunking(Tree::ROOT, one, Storage::Contiguous, None)
+        .unwrap();
+    assert_eq!(ds.var_info(Tree::ROOT, one).chunks, [9, 8]);
+    // A whole variable too large for one shard is refused.
+    let big = ds.def_dim(Tree::ROOT, "big", 1 << 14, false).unwrap().0 as i32;
+    let huge = ds
+        .def_var(Tree::ROOT, "huge", NcType::Double, &[big, big])
+        .unwrap();
+    put(&mut ds, huge, ints(&[16, 16])).unwrap();
+    let e = ds
+        .def_var_chunking(Tree::ROOT, huge, Storage::Contiguous, None)
+        .unwrap_err();
+    assert_eq!(code(&e), -127, "{e}");
 
     // A second variable sharded, then not.
     let w = ds.def_var(Tree::ROOT, "w", NcType::Short, &[x]).unwrap();
@@ -399,6 +418,14 @@ fn what_cannot_be_sharded_is_refused() {
         .unwrap_err();
     assert_eq!(code(&e), -43, "NC_ENOTATT: {e}");
     ds.enddef().unwrap();
+    let shorts: Vec<u8> = (0..48i16).flat_map(|n| n.to_ne_bytes()).collect();
+    let all = Slab {
+        start: vec![0, 0],
+        count: vec![8, 6],
+        stride: vec![1, 1],
+    };
+    ds.put_fixed(Tree::ROOT, one, &all, None, NcType::Short, &shorts)
+        .unwrap();
     let e = put(&mut ds, v, ints(&[4, 3])).unwrap_err();
     assert_eq!(code(&e), -123, "NC_ELATEDEF: {e}");
     ds.close().unwrap();
@@ -424,6 +451,52 @@ fn what_cannot_be_sharded_is_refused() {
     assert_eq!(code(&e), -107, "NC_EATTMETA: {e}");
     let e = put(&mut ds, v, ints(&[4, 3])).unwrap_err();
     assert_eq!(code(&e), -123, "NC_ELATEDEF: {e}");
+    let mut back = vec![0u8; shorts.len()];
+    let one = ds.tree.group(Tree::ROOT).var_index("one").unwrap();
+    ds.get_fixed(Tree::ROOT, one, &all, None, NcType::Short, &mut back)
+        .unwrap();
+    assert_eq!(back, shorts);
+    let shapes = shapes(&store);
+    assert_eq!(shapes["one"], json!({"chunks": [3, 4], "shards": [9, 8]}));
+}
+
+/// A shard of 65536 inner chunks of one byte each, coded by zstd, many times longer than its
+/// decoded bytes (each coded inner chunk and its index entry take tens of bytes): written by
+/// stock `ncgen` into a directory and S3, it reads back from both alike.
+#[test]
+fn shards_of_tiny_inner_chunks_read_back() {
+    if common::reference_only() {
+        return;
+    }
+    let dir = scratch("v3-tiny-inner");
+    let values: Vec<String> = (0..65536u32).map(|i| (i % 251 + 1).to_string()).collect();
+    let cdl_text = format!(
+        "netcdf tiny {{ dimensions: y = 256 ; x = 256 ; variables: ubyte v(y, x) ; \
+         v:_ChunkSizes = 256, 256 ; v:_InnerChunkSizes = 1, 1 ; v:_Filter = \"32015,1\" ; \
+         data: v = {} ; }}",
+        values.join(", ")
+    );
+    let cdl = dir.path().join("tiny.cdl");
+    std::fs::write(&cdl, cdl_text).unwrap();
+    let store = dir.path().join("tiny.zarr");
+    ncgen(Host::Ours, &cdl, &url(&store, "zarr,v3,file")).unwrap_or_else(|e| panic!("{e}"));
+    let shard = std::fs::metadata(store.join("v/c/0/0")).unwrap().len();
+    assert!(shard > 2 * 65536 + (1 << 20), "{shard} bytes");
+
+    let server = Server::start(Kind::S3sFs);
+    let endpoint = server.endpoint();
+    let s3_env = common::s3::tool_env(&endpoint);
+    let s3 = format!("s3://{BUCKET}/tiny#mode=zarr,v3,s3");
+    let cdl_arg = cdl.to_str().unwrap();
+    run_env(Host::Ours, "ncgen", &["-4", "-o", &s3, cdl_arg], &s3_env)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let from_dir = ncdump(Host::Ours, &[], &url(&store, "zarr,file")).unwrap();
+    let from_s3 = run_env(Host::Ours, "ncdump", &[&s3], &s3_env)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(from_s3, from_dir);
+    assert!(from_dir.contains("251, 1, 2,"), "{}", &from_dir[..400]);
 }
 
 /// Stock `ncgen` asked for shards in Zarr v2 fails, saying why.

@@ -215,12 +215,13 @@ fn largest_stored_chunk(chunk_bytes: usize, ty: NcType, chain: &codec::Chain) ->
 
 /// The most bytes any coding of `chunk_bytes` bytes of fixed-size values by `chain` takes (see
 /// [`largest_stored_chunk`]): more for shards of many small inner chunks, each coded alone,
-/// and their index.
+/// and their index, but never more than this machine's memory.
 fn largest_coding(chunk_bytes: usize, chain: &codec::Chain) -> u64 {
+    let coded = (chain.encoded_bound(chunk_bytes) as u64).min(crate::machine::memory_bytes());
     (chunk_bytes as u64)
         .saturating_mul(2)
         .saturating_add(1 << 20)
-        .max(chain.encoded_bound(chunk_bytes) as u64)
+        .max(coded)
 }
 
 /// True when stored elements of `esize` bytes of `var` are in the other byte order.

@@ -186,6 +186,7 @@ impl Dataset {
                         })?;
                     }
                     var.chunks = sizes.to_vec();
+                    var.chunks_asked = true;
                 }
             }
             Storage::Contiguous | Storage::Compact => {
@@ -197,11 +198,15 @@ impl Dataset {
                 }
                 if !var.inner_chunks.is_empty() {
                     // In one piece, as asked: one shard holding the whole variable.
-                    var.chunks = shape
-                        .iter()
-                        .zip(&var.inner_chunks)
-                        .map(|((len, _), inner)| len.div_ceil(*inner) * inner)
-                        .collect();
+                    let one =
+                        one_shard(&shape, &var.inner_chunks, var.ty.size()).map_err(|why| {
+                            Error::BadChunk {
+                                var: var.name.clone(),
+                                why,
+                            }
+                        })?;
+                    var.chunks = one;
+                    var.chunks_asked = true;
                     return Ok(());
                 }
                 // The codec turning strings into bytes is no filter.
@@ -255,7 +260,8 @@ impl Dataset {
     }
 
     /// The chunk (shard) shape of variable `v` with inner chunks of `sizes`: its own, or, when
-    /// netCDF chose it, the nearest multiples of `sizes` below it; or why it cannot be sharded.
+    /// netCDF chose it, the nearest multiples of `sizes` below it (one inner chunk at least);
+    /// or why it cannot be sharded.
     fn chunks_holding(&self, g: GroupId, v: usize, sizes: &[u64]) -> Result<Vec<u64>> {
         let var = &self.tree.group(g).vars[v];
         let refuse = |why: String| Error::BadChunk {
@@ -301,8 +307,7 @@ impl Dataset {
                 )));
             }
         }
-        let chosen = var.chunks == default_chunks(&dims, var.ty.size());
-        let chunks = if chosen && check_inner_chunks(&var.chunks, sizes).is_err() {
+        let chunks = if !var.chunks_asked && check_inner_chunks(&var.chunks, sizes).is_err() {
             var.chunks
                 .iter()
                 .zip(sizes)
@@ -427,6 +432,38 @@ impl Dataset {
 
 /// The most inner chunks a new shard may hold: its index then takes 64 MiB.
 const MOST_INNER_CHUNKS: u64 = 1 << 22;
+
+/// The largest shard a variable asked to be contiguous is made into: as large as the chunk
+/// cache's default bound.
+const MOST_ONE_SHARD_BYTES: u64 = 64 << 20;
+
+/// The shape of one shard holding a whole variable of `shape` (no unlimited dimension) in
+/// inner chunks of `inner`, elements of `esize` bytes: the shape rounded up to the inner
+/// chunks; or why there can be none.
+fn one_shard(
+    shape: &[(u64, bool)],
+    inner: &[u64],
+    esize: usize,
+) -> std::result::Result<Vec<u64>, String> {
+    let rounded: Option<Vec<u64>> = shape
+        .iter()
+        .zip(inner)
+        .map(|((len, _), i)| len.div_ceil(*i).checked_mul(*i))
+        .collect();
+    let rounded =
+        rounded.ok_or_else(|| "a shard of the whole variable is too large".to_string())?;
+    let bytes = rounded
+        .iter()
+        .try_fold(esize as u64, |n, c| n.checked_mul(*c));
+    if bytes.is_none_or(|b| b > MOST_ONE_SHARD_BYTES) {
+        return Err(format!(
+            "one shard of the whole variable ({rounded:?}) would pass {} MiB: ask for chunks",
+            MOST_ONE_SHARD_BYTES >> 20
+        ));
+    }
+    check_inner_chunks(&rounded, inner)?;
+    Ok(rounded)
+}
 
 /// Why inner chunks of `inner` cannot fill shards of `shards`, if they cannot.
 fn check_inner_chunks(shards: &[u64], inner: &[u64]) -> std::result::Result<(), String> {

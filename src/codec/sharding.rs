@@ -30,6 +30,9 @@ pub const ID: &str = "sharding_indexed";
 /// The index entry of an inner chunk never written.
 const ABSENT: u64 = u64::MAX;
 
+/// The most bytes any compressor adds to one inner chunk beyond half its size again.
+const INNER_OVERHEAD: usize = 1 << 10;
+
 /// The least decoded bytes a shard's bands are coded or decoded in parallel for: below it,
 /// handing the bands to other threads costs more than it saves.
 const PARALLEL_FROM: usize = 4 << 20;
@@ -292,8 +295,8 @@ impl Sharding {
 
     /// Decodes the inner chunks numbered `which` (ascending) of the shard `encoded`, whose
     /// index holds `index`, into their places in `out` (the decoded shard); the bands of the
-    /// shard ([`Sharding::bands`]) that hold some, in parallel on up to `threads` threads when
-    /// there is enough to decode to share.
+    /// shard ([`Sharding::bands`]) that hold some, in parallel when `threads` (the threads the
+    /// caller may use) is 2 or more and there is enough to decode to share.
     fn decode_inner(
         &self,
         encoded: &[u8],
@@ -328,7 +331,6 @@ impl Sharding {
         }
         bands
             .into_par_iter()
-            .with_max_len(1)
             .try_for_each_init(scratch, |scratch, (at, band, mine)| {
                 self.decode_band(encoded, index, mine, band, at, scratch)
             })
@@ -712,19 +714,21 @@ impl Codec for Sharding {
         true
     }
 
-    /// A shard of `n` decoded bytes: each of its inner chunks within the bound of its codecs
-    /// (a compressor's worst case grows with the count of what it compresses, however small),
-    /// and its index.
+    /// A shard of `n` decoded bytes: each of its inner chunks within a bound on what any
+    /// compressor makes of it (a compressor adds a few bytes to each buffer however small:
+    /// zstd tens, blosc 16 or 32, zlib a few per 16 KiB), and its index.
     fn encoded_bound(&self, n: usize) -> Option<usize> {
-        if n != self.bytes_of(&self.shard_shape).ok()? {
-            return None;
-        }
         let count = self.inner_count().ok()?;
         let index = self.index_len(count).ok()?;
-        let inner = self
-            .inner
-            .encoded_bound(self.bytes_of(&self.chunk_shape).ok()?);
-        count.checked_mul(inner)?.checked_add(index)
+        if n != self.bytes_of(&self.shard_shape).ok()? {
+            return n
+                .checked_add(n / 2)?
+                .checked_add(64 << 10)?
+                .checked_add(index);
+        }
+        let inner = self.bytes_of(&self.chunk_shape).ok()?;
+        let each = inner.checked_add(inner / 2)?.checked_add(INNER_OVERHEAD)?;
+        count.checked_mul(each)?.checked_add(index)
     }
 }
 
@@ -985,6 +989,31 @@ mod tests {
         for r in wanted {
             assert_eq!(part[r.clone()], raw[r]);
         }
+    }
+
+    /// The bound on a shard's coding holds shards of inner chunks so small that each codes
+    /// to many times its size, and stays near the size of shards of ordinary inner chunks.
+    #[test]
+    fn the_bound_of_a_shard_holds_its_coding_and_stays_near_its_size() {
+        let shards = |shard: [usize; 2], chunk: [usize; 2], elem_size: usize| {
+            let cfg = json!({"id": ID, "shard_shape": shard, "chunk_shape": chunk,
+                "codecs": [{"id": "zstd", "level": 1}], "index_checksum": true});
+            Sharding::from_config(cfg.as_object().unwrap(), Context { elem_size }).unwrap()
+        };
+        let tiny = shards([256, 256], [1, 1], 1);
+        let raw: Vec<u8> = (0..65536u32).map(|i| (i % 251) as u8 + 1).collect();
+        let enc = tiny.encode(&raw).unwrap();
+        assert!(enc.len() > 2 * raw.len() + (1 << 20), "{}", enc.len());
+        assert!(enc.len() <= tiny.encoded_bound(raw.len()).unwrap());
+        let ordinary = shards([1024, 1024], [16, 16], 4);
+        let n = 4 << 20;
+        let bound = ordinary.encoded_bound(n).unwrap();
+        assert!(bound > n && bound < 3 * n, "{bound}");
+        // Asked of another length, the loose bound of that length and the index.
+        assert_eq!(
+            ordinary.encoded_bound(1000),
+            Some(1000 + 500 + (64 << 10) + 4096 * 16 + 4)
+        );
     }
 
     #[test]

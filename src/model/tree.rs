@@ -139,6 +139,8 @@ pub struct Var {
     /// inside each shard (`_InnerChunkSizes`), which [`Var::filters`] code. Empty for an array
     /// not sharded, and for one read from a store, whose sharding is a codec of `filters`.
     pub inner_chunks: Vec<u64>,
+    /// The chunk shape was asked for (`nc_def_var_chunking`), not chosen by netCDF.
+    pub chunks_asked: bool,
     pub storage: Storage,
     /// `NC_NOFILL` for this variable.
     pub no_fill: bool,
@@ -201,6 +203,7 @@ impl Var {
             atts: Vec::new(),
             chunks: Vec::new(),
             inner_chunks: Vec::new(),
+            chunks_asked: false,
             storage: Storage::Chunked,
             no_fill: false,
             endian: Endian::native(),
