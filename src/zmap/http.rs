@@ -3,9 +3,11 @@
 //! Owns the reading of `http(s)://[user:password@]host[:port]/path#mode=...,http` into the
 //! server's address, the dataset's root path and the [`login`] sent to the server, and the
 //! client for it: GETs (whole or ranged, never a HEAD), listings by WebDAV `PROPFIND` where the
-//! server speaks it, with HTTP basic authentication when a login is found. Reads are
+//! server speaks it, else by its [`index_page`] of the directory, with HTTP basic
+//! authentication when a login is found. Reads are
 //! [`RemoteStore`]'s. It knows nothing of Zarr.
 
+pub mod index_page;
 pub mod login;
 
 use super::remote::{RemoteStore, Service, Transfer};

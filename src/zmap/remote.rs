@@ -15,6 +15,7 @@ mod batch;
 mod body;
 pub mod runtime;
 
+use super::http::index_page;
 use super::{EachObject, ObjectLimit, Produce, Store, StoreKey, StorePrefix, Tail};
 use crate::error::{Error, Result};
 use bytes::Bytes;
@@ -132,6 +133,11 @@ pub struct RemoteStore {
     /// Set once a listing has found anything: until then an empty listing over HTTP is a
     /// server that cannot list (it answered `PROPFIND` with 404).
     listed_something: AtomicBool,
+    /// A web server that refused a WebDAV listing listed a directory by its index page: the
+    /// next listings ask for index pages alone.
+    lists_by_index_page: AtomicBool,
+    /// Paths index pages listed as files: they have no index page to ask for.
+    index_page_files: Mutex<std::collections::HashSet<String>>,
 }
 
 /// Why an object operation failed, before it is given the store's context.
@@ -326,6 +332,8 @@ impl RemoteStore {
             }),
             ranges_refused: AtomicUsize::new(0),
             listed_something: AtomicBool::new(false),
+            lists_by_index_page: AtomicBool::new(false),
+            index_page_files: Mutex::default(),
         }
     }
 
@@ -431,6 +439,62 @@ impl RemoteStore {
         }
     }
 
+    /// The children of `prefix` as the web server's index page of the directory lists them,
+    /// for a server that gives no WebDAV listing (`refused`, returned when there is no such
+    /// page, or when no listing has found anything yet and it lists nothing). What a page
+    /// listed as a file has no children, and no page is asked for.
+    fn index_page_children(&self, prefix: &StorePrefix, refused: Error) -> Result<Vec<String>> {
+        let path = self.object_path(prefix.as_str())?;
+        let dir = path.as_ref().to_string();
+        let files = || {
+            self.index_page_files
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+        };
+        if files().contains(&dir) {
+            return Ok(Vec::new());
+        }
+        let client = Arc::clone(&self.client);
+        let page = self.run(format!("GET {dir}/ (index page)"), async move {
+            get_object(client, path, index_page::MOST_PAGE_BYTES).await
+        });
+        let Ok(Some(page)) = page else {
+            return Err(refused);
+        };
+        let entries: Vec<index_page::Entry> =
+            index_page::entries(&String::from_utf8_lossy(&page), &dir)
+                .into_iter()
+                .filter(|e| StoreKey::new(&e.name).is_ok())
+                .collect();
+        if entries.is_empty() && !self.listed_something.load(Ordering::Relaxed) {
+            return Err(refused);
+        }
+        {
+            let mut files = files();
+            if files.len() > MOST_INDEX_PAGE_FILES {
+                files.clear();
+            }
+            let below = |name: &str| {
+                if dir.is_empty() {
+                    name.to_string()
+                } else {
+                    format!("{dir}/{name}")
+                }
+            };
+            files.extend(
+                entries
+                    .iter()
+                    .filter(|e| !e.directory)
+                    .map(|e| below(&e.name)),
+            );
+        }
+        self.listed_something.store(true, Ordering::Relaxed);
+        self.lists_by_index_page.store(true, Ordering::Relaxed);
+        let mut names: Vec<String> = entries.into_iter().map(|e| e.name).collect();
+        names.dedup();
+        Ok(names)
+    }
+
     /// Runs one operation per item, at most `concurrency` at a time ([`batch::in_order`]),
     /// each bounded by the timeout; results come back in input order. The first failure is
     /// returned.
@@ -454,6 +518,9 @@ impl RemoteStore {
         outcome.map_err(|(what, f)| self.error(&what, f))
     }
 }
+
+/// The most file paths kept from index pages (beyond, they are forgotten and asked again).
+const MOST_INDEX_PAGE_FILES: usize = 1 << 20;
 
 /// `fut`, the operation `what`, failing once it has taken `timeout`.
 async fn bounded<T>(
@@ -912,22 +979,34 @@ impl Store for RemoteStore {
     }
 
     fn list_children(&self, prefix: &StorePrefix) -> Result<Vec<String>> {
-        let listed = self.listing("", prefix, |client, at| async move {
+        let web = self.named.service == Service::Http;
+        if web && self.lists_by_index_page.load(Ordering::Relaxed) {
+            let refused = Error::NoListing {
+                store: self.named.described.clone(),
+                why: format!("LIST {prefix}/: the server's index page lists nothing"),
+            };
+            return self.index_page_children(prefix, refused);
+        }
+        let listed = match self.listing("", prefix, |client, at| async move {
             Ok(client.list_with_delimiter(at.as_ref()).await?)
-        })?;
+        }) {
+            Err(refused @ Error::NoListing { .. }) if web => {
+                return self.index_page_children(prefix, refused);
+            }
+            listed => listed?,
+        };
         // A web server without WebDAV may answer `PROPFIND` with 404, which the client takes
         // for an empty listing. Once one listing has found something the server lists, and an
         // empty directory is empty.
         let empty = listed.common_prefixes.is_empty() && listed.objects.is_empty();
         if !empty {
             self.listed_something.store(true, Ordering::Relaxed);
-        } else if self.named.service == Service::Http
-            && !self.listed_something.load(Ordering::Relaxed)
-        {
-            return Err(Error::NoListing {
+        } else if web && !self.listed_something.load(Ordering::Relaxed) {
+            let refused = Error::NoListing {
                 store: self.named.described.clone(),
                 why: format!("LIST {prefix}/: the server found nothing to list"),
-            });
+            };
+            return self.index_page_children(prefix, refused);
         }
         let mut names: Vec<String> = listed
             .common_prefixes
