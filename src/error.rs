@@ -194,9 +194,8 @@ pub enum Error {
     /// A store was asked for a listing its server cannot give (a web server without WebDAV
     /// or index pages of its directories).
     #[error(
-        "{store} cannot be listed ({why}; nor has it an index page of the directory); over \
-         plain HTTP a dataset opens without listing when it is NCZarr or has consolidated \
-         metadata"
+        "{store} cannot be listed ({why}); over plain HTTP a dataset opens without listing \
+         when it is NCZarr or has consolidated metadata"
     )]
     NoListing { store: String, why: String },
     /// A reference dataset's object could not be read from the target its reference names

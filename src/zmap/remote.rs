@@ -458,8 +458,18 @@ impl RemoteStore {
         let page = self.run(format!("GET {dir}/ (index page)"), async move {
             get_object(client, path, index_page::MOST_PAGE_BYTES).await
         });
-        let Ok(Some(page)) = page else {
-            return Err(refused);
+        let refused = || match refused {
+            Error::NoListing { store, why } => Error::NoListing {
+                store,
+                why: format!("{why}; nor does an index page of the directory list it"),
+            },
+            other => other,
+        };
+        let page = match page {
+            Ok(Some(page)) => page,
+            // A server that may answer later is not one that cannot list.
+            Err(e @ Error::Web { .. }) if transient(&e) => return Err(e),
+            _ => return Err(refused()),
         };
         let entries: Vec<index_page::Entry> =
             index_page::entries(&String::from_utf8_lossy(&page), &dir)
@@ -467,13 +477,10 @@ impl RemoteStore {
                 .filter(|e| StoreKey::new(&e.name).is_ok())
                 .collect();
         if entries.is_empty() && !self.listed_something.load(Ordering::Relaxed) {
-            return Err(refused);
+            return Err(refused());
         }
         {
             let mut files = files();
-            if files.len() > MOST_INDEX_PAGE_FILES {
-                files.clear();
-            }
             let below = |name: &str| {
                 if dir.is_empty() {
                     name.to_string()
@@ -487,6 +494,10 @@ impl RemoteStore {
                     .filter(|e| !e.directory)
                     .map(|e| below(&e.name)),
             );
+            if files.len() > MOST_INDEX_PAGE_FILES {
+                // Forgotten: such a path is asked for a page, which lists nothing.
+                files.clear();
+            }
         }
         self.listed_something.store(true, Ordering::Relaxed);
         self.lists_by_index_page.store(true, Ordering::Relaxed);
@@ -517,6 +528,11 @@ impl RemoteStore {
         }))?;
         outcome.map_err(|(what, f)| self.error(&what, f))
     }
+}
+
+/// True for a failure of a web server that may pass: no answer in time, or a server error.
+fn transient(e: &Error) -> bool {
+    matches!(e, Error::Web { why, .. } if why.contains(NO_ANSWER) || why.contains("status code: 5"))
 }
 
 /// The most file paths kept from index pages (beyond, they are forgotten and asked again).
@@ -983,7 +999,7 @@ impl Store for RemoteStore {
         if web && self.lists_by_index_page.load(Ordering::Relaxed) {
             let refused = Error::NoListing {
                 store: self.named.described.clone(),
-                why: format!("LIST {prefix}/: the server's index page lists nothing"),
+                why: format!("LIST {prefix}/: the server gave no WebDAV listing before"),
             };
             return self.index_page_children(prefix, refused);
         }

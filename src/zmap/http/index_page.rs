@@ -31,7 +31,14 @@ pub fn entries(page: &str, dir: &str) -> Vec<Entry> {
         .filter_map(|href| child_of(&decode_entities(href), &base))
         .collect();
     found.sort_unstable();
-    found.dedup();
+    // A name linked both as a file and as a directory is a directory.
+    found.dedup_by(|later, earlier| {
+        let same = later.name == earlier.name;
+        if same {
+            earlier.directory |= later.directory;
+        }
+        same
+    });
     found
 }
 
@@ -184,6 +191,12 @@ mod tests {
             .map(|e| e.name)
             .collect();
         assert_eq!(directories, ["a", "sub"]);
+        let both = entries(r#"<a href="g">g</a> <a href="g/">g/</a>"#, "");
+        let g = Entry {
+            name: "g".into(),
+            directory: true,
+        };
+        assert_eq!(both, [g]);
     }
 
     #[test]
