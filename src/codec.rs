@@ -486,9 +486,7 @@ impl Chain {
     /// The most bytes `n` decoded bytes take once coded by the whole chain (see
     /// [`Chain::stage_limits`]): a longer stored chunk is damaged or hostile.
     pub fn encoded_bound(&self, n: usize) -> usize {
-        self.0.iter().fold(n, |n, c| {
-            c.encoded_bound(n).unwrap_or_else(|| loose_bound(n))
-        })
+        self.0.iter().fold(n, |n, c| stage_bound(c.as_ref(), n))
     }
 
     /// The most bytes each stage may produce when decoding a chunk of `expected` bytes: the
@@ -500,10 +498,15 @@ impl Chain {
         let mut n = expected;
         for c in &self.0 {
             limits.push(n);
-            n = c.encoded_bound(n).unwrap_or_else(|| loose_bound(n));
+            n = stage_bound(c.as_ref(), n);
         }
         limits
     }
+}
+
+/// The most bytes codec `c` makes of `n` bytes: its own bound, or else any compressor's.
+fn stage_bound(c: &dyn Codec, n: usize) -> usize {
+    c.encoded_bound(n).unwrap_or_else(|| loose_bound(n))
 }
 
 /// A bound on what any compressor makes of `n` bytes (its worst case is far less).

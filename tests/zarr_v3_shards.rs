@@ -125,6 +125,7 @@ fn shard_index(shard: &[u8], n: usize) -> Vec<(u64, u64)> {
 /// directory, a zip archive and S3: zarr-python reads the shards and inner chunks asked for,
 /// and it, xarray and `ncdump` read the values of the netCDF-4 file of the same CDL; inner
 /// chunks holding only fill are not stored; the library answers `_InnerChunkSizes` by name.
+/// Asked for in Zarr v2, shards are refused.
 #[test]
 fn netcdf_asks_for_shards_and_zarr_python_reads_them() {
     if common::reference_only() {
@@ -205,6 +206,18 @@ fn netcdf_asks_for_shards_and_zarr_python_reads_them() {
         assert_eq!(ds.filter_ids(Tree::ROOT, var("a")), [32015]);
         assert_eq!(ds.filter_ids(Tree::ROOT, var("s")), [2, 1]);
     }
+    // Asked for in Zarr v2, shards are refused, saying why.
+    let v2 = url(&dir.path().join("v2.zarr"), "nczarr,file");
+    let refused = run(
+        Host::Ours,
+        "ncgen",
+        &["-4", "-o", &v2, cdl.to_str().unwrap()],
+    );
+    assert!(
+        refused.refused_saying("Bad chunk sizes"),
+        "{}",
+        refused.describe()
+    );
 }
 
 /// netCDF4-python defines a sharded variable with an unlimited dimension and writes blocks
@@ -232,6 +245,9 @@ with netCDF4.Dataset(path, "a") as ds:
     v[1, 11:13, :] = 3.0
     want[1, 11:13, :] = 3.0
     assert np.array_equal(v[...], want)
+    # Answered by name through libnetcdf, as the shards were read back.
+    assert list(v.getncattr("_InnerChunkSizes")) == [1, 4, 5], v.getncattr("_InnerChunkSizes")
+    assert "_InnerChunkSizes" not in v.ncattrs()
 np.save(expected, want)
 "##;
 
@@ -497,29 +513,6 @@ fn shards_of_tiny_inner_chunks_read_back() {
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(from_s3, from_dir);
     assert!(from_dir.contains("251, 1, 2,"), "{}", &from_dir[..400]);
-}
-
-/// Stock `ncgen` asked for shards in Zarr v2 fails, saying why.
-#[test]
-fn ncgen_asking_for_shards_in_zarr_v2_fails() {
-    if common::reference_only() {
-        return;
-    }
-    let dir = scratch("v2-shards");
-    let cdl = dir.path().join("sharded.cdl");
-    std::fs::write(&cdl, SHARDED_CDL).unwrap();
-    let store = dir.path().join("v2.zarr");
-    let target = url(&store, "nczarr,file");
-    let refused = run(
-        Host::Ours,
-        "ncgen",
-        &["-4", "-o", &target, cdl.to_str().unwrap()],
-    );
-    assert!(
-        refused.refused_saying("Bad chunk sizes"),
-        "{}",
-        refused.describe()
-    );
 }
 
 /// Stock `nccopy` puts a variable's attributes before its chunking: a netCDF-4 file whose

@@ -18,7 +18,8 @@
 
 use super::crc32c::{self, Crc32c};
 use super::{
-    Chain, Codec, Config, Context, EncodedParts, PartialDecode, bad_config, failed, past_limit,
+    Chain, Codec, Config, Context, EncodedParts, PartialDecode, bad_config, failed, loose_bound,
+    past_limit,
 };
 use crate::error::Result;
 use rayon::prelude::*;
@@ -37,8 +38,8 @@ const INNER_OVERHEAD: usize = 1 << 10;
 /// handing the bands to other threads costs more than it saves.
 const PARALLEL_FROM: usize = 4 << 20;
 
-/// The buffers one thread decodes inner chunks with, from one to the next: the inner chunk
-/// in C order, and as stored transposed (empty when inner chunks are not).
+/// The buffers one thread codes or decodes inner chunks with, from one to the next: the
+/// inner chunk in C order, and as stored transposed (empty when inner chunks are not).
 struct Scratch {
     inner: Vec<u8>,
     transposed: Vec<u8>,
@@ -403,11 +404,12 @@ impl Sharding {
     /// The inner chunks of band `b` ([`Sharding::bands`]) of the decoded shard `raw`, coded
     /// one after the other, and the length of each (`None`: all fill, left out).
     fn encode_band(&self, band: &[u8], b: usize, per_band: usize) -> Result<CodedBand> {
-        let inner_bytes = self.bytes_of(&self.chunk_shape)?;
         let band_at = b * band.len();
-        let mut inner = vec![0u8; inner_bytes];
-        // Kept from inner chunk to inner chunk: the transposed one, the coded one, the stages.
-        let mut transposed = vec![0u8; if self.inner_fortran { inner_bytes } else { 0 }];
+        // Kept from inner chunk to inner chunk: the inner chunk, transposed, coded, the stages.
+        let Scratch {
+            mut inner,
+            mut transposed,
+        } = Scratch::new(self.bytes_of(&self.chunk_shape)?, self.inner_fortran);
         let (mut coded_buf, mut spare) = (Vec::new(), Vec::new());
         let mut out = CodedBand::default();
         for i in b * per_band..(b + 1) * per_band {
@@ -721,10 +723,7 @@ impl Codec for Sharding {
         let count = self.inner_count().ok()?;
         let index = self.index_len(count).ok()?;
         if n != self.bytes_of(&self.shard_shape).ok()? {
-            return n
-                .checked_add(n / 2)?
-                .checked_add(64 << 10)?
-                .checked_add(index);
+            return loose_bound(n).checked_add(index);
         }
         let inner = self.bytes_of(&self.chunk_shape).ok()?;
         let each = inner.checked_add(inner / 2)?.checked_add(INNER_OVERHEAD)?;

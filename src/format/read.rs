@@ -678,15 +678,11 @@ impl<'a> Reader<'a> {
             let codec = c.unwrap_or_default();
             // An unknown codec or unusable configuration fails only this variable's data
             // access; the data path reports the codec by name.
-            let hdf5 = match crate::codec::from_config(&codec, ctx) {
-                Ok(built) => built.hdf5(),
-                Err(e) => {
-                    var.unreadable.get_or_insert_with(|| e.to_string());
-                    None
-                }
-            };
-            let (id, params) = hdf5.unwrap_or_default();
-            var.filters.push(crate::model::Filter { id, params, codec });
+            let (filter, error) = crate::model::Filter::of_codec(codec, ctx);
+            if let Some(e) = error {
+                var.unreadable.get_or_insert_with(|| e.to_string());
+            }
+            var.filters.push(filter);
         }
     }
 

@@ -85,6 +85,21 @@ pub struct Filter {
 }
 
 impl Filter {
+    /// The filter of a codec configuration, its HDF5 id and parameters found by building the
+    /// codec (0 and none when HDF5 has no such filter); the error when the codec cannot be
+    /// built.
+    pub fn of_codec(
+        codec: serde_json::Map<String, serde_json::Value>,
+        ctx: crate::codec::Context,
+    ) -> (Filter, Option<crate::error::Error>) {
+        let (hdf5, error) = match crate::codec::from_config(&codec, ctx) {
+            Ok(built) => (built.hdf5(), None),
+            Err(e) => (None, Some(e)),
+        };
+        let (id, params) = hdf5.unwrap_or_default();
+        (Filter { id, params, codec }, error)
+    }
+
     /// The numcodecs id of the codec (`?` when its configuration has none).
     pub fn codec_id(&self) -> &str {
         self.codec
@@ -285,15 +300,7 @@ impl Var {
         list.into_iter()
             .flatten()
             .filter_map(serde_json::Value::as_object)
-            .map(|codec| {
-                let built = crate::codec::from_config(codec, ctx).ok();
-                let (id, params) = built.and_then(|b| b.hdf5()).unwrap_or_default();
-                Filter {
-                    id,
-                    params,
-                    codec: codec.clone(),
-                }
-            })
+            .map(|codec| Filter::of_codec(codec.clone(), ctx).0)
             .collect()
     }
 

@@ -126,17 +126,6 @@ fn read_into_in_parts(
     read_into(file, out)
 }
 
-/// Reads the `len` bytes a file had when opened (fewer if it shrank since) into `buf`,
-/// replacing its contents. Objects are replaced by renames, never grown in place, so there is
-/// no tail to look for: a small file costs one `read`, and the buffer is not zeroed first.
-fn read_len(file: &mut fs::File, len: u64, buf: &mut Vec<u8>) -> io::Result<()> {
-    buf.clear();
-    buf.try_reserve_exact(usize::try_from(len).unwrap_or(usize::MAX))
-        .map_err(|_| io::Error::from(ErrorKind::OutOfMemory))?;
-    file.take(len).read_to_end(buf)?;
-    Ok(())
-}
-
 /// Buffers per vectored read (Linux's `IOV_MAX`).
 const MAX_IOVECS: usize = 1024;
 
@@ -312,7 +301,7 @@ impl Store for FileStore {
         };
         self.limit.check(|| show(&path), len)?;
         let mut buf = Vec::new();
-        read_len(&mut file, len, &mut buf).map_err(|e| io_error(&path, e))?;
+        positional::read_len(&mut file, len, &mut buf).map_err(|e| io_error(&path, e))?;
         Ok(Some(buf))
     }
 
@@ -324,7 +313,7 @@ impl Store for FileStore {
             return Ok(false);
         };
         self.limit.check(|| show(&path), len)?;
-        read_len(&mut file, len, buf).map_err(|e| io_error(&path, e))?;
+        positional::read_len(&mut file, len, buf).map_err(|e| io_error(&path, e))?;
         Ok(true)
     }
 

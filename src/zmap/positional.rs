@@ -44,12 +44,22 @@ pub(crate) fn open_regular(path: &Path) -> io::Result<Opened> {
     })
 }
 
-/// The `len` bytes of a file opened by [`open_regular`] (what it holds past them, grown since,
-/// is not read).
-pub(crate) fn read_whole(file: File, len: u64) -> io::Result<Vec<u8>> {
+/// Reads the `len` bytes a file had when opened (fewer if it shrank since, none of what it
+/// grew) into `buf`, replacing its contents; memory that cannot be had is an error, not an
+/// abort. A small file costs one `read`, and the buffer is not zeroed first.
+pub(crate) fn read_len(file: &mut File, len: u64, buf: &mut Vec<u8>) -> io::Result<()> {
     use std::io::Read;
-    let mut out = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
-    file.take(len).read_to_end(&mut out)?;
+    buf.clear();
+    buf.try_reserve_exact(usize::try_from(len).unwrap_or(usize::MAX))
+        .map_err(|_| io::Error::from(ErrorKind::OutOfMemory))?;
+    file.take(len).read_to_end(buf)?;
+    Ok(())
+}
+
+/// [`read_len`] into a new buffer.
+pub(crate) fn read_whole(mut file: File, len: u64) -> io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    read_len(&mut file, len, &mut out)?;
     Ok(out)
 }
 

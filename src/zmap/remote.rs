@@ -501,9 +501,7 @@ impl RemoteStore {
         }
         self.listed_something.store(true, Ordering::Relaxed);
         self.lists_by_index_page.store(true, Ordering::Relaxed);
-        let mut names: Vec<String> = entries.into_iter().map(|e| e.name).collect();
-        names.dedup();
-        Ok(names)
+        Ok(entries.into_iter().map(|e| e.name).collect())
     }
 
     /// Runs one operation per item, at most `concurrency` at a time ([`batch::in_order`]),

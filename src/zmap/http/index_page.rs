@@ -5,16 +5,6 @@
 /// The most bytes of an index page read: a page listing thousands of chunks is far smaller.
 pub const MOST_PAGE_BYTES: u64 = 32 << 20;
 
-/// The names of the entries right below the directory at `dir` (its path on the server, `/`
-/// first) that the links of `page` lead to, sorted and without repeats: a directory's without
-/// its trailing `/`. Links elsewhere (up, to other directories, to other servers, to sort
-/// orders) and names that are not one path segment are left out.
-pub fn children(page: &str, dir: &str) -> Vec<String> {
-    let mut names: Vec<String> = entries(page, dir).into_iter().map(|e| e.name).collect();
-    names.dedup();
-    names
-}
-
 /// One entry of an index page.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Entry {
@@ -23,7 +13,11 @@ pub struct Entry {
     pub directory: bool,
 }
 
-/// The entries [`children`] names, each with whether its link says it is a directory.
+/// The entries right below the directory at `dir` (its path on the server, `/` first) that the
+/// links of `page` lead to, sorted by name and without repeats (a name linked both as a file
+/// and as a directory is a directory). Links elsewhere (up, to other directories, to other
+/// servers' other paths, to sort orders) and names that are not one path segment are left
+/// out.
 pub fn entries(page: &str, dir: &str) -> Vec<Entry> {
     let base = format!("/{}/", dir.trim_matches('/'));
     let base = if base == "//" { "/".to_string() } else { base };
@@ -150,6 +144,11 @@ fn decode_entities(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The names of the entries of `page`.
+    fn children(page: &str, dir: &str) -> Vec<String> {
+        entries(page, dir).into_iter().map(|e| e.name).collect()
+    }
 
     /// Python 3.11's `http.server`, for `/data/x.zarr/`.
     const PYTHON: &str = r#"<!DOCTYPE HTML>
