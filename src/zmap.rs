@@ -338,6 +338,13 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         false
     }
 
+    /// True when listings may leave out names that begin with `.` (`.zarray`, `.zgroup`):
+    /// those of a web server's index pages, which servers such as nginx and Apache write
+    /// without them. Whether such an object is there is then asked by reading it.
+    fn listings_hide_dot_files(&self) -> bool {
+        false
+    }
+
     /// Writes the whole object at `key`, replacing any previous one atomically.
     fn put(&self, key: &StoreKey, value: &[u8]) -> Result<()>;
 

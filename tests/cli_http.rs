@@ -1,6 +1,8 @@
-//! Datasets read over plain HTTP (`#mode=...,http`) from two web servers on loopback, each
+//! Datasets read over plain HTTP (`#mode=...,http`) from three web servers on loopback, each
 //! behind a proxy that records every request: Python's `http.server` (GETs only: no ranges, no
-//! ETags, no WebDAV listings, index pages of directories) and WsgiDAV (WebDAV: `PROPFIND` listings, ranged GETs, ETags). Stock
+//! ETags, no WebDAV listings, index pages of directories), nginx (ranges and ETags; index pages
+//! sent chunked, without a length, and without dot-files) and WsgiDAV (WebDAV: `PROPFIND`
+//! listings, ranged GETs, ETags). Stock
 //! `ncdump` (4.9.0, and 4.10.1 through `with-netcdf-4.10`) and netCDF4-python with the library
 //! preloaded read the same as `ncdump` of the directories the servers serve: the CDL corpus
 //! as NCZarr, and pure Zarr v2 and v3 from xarray and zarr-python, consolidated or not
@@ -19,7 +21,9 @@ use std::path::Path;
 
 /// Writes pure Zarr datasets below `sys.argv[1]`: xarray's, consolidated, in Zarr v2 and v3
 /// (`xarray2.zarr`, `xarray3.zarr`), and zarr-python's without consolidated metadata, with a
-/// group, an empty directory and a stray file, in v2 and v3 (`plain2.zarr`, `plain3.zarr`).
+/// group, an empty directory and a stray file, in v2 and v3 (`plain2.zarr`, `plain3.zarr`);
+/// the v2 group `sub` is left implicit (no `.zgroup` nor `.zattrs`: some writers leave them
+/// out), found only by the array below it.
 const WRITE_ZARR: &str = r#"
 import os, sys, numpy as np, xarray as xr, zarr
 top = sys.argv[1]
@@ -40,6 +44,8 @@ for fmt in (2, 3):
     os.makedirs(f"{top}/plain{fmt}.zarr/empty")
     with open(f"{top}/plain{fmt}.zarr/README", "w") as f:
         f.write("not Zarr")
+for implied in (".zgroup", ".zattrs"):
+    os.remove(f"{top}/plain2.zarr/sub/{implied}")
 "#;
 
 /// The corpus as NCZarr (`nczarr/<case>`, by stock `ncgen` through the library) and the pure
@@ -132,7 +138,7 @@ fn stock_ncdump_reads_datasets_over_http() {
     let dir = scratch("http-read");
     let datasets = write_datasets(dir.path());
     let mut report = Report::new("datasets over plain HTTP");
-    for kind in [WebKind::Plain, WebKind::WebDav] {
+    for kind in [WebKind::Plain, WebKind::Nginx, WebKind::WebDav] {
         let server = WebServer::start(kind, dir.path());
         let proxy = CountingProxy::start(server.port);
         for (name, mode) in &datasets {
@@ -167,7 +173,7 @@ fn stock_ncdump_reads_datasets_over_http() {
                     // Without WebDAV: one listing refused, then index pages of directories.
                     let propfinds = reqs.iter().filter(|r| r.method == "PROPFIND").count();
                     let pages = reqs.iter().filter(|r| r.target.ends_with('/')).count();
-                    if kind == WebKind::Plain
+                    if kind.lists_by_index_pages()
                         && needs_listing(name)
                         && (propfinds, pages > 0) != (1, true)
                     {
@@ -189,7 +195,7 @@ fn stock_ncdump_reads_datasets_over_http() {
             },
         );
     }
-    report.finish(2 * (2 * (cdl_files().len() + 4) + 1));
+    report.finish(3 * (2 * (cdl_files().len() + 4) + 1));
 }
 
 /// Opening for writing, creating and copying into a web server are refused with `NC_EPERM`
@@ -289,7 +295,7 @@ import sys, json, numpy as np, netCDF4
 ds = netCDF4.Dataset(sys.argv[1])
 print(json.dumps([np.asarray(ds[v][:, 5, 9]).tolist() for v in sys.argv[2:]]))
 "#;
-    for kind in [WebKind::WebDav, WebKind::Plain] {
+    for kind in [WebKind::WebDav, WebKind::Nginx, WebKind::Plain] {
         let server = WebServer::start(kind, dir.path());
         let status = ranged_get_status(server.port, "/v2.zarr/.zmetadata");
         let expected_status = if kind == WebKind::Plain { 200 } else { 206 };
@@ -322,7 +328,13 @@ print(json.dumps([np.asarray(ds[v][:, 5, 9]).tolist() for v in sys.argv[2:]]))
                 assert_eq!(per_object.len(), 6, "{case}/{var}: objects {per_object:?}");
                 for (object, (ranged, whole)) in &per_object {
                     let fine = match (kind, n) {
-                        (WebKind::WebDav | WebKind::WebDavLogin, _) => *ranged >= 1 && *whole == 0,
+                        (
+                            WebKind::WebDav
+                            | WebKind::WebDavLogin
+                            | WebKind::Nginx
+                            | WebKind::NginxLogin,
+                            _,
+                        ) => *ranged >= 1 && *whole == 0,
                         (WebKind::Plain, 0) => *ranged <= 1 && (1..=2).contains(whole),
                         (WebKind::Plain, _) => *ranged == 0 && *whole == 1,
                     };
@@ -423,7 +435,8 @@ fn listings_refused_in_other_ways() {
 /// A server that asks for a login is sent one found as netcdf-c finds it: in the URL
 /// (`http://user:password@host/...`, escapes decoded), in `.ncrc` (`HTTP.CREDENTIALS.*`, scoped
 /// to the server or not), or in the netrc file; stock `ncdump` (4.9.0 and 4.10.1) then reads
-/// the dataset, listings included, as from its directory. Without a login, or with a wrong
+/// the dataset, listings included (WsgiDAV's `PROPFIND` and nginx's index pages), as from its
+/// directory. Without a login, or with a wrong
 /// one, it fails with `NC_EAUTH`, and no message shows the password.
 #[test]
 fn logins_are_found_where_netcdf_c_finds_them() {
@@ -448,6 +461,7 @@ fn logins_are_found_where_netcdf_c_finds_them() {
     )
     .unwrap();
     let web = WebServer::start(WebKind::WebDavLogin, dir.path());
+    let nginx = WebServer::start(WebKind::NginxLogin, dir.path());
     let home = scratch("http-login-home");
     let rc = home.path().join("ncrc");
     let netrc = home.path().join("netrc");
@@ -456,25 +470,52 @@ fn logins_are_found_where_netcdf_c_finds_them() {
         .replace('@', "%40")
         .replace(':', "%3A");
     let server = web.endpoint();
-    let (host_port, at) = (
-        server.trim_start_matches("http://"),
-        |login: &str, name: &str| {
-            // A reference document is read as a reference set.
-            let mode = if name.ends_with(".json") {
-                "zarr,reference,http"
-            } else {
-                "zarr,http"
-            };
-            format!(
-                "http://{login}{}/{name}#mode={mode}",
-                server.trim_start_matches("http://")
-            )
-        },
-    );
+    let host_port = server.trim_start_matches("http://");
+    let on = |web: &WebServer, login: &str, name: &str| {
+        // A reference document is read as a reference set.
+        let mode = if name.ends_with(".json") {
+            "zarr,reference,http"
+        } else {
+            "zarr,http"
+        };
+        format!(
+            "http://{login}{}/{name}#mode={mode}",
+            web.endpoint().trim_start_matches("http://")
+        )
+    };
+    let at = |login: &str, name: &str| on(&web, login, name);
     let mut report = Report::new("web logins");
-    // (case, rc text, netrc text, URL login, host, dataset, expected outcome)
+    // (case, rc text, netrc text, URL login, host, dataset, expected outcome); nginx cases
+    // list by index pages, which must be asked with the login too.
     let good = format!("{WEB_USER}:{escaped}@");
     let cases: Vec<(&str, String, String, String, Host, &str, bool)> = vec![
+        (
+            "nginx/url/index pages",
+            String::new(),
+            String::new(),
+            good.clone(),
+            Host::Ours,
+            "plain2.zarr",
+            true,
+        ),
+        (
+            "nginx/netrc/index pages",
+            String::new(),
+            format!("machine 127.0.0.1 login {WEB_USER} password {WEB_PASSWORD}\n"),
+            String::new(),
+            Host::OursOn410,
+            "plain3.zarr",
+            true,
+        ),
+        (
+            "nginx/none",
+            String::new(),
+            String::new(),
+            String::new(),
+            Host::Ours,
+            "plain2.zarr",
+            false,
+        ),
         (
             "none",
             String::new(),
@@ -591,7 +632,11 @@ fn logins_are_found_where_netcdf_c_finds_them() {
             ("NETRC", Some(netrc.to_str().unwrap())),
             ("HOME", Some(home.path().to_str().unwrap())),
         ];
-        let target = at(login, dataset);
+        let target = if name.starts_with("nginx/") {
+            on(&nginx, login, dataset)
+        } else {
+            at(login, dataset)
+        };
         let run = run_env(*host, "ncdump", &[&target], &env);
         // Ours: ncdump itself prints the URL it was given.
         let shows_password = run

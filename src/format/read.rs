@@ -928,6 +928,9 @@ fn has_zarr_below(meta: &Meta, path: &str, depth: u32, budget: &Cell<usize>) -> 
         return Ok(false);
     }
     budget.set(budget.get() - 1);
+    if meta.unlisted_zarr_object(path)? {
+        return Ok(true);
+    }
     let kids = meta.children(path)?;
     if kids.iter().any(|k| k == ".zarray" || k == ".zgroup") {
         return Ok(true);
@@ -1097,7 +1100,10 @@ pub fn read_dataset_as(
         {
             return v3::read_dataset(store, &fetched, root, pure, xarray, writable);
         }
-        if kids.iter().any(|k| k == ".zarray") {
+        let hidden_array = || -> Result<bool> {
+            Ok(store.listings_hide_dot_files() && raw.get(".zarray")?.is_some())
+        };
+        if kids.iter().any(|k| k == ".zarray") || hidden_array()? {
             return Err(Error::NotZarr(format!(
                 "{} is a single Zarr array, not a group",
                 store.describe()

@@ -3,12 +3,13 @@
 //! Owns the reading of `http(s)://[user:password@]host[:port]/path#mode=...,http` into the
 //! server's address, the dataset's root path and the [`login`] sent to the server, and the
 //! client for it: GETs (whole or ranged, never a HEAD), listings by WebDAV `PROPFIND` where the
-//! server speaks it, else by its [`index_page`] of the directory, with HTTP basic
-//! authentication when a login is found. Reads are
+//! server speaks it, else by its [`index_page`] of the directory (read by [`pages`]), with
+//! HTTP basic authentication when a login is found. Reads are
 //! [`RemoteStore`]'s. It knows nothing of Zarr.
 
 pub mod index_page;
 pub mod login;
+mod pages;
 
 use super::remote::{RemoteStore, Service, Transfer};
 use crate::error::{Error, Result};
@@ -113,9 +114,15 @@ pub(super) fn server_address(scheme: &str, host: &str, port: Option<u16>) -> Str
 /// 501 Not Implemented or 405, which retrying cannot change.
 pub fn open(settings: HttpSettings) -> Result<RemoteStore> {
     let (mut options, retry) = settings.transfer.client_config();
-    if let Some(login) = &settings.login {
-        options = options.with_default_headers(basic_authorization(login));
+    let login_headers = settings
+        .login
+        .as_ref()
+        .map(basic_authorization)
+        .unwrap_or_default();
+    if settings.login.is_some() {
+        options = options.with_default_headers(login_headers.clone());
     }
+    let pages = pages::PageReader::new(&settings.server, &settings.transfer, login_headers)?;
     let client = |retry| {
         HttpBuilder::new()
             .with_url(&settings.server)
@@ -146,7 +153,8 @@ pub fn open(settings: HttpSettings) -> Result<RemoteStore> {
         credentials,
         described,
     )
-    .listing_through(lister))
+    .listing_through(lister)
+    .listing_by_index_pages(Arc::new(pages)))
 }
 
 /// The `Authorization` header of HTTP basic authentication for `login`, marked sensitive (kept

@@ -116,6 +116,10 @@ impl Store for OverlayStore {
         self.base.allow_objects_up_to(bytes);
     }
 
+    fn listings_hide_dot_files(&self) -> bool {
+        self.base.listings_hide_dot_files()
+    }
+
     fn describe(&self) -> String {
         format!("{} (diskless)", self.base.describe())
     }

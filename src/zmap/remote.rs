@@ -95,6 +95,11 @@ impl Transfer {
         })
     }
 
+    /// The longest wait for a TCP connection: the timeout, at most [`MAX_CONNECT_TIMEOUT`].
+    pub(crate) fn connect_timeout(&self) -> Duration {
+        self.timeout.min(MAX_CONNECT_TIMEOUT)
+    }
+
     /// The client options and retry rules for these limits.
     pub(crate) fn client_config(&self) -> (ClientOptions, RetryConfig) {
         let retry = RetryConfig {
@@ -108,10 +113,18 @@ impl Transfer {
         };
         let options = ClientOptions::new()
             .with_timeout(self.timeout)
-            .with_connect_timeout(self.timeout.min(MAX_CONNECT_TIMEOUT))
+            .with_connect_timeout(self.connect_timeout())
             .with_allow_http(true);
         (options, retry)
     }
+}
+
+/// Reads the index pages of a web server's directories (one without WebDAV lists by them).
+#[async_trait::async_trait]
+pub(crate) trait IndexPages: std::fmt::Debug + Send + Sync {
+    /// The index page of the directory at the object path `dir` (empty: the top); `None`
+    /// when the server has none for it. Failures read as the client's own.
+    async fn page(&self, dir: &str) -> std::result::Result<Option<Vec<u8>>, object_store::Error>;
 }
 
 /// A [`Store`] over one key prefix of one object-store client.
@@ -138,6 +151,8 @@ pub struct RemoteStore {
     lists_by_index_page: AtomicBool,
     /// Paths index pages listed as files: they have no index page to ask for.
     index_page_files: Mutex<std::collections::HashSet<String>>,
+    /// Where index pages are read, for a web server.
+    index_pages: Option<Arc<dyn IndexPages>>,
 }
 
 /// Why an object operation failed, before it is given the store's context.
@@ -334,6 +349,7 @@ impl RemoteStore {
             listed_something: AtomicBool::new(false),
             lists_by_index_page: AtomicBool::new(false),
             index_page_files: Mutex::default(),
+            index_pages: None,
         }
     }
 
@@ -353,6 +369,13 @@ impl RemoteStore {
             };
             self.ranges_refused.fetch_add(weight, Ordering::Relaxed);
         }
+    }
+
+    /// Directories a listing of which the server refuses are listed by their index pages,
+    /// which `pages` reads.
+    pub(crate) fn listing_by_index_pages(mut self, pages: Arc<dyn IndexPages>) -> RemoteStore {
+        self.index_pages = Some(pages);
+        self
     }
 
     /// Listings go through `lister` instead.
@@ -454,9 +477,12 @@ impl RemoteStore {
         if files().contains(&dir) {
             return Ok(Vec::new());
         }
-        let client = Arc::clone(&self.client);
+        let Some(pages) = self.index_pages.clone() else {
+            return Err(refused);
+        };
+        let asked = dir.clone();
         let page = self.run(format!("GET {dir}/ (index page)"), async move {
-            get_object(client, path, index_page::MOST_PAGE_BYTES).await
+            Ok(pages.page(&asked).await?)
         });
         let refused = || match refused {
             Error::NoListing { store, why } => Error::NoListing {
@@ -1050,6 +1076,10 @@ impl Store for RemoteStore {
 
     fn allow_objects_up_to(&self, bytes: u64) {
         self.limit.allow(bytes);
+    }
+
+    fn listings_hide_dot_files(&self) -> bool {
+        self.lists_by_index_page.load(Ordering::Relaxed)
     }
 
     fn describe(&self) -> String {

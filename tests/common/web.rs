@@ -1,7 +1,8 @@
 //! Web servers on loopback for the plain-HTTP tests, each serving one directory and stopped
-//! when dropped: Python's own `http.server` (GETs only: no ranges, no ETags, no WebDAV) and
-//! WsgiDAV (a WebDAV server: listings by `PROPFIND`, ranged GETs, ETags); and [`FakeWeb`],
-//! which answers listings as no real server of either kind does.
+//! when dropped: Python's own `http.server` (GETs only: no ranges, no ETags, no WebDAV),
+//! nginx with `autoindex` (ranged GETs and ETags, no WebDAV, index pages sent chunked and
+//! without dot-files) and WsgiDAV (a WebDAV server: listings by `PROPFIND`, ranged GETs,
+//! ETags); and [`FakeWeb`], which answers listings as no real server of these kinds does.
 
 use super::python;
 use super::s3::free_port;
@@ -18,6 +19,11 @@ use std::time::{Duration, Instant};
 pub enum WebKind {
     /// `python3 -m http.server`.
     Plain,
+    /// nginx (Debian's), serving the directory with `autoindex on`.
+    Nginx,
+    /// nginx answering only requests that log in as [`WEB_USER`] with [`WEB_PASSWORD`]
+    /// (HTTP basic authentication), index pages included.
+    NginxLogin,
     /// WsgiDAV, from the pinned environment `http` of `scripts/pyenv`.
     WebDav,
     /// WsgiDAV answering only requests that log in as [`WEB_USER`] with [`WEB_PASSWORD`]
@@ -34,10 +40,48 @@ impl WebKind {
     pub fn name(self) -> &'static str {
         match self {
             WebKind::Plain => "http.server",
+            WebKind::Nginx => "nginx",
+            WebKind::NginxLogin => "nginx with a login",
             WebKind::WebDav => "wsgidav",
             WebKind::WebDavLogin => "wsgidav with a login",
         }
     }
+
+    /// True for servers without WebDAV, which list directories by their index pages.
+    pub fn lists_by_index_pages(self) -> bool {
+        matches!(self, WebKind::Plain | WebKind::Nginx | WebKind::NginxLogin)
+    }
+}
+
+/// An nginx configuration that serves `dir` on loopback at `port`: one process in the
+/// foreground (stopped with it), every file it writes below `run`, reading as the user it
+/// starts as; with `login`, only to [`WEB_USER`] with [`WEB_PASSWORD`].
+fn nginx_config(dir: &str, port: u16, run: &Path, login: bool) -> String {
+    use base64::Engine;
+    use sha1::Digest;
+    // The password holds `:`, which ends nginx's plain-text passwords: its SHA-1 instead.
+    let digest = sha1::Sha1::digest(WEB_PASSWORD.as_bytes());
+    let hashed = base64::engine::general_purpose::STANDARD.encode(digest);
+    let logins = run.join("logins");
+    std::fs::write(&logins, format!("{WEB_USER}:{{SHA}}{hashed}\n")).unwrap();
+    let auth = if login {
+        format!(
+            "auth_basic \"data\"; auth_basic_user_file {};",
+            logins.display()
+        )
+    } else {
+        String::new()
+    };
+    let run = run.to_str().unwrap();
+    format!(
+        "daemon off;\nmaster_process off;\n\
+         pid {run}/nginx.pid;\nerror_log {run}/error.log;\n\
+         events {{ worker_connections 256; }}\n\
+         http {{\n  access_log off;\n  client_body_temp_path {run}/body;\n\
+           proxy_temp_path {run}/proxy;\n  fastcgi_temp_path {run}/fastcgi;\n\
+           uwsgi_temp_path {run}/uwsgi;\n  scgi_temp_path {run}/scgi;\n\
+           server {{ listen 127.0.0.1:{port}; root {dir}; autoindex on; {auth} }}\n}}\n"
+    )
 }
 
 /// A running server.
@@ -62,6 +106,16 @@ impl WebServer {
                         "--directory",
                         dir,
                     ]);
+                    c
+                }
+                WebKind::Nginx | WebKind::NginxLogin => {
+                    let run = std::env::temp_dir().join(format!("nginx-{port}"));
+                    std::fs::create_dir_all(&run).unwrap();
+                    let config = run.join("nginx.conf");
+                    let login = kind == WebKind::NginxLogin;
+                    std::fs::write(&config, nginx_config(dir, port, &run, login)).unwrap();
+                    let mut c = Command::new("nginx");
+                    c.arg("-c").arg(&config).arg("-p").arg(&run);
                     c
                 }
                 WebKind::WebDav => {

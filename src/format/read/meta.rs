@@ -36,6 +36,9 @@ pub(super) struct Meta<'a> {
     parser: RefCell<json::Parser<'a>>,
     /// Windows of objects on their way from a helper thread ([`Meta::stream`]).
     incoming: RefCell<Option<mpsc::Receiver<Window>>>,
+    /// The children of each path listed so far, so that none is listed twice (the search
+    /// for Zarr objects below a group and the reading of that group both list it).
+    listed: RefCell<HashMap<String, Vec<String>>>,
 }
 
 /// Keys fetched together by a streaming helper, and what the store gave for them.
@@ -68,6 +71,7 @@ impl<'a> Meta<'a> {
             prefetched: RefCell::new(HashMap::new()),
             parser: RefCell::new(json::Parser::default()),
             incoming: RefCell::new(None),
+            listed: RefCell::new(HashMap::new()),
         }
     }
 
@@ -238,6 +242,18 @@ impl<'a> Meta<'a> {
         }
     }
 
+    /// True when `path` holds a `.zarray` or `.zgroup` that its listing may have left out
+    /// (the store's listings hide dot-files): asked by reading both. False where listings
+    /// show them (they said already).
+    pub(super) fn unlisted_zarr_object(&self, path: &str) -> Result<bool> {
+        if self.consolidated.is_some() || !self.store.listings_hide_dot_files() {
+            return Ok(false);
+        }
+        let keys = [join(path, ".zarray"), join(path, ".zgroup")];
+        self.prefetch(&keys)?;
+        Ok(self.has(&keys[0])? || self.has(&keys[1])?)
+    }
+
     pub(super) fn children(&self, path: &str) -> Result<Vec<String>> {
         if let Some(c) = &self.consolidated {
             let pre = if path.is_empty() {
@@ -256,7 +272,14 @@ impl<'a> Meta<'a> {
             names.dedup();
             return Ok(names);
         }
-        self.store.list_children(&StorePrefix::new(path)?)
+        if let Some(names) = self.listed.borrow().get(path) {
+            return Ok(names.clone());
+        }
+        let names = self.store.list_children(&StorePrefix::new(path)?)?;
+        self.listed
+            .borrow_mut()
+            .insert(path.to_string(), names.clone());
+        Ok(names)
     }
 }
 
