@@ -122,6 +122,12 @@ pub trait Codec: Send + Sync + std::fmt::Debug {
     fn decodes_at_copy_speed(&self) -> bool {
         false
     }
+    /// True when `encoded`, this codec's output, holds no values: a shard of which every inner
+    /// chunk was left out as all fill. Such an object need not be stored: a missing one reads
+    /// as fill too.
+    fn holds_nothing(&self, _encoded: &[u8]) -> bool {
+        false
+    }
     /// The encoded length of `n` bytes when it depends only on `n`.
     fn encoded_len(&self, _n: usize) -> Option<usize> {
         None
@@ -304,6 +310,12 @@ impl Chain {
 
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+
+    /// True when `stored`, what this chain encoded, holds no values and need not be stored
+    /// ([`Codec::holds_nothing`] of a chain's only codec: a shard of nothing but fill).
+    pub fn holds_nothing(&self, stored: &[u8]) -> bool {
+        matches!(&self.0[..], [only] if only.holds_nothing(stored))
     }
 
     /// Encodes a chunk through every codec, first to last.

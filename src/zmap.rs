@@ -366,6 +366,12 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Removes the object at `key`; a missing key is fine.
     fn delete(&self, key: &StoreKey) -> Result<()>;
 
+    /// Removes the objects at `keys`; missing ones are fine. Backends with latency remove them
+    /// concurrently, or several in a request.
+    fn delete_many(&self, keys: &[StoreKey]) -> Result<()> {
+        keys.iter().try_for_each(|k| self.delete(k))
+    }
+
     /// Removes every object whose key starts with `prefix/` (the root prefix: everything).
     fn delete_prefix(&self, prefix: &StorePrefix) -> Result<()>;
 

@@ -19,7 +19,8 @@ use serde_json::{Value, json};
 use std::path::Path;
 
 /// Rows 2 and 3 of `a` are fill: in each of the shards of rows 0-3, the inner chunks of rows
-/// 2-3 hold only fill and are left out.
+/// 2-3 hold only fill and are left out. Its shard of rows 4-7 and columns 6-11 is all fill,
+/// and stored as no object (as zarr-python stores it).
 const SHARDED_CDL: &str = r#"netcdf sharded {
 dimensions:
   y = 8 ;
@@ -50,10 +51,10 @@ data:
       12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23,
       _, _, _, _, _, _, _, _, _, _, _, _,
       _, _, _, _, _, _, _, _, _, _, _, _,
-      48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59,
-      60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71,
-      72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83,
-      84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95 ;
+      48, 49, 50, 51, 52, 53, _, _, _, _, _, _,
+      60, 61, 62, 63, 64, 65, _, _, _, _, _, _,
+      72, 73, 74, 75, 76, 77, _, _, _, _, _, _,
+      84, 85, 86, 87, 88, 89, _, _, _, _, _, _ ;
   s = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
       13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24,
       25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36 ;
@@ -173,6 +174,21 @@ fn netcdf_asks_for_shards_and_zarr_python_reads_them() {
             let found = problems(&stored, &truth);
             assert!(found.is_empty(), "{}: {found:#?}", stored.display());
         }
+        // The shard of `a` all fill is no object; the one beside it is.
+        for stored in [store.clone(), server.bucket_dir().join(&key)] {
+            assert!(stored.join("a/c/1/0").is_file(), "{}", stored.display());
+            assert!(!stored.join("a/c/1/1").exists(), "{}", stored.display());
+        }
+        let listed = common::python::run_script(
+            "zarr3",
+            "import sys, zipfile; print(sorted(zipfile.ZipFile(sys.argv[1]).namelist()))",
+            &[zip.to_str().unwrap()],
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            listed.contains("/a/c/1/0'") && !listed.contains("/a/c/1/1'"),
+            "{listed}"
+        );
         // Shards of rows 0-3 of `a`: inner chunks 2 and 3 (rows 2-3) are all fill.
         for shard in ["a/c/0/0", "a/c/0/1"] {
             let bytes = std::fs::read(store.join(shard)).unwrap();
@@ -222,7 +238,8 @@ fn netcdf_asks_for_shards_and_zarr_python_reads_them() {
 
 /// netCDF4-python defines a sharded variable with an unlimited dimension and writes blocks
 /// that cut across inner chunks and shards, then, in a second session, strided points that
-/// grow the unlimited dimension: zarr-python and the library read what numpy says they hold.
+/// grow the unlimited dimension, and fill over a whole shard (whose object is then removed):
+/// zarr-python and the library read what numpy says they hold.
 const WRITE_NETCDF4: &str = r##"
 import sys, numpy as np, netCDF4
 path, expected = sys.argv[1], sys.argv[2]
@@ -244,6 +261,8 @@ with netCDF4.Dataset(path, "a") as ds:
     want[2:5, 0:30:7, ::3] = points
     v[1, 11:13, :] = 3.0
     want[1, 11:13, :] = 3.0
+    v[0:2, 0:12, :] = -9.0
+    want[0:2, 0:12, :] = -9.0
     assert np.array_equal(v[...], want)
     # Answered by name through libnetcdf, as the shards were read back.
     assert list(v.getncattr("_InnerChunkSizes")) == [1, 4, 5], v.getncattr("_InnerChunkSizes")
@@ -271,6 +290,9 @@ fn writes_across_shards_and_sessions_land_where_they_belong() {
     let expected = dir.path().join("want.npy");
     let args = [store.to_str().unwrap(), expected.to_str().unwrap()];
     common::python::run_netcdf4_preloaded(WRITE_NETCDF4, &args).unwrap_or_else(|e| panic!("{e}"));
+    // The shard filled over is gone; the one below it, which the first session wrote, is not.
+    assert!(!store.join("v/c/0/0/0").exists());
+    assert!(store.join("v/c/0/1/0").is_file());
     let out = common::python::run_script("zarr3", READ_ZARR_PYTHON, &args)
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(out.trim(), "same");

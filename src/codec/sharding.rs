@@ -532,6 +532,13 @@ impl Codec for Sharding {
         None
     }
 
+    /// Every coded inner chunk has bytes, so a shard no longer than its index has none.
+    fn holds_nothing(&self, encoded: &[u8]) -> bool {
+        self.inner_count()
+            .and_then(|n| self.index_len(n))
+            .is_ok_and(|len| encoded.len() == len)
+    }
+
     fn encode_into(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
         let n = self.inner_count()?;
         if raw.len() != self.bytes_of(&self.shard_shape)? {
@@ -783,6 +790,13 @@ mod tests {
         assert_eq!(&enc[28..36], &0u64.to_le_bytes());
         assert_eq!(&enc[36..44], &12u64.to_le_bytes());
         assert_eq!(s.decode(&enc, raw.len()).unwrap(), raw);
+        assert!(!s.holds_nothing(&enc));
+        // A shard all fill is its index alone: it holds nothing to store.
+        let fill: Vec<u8> = std::iter::repeat_n([7u8, 0], 24).flatten().collect();
+        let empty = s.encode(&fill).unwrap();
+        assert_eq!(empty.len(), 64 + 4);
+        assert!(s.holds_nothing(&empty));
+        assert_eq!(s.decode(&empty, fill.len()).unwrap(), fill);
     }
 
     /// Parts of a shard decode from its index and the inner chunks that hold them alone,

@@ -935,8 +935,17 @@ fn has_zarr_below(meta: &Meta, path: &str, depth: u32, budget: &Cell<usize>) -> 
     if kids.iter().any(|k| k == ".zarray" || k == ".zgroup") {
         return Ok(true);
     }
-    for k in kids.iter().filter(|k| !k.starts_with('.')) {
-        if has_zarr_below(meta, &join(path, k), depth - 1, budget)? {
+    let below: Vec<String> = kids
+        .iter()
+        .filter(|k| !k.starts_with('.'))
+        .map(|k| join(path, k))
+        .collect();
+    if depth > 1 {
+        // Those the budget lets the search visit, in one batch.
+        meta.look_for_unlisted(&below[..below.len().min(budget.get())])?;
+    }
+    for p in &below {
+        if has_zarr_below(meta, p, depth - 1, budget)? {
             return Ok(true);
         }
     }
@@ -1081,7 +1090,10 @@ pub fn read_dataset_as(
     };
     let implicit_root = root_zgroup.is_none() && root_zattrs.is_none() && v1_superblock.is_none();
     if implicit_root {
-        let kids = match raw.children("") {
+        // The store's own listing: through `meta` where it reads the store (so that the search
+        // below lists nothing twice), else around the consolidated metadata.
+        let direct = if meta.is_consolidated() { &raw } else { &meta };
+        let kids = match direct.children("") {
             Err(Error::NoListing { store, .. }) => {
                 return Err(Error::NotFound(format!(
                     "{store}: no Zarr or NCZarr metadata at its top, and the server cannot list"
@@ -1100,9 +1112,8 @@ pub fn read_dataset_as(
         {
             return v3::read_dataset(store, &fetched, root, pure, xarray, writable);
         }
-        let hidden_array = || -> Result<bool> {
-            Ok(store.listings_hide_dot_files() && raw.get(".zarray")?.is_some())
-        };
+        let hidden_array =
+            || -> Result<bool> { Ok(store.listings_hide_dot_files() && direct.has(".zarray")?) };
         if kids.iter().any(|k| k == ".zarray") || hidden_array()? {
             return Err(Error::NotZarr(format!(
                 "{} is a single Zarr array, not a group",

@@ -4,9 +4,11 @@
 //!
 //! Owns the record of the keys written, each recorded before its write is tried (a write that
 //! failed may still have landed), and the split of every read into keys the store is asked for
-//! and keys known absent. Listings, deletes and flushes go to the store as they are. It knows
-//! nothing of what the objects hold. Worth it where every read is a round trip: writing a new
-//! dataset in parts of chunks reads each chunk first (on S3, one GET per chunk, each a 404).
+//! and keys known absent; a delete of keys never written asks nothing either (they are absent
+//! already), and a key deleted is absent again. Listings and flushes go to the store as they
+//! are. It knows nothing of what the objects hold. Worth it where every read is a round trip:
+//! writing a new dataset in parts of chunks reads each chunk first (on S3, one GET per chunk,
+//! each a 404).
 
 use super::{EachObject, Produce, Runs, Store, StoreKey, StorePrefix, Tail};
 use crate::error::Result;
@@ -184,8 +186,23 @@ impl Store for CreatedStore {
         })
     }
 
+    /// A key never written here is absent already: nothing is asked of the store.
     fn delete(&self, key: &StoreKey) -> Result<()> {
-        self.inner.delete(key)
+        self.delete_many(std::slice::from_ref(key))
+    }
+
+    fn delete_many(&self, keys: &[StoreKey]) -> Result<()> {
+        let asked = self.written_of(keys);
+        let written = picked(keys, &asked);
+        if written.is_empty() {
+            return Ok(());
+        }
+        self.inner.delete_many(&written)?;
+        let mut record = self.written.write().unwrap_or_else(PoisonError::into_inner);
+        for key in &written {
+            record.remove(key);
+        }
+        Ok(())
     }
 
     fn delete_prefix(&self, prefix: &StorePrefix) -> Result<()> {
@@ -291,6 +308,52 @@ mod tests {
         // Deleted: read from the store again, which says it is gone.
         view.delete(&key("a/1")).unwrap();
         assert_eq!(view.get(&key("a/1")).unwrap(), None);
+    }
+
+    /// Deleting keys never written asks the store nothing; a key deleted is absent again, and
+    /// reading it asks nothing either.
+    #[test]
+    fn deletes_of_keys_never_written_ask_nothing() {
+        /// A memory store that notes the reads and deletes asked of it.
+        #[derive(Debug, Default)]
+        struct Asked {
+            inner: MemoryStore,
+            asked: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+        }
+        impl Store for Asked {
+            fn get(&self, key: &StoreKey) -> Result<Option<Vec<u8>>> {
+                self.asked.lock().unwrap().push(format!("get {key}"));
+                self.inner.get(key)
+            }
+            fn put(&self, key: &StoreKey, value: &[u8]) -> Result<()> {
+                self.inner.put(key, value)
+            }
+            fn delete(&self, key: &StoreKey) -> Result<()> {
+                self.asked.lock().unwrap().push(format!("delete {key}"));
+                self.inner.delete(key)
+            }
+            fn delete_prefix(&self, prefix: &StorePrefix) -> Result<()> {
+                self.inner.delete_prefix(prefix)
+            }
+            fn list_children(&self, prefix: &StorePrefix) -> Result<Vec<String>> {
+                self.inner.list_children(prefix)
+            }
+            fn list_keys(&self, prefix: &StorePrefix) -> Result<Vec<StoreKey>> {
+                self.inner.list_keys(prefix)
+            }
+            fn describe(&self) -> String {
+                "asked".into()
+            }
+        }
+        let store = Asked::default();
+        let asked = std::sync::Arc::clone(&store.asked);
+        let view = CreatedStore::new(Box::new(store));
+        view.put(&key("a/0"), b"zero").unwrap();
+        view.delete(&key("a/1")).unwrap();
+        view.delete_many(&[key("a/0"), key("a/2")]).unwrap();
+        assert_eq!(view.get(&key("a/0")).unwrap(), None);
+        assert_eq!(*asked.lock().unwrap(), ["delete a/0"]);
+        assert_eq!(view.list_keys(&StorePrefix::root()).unwrap(), []);
     }
 
     /// A write that fails may still have landed: its key is read from the store from then on.

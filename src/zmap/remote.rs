@@ -119,12 +119,22 @@ impl Transfer {
     }
 }
 
+/// A web server's answer to the GET of a directory's index page.
+#[derive(Debug)]
+pub(crate) enum IndexPage {
+    /// The page.
+    Found(Vec<u8>),
+    /// The server gives no page to read (why): the directory cannot be listed so.
+    Refused(String),
+}
+
 /// Reads the index pages of a web server's directories (one without WebDAV lists by them).
 #[async_trait::async_trait]
 pub(crate) trait IndexPages: std::fmt::Debug + Send + Sync {
-    /// The index page of the directory at the object path `dir` (empty: the top); `None`
-    /// when the server has none for it. Failures read as the client's own.
-    async fn page(&self, dir: &str) -> std::result::Result<Option<Vec<u8>>, object_store::Error>;
+    /// The index page of the directory at the object path `dir` (empty: the top), or why the
+    /// server gives none. An error is a failure that may pass (the server unreachable, a
+    /// server error), which the store reports as the client's own failures.
+    async fn page(&self, dir: &str) -> std::result::Result<IndexPage, object_store::Error>;
 }
 
 /// A [`Store`] over one key prefix of one object-store client.
@@ -484,18 +494,17 @@ impl RemoteStore {
         let page = self.run(format!("GET {dir}/ (index page)"), async move {
             Ok(pages.page(&asked).await?)
         });
-        let refused = || match refused {
+        let refused = |page_why: &str| match refused {
             Error::NoListing { store, why } => Error::NoListing {
                 store,
-                why: format!("{why}; nor does an index page of the directory list it"),
+                why: format!("{why}; nor does an index page of the directory list it{page_why}"),
             },
             other => other,
         };
-        let page = match page {
-            Ok(Some(page)) => page,
-            // A server that may answer later is not one that cannot list.
-            Err(e @ Error::Web { .. }) if transient(&e) => return Err(e),
-            _ => return Err(refused()),
+        // A failure that may pass is that failure, not a server that cannot list.
+        let page = match page? {
+            IndexPage::Found(page) => page,
+            IndexPage::Refused(why) => return Err(refused(&format!(" ({why})"))),
         };
         let entries: Vec<index_page::Entry> =
             index_page::entries(&String::from_utf8_lossy(&page), &dir)
@@ -503,7 +512,7 @@ impl RemoteStore {
                 .filter(|e| StoreKey::new(&e.name).is_ok())
                 .collect();
         if entries.is_empty() && !self.listed_something.load(Ordering::Relaxed) {
-            return Err(refused());
+            return Err(refused(""));
         }
         {
             let mut files = files();
@@ -552,11 +561,6 @@ impl RemoteStore {
         }))?;
         outcome.map_err(|(what, f)| self.error(&what, f))
     }
-}
-
-/// True for a failure of a web server that may pass: no answer in time, or a server error.
-fn transient(e: &Error) -> bool {
-    matches!(e, Error::Web { why, .. } if why.contains(NO_ANSWER) || why.contains("status code: 5"))
 }
 
 /// The most file paths kept from index pages (beyond, they are forgotten and asked again).
@@ -996,13 +1000,16 @@ impl Store for RemoteStore {
     }
 
     fn delete_prefix(&self, prefix: &StorePrefix) -> Result<()> {
-        let keys = self.list_keys(prefix)?;
-        let paths = self.object_paths(&keys)?;
+        self.delete_many(&self.list_keys(prefix)?)
+    }
+
+    fn delete_many(&self, keys: &[StoreKey]) -> Result<()> {
+        let paths = self.object_paths(keys)?;
         // Bulk deletes (`DeleteObjects`, up to 1000 keys a request), one bounded batch at a time.
         for batch in paths.chunks(DELETE_BATCH) {
             let client = Arc::clone(&self.client);
             let batch = batch.to_vec();
-            let what = format!("DELETE {} objects below {prefix}", batch.len());
+            let what = format!("DELETE {} objects from {}", batch.len(), batch[0]);
             self.run(what, async move {
                 let locations = futures::stream::iter(batch.into_iter().map(Ok)).boxed();
                 let mut deleted = client.delete_stream(locations);

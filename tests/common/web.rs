@@ -89,6 +89,17 @@ pub struct WebServer {
     pub kind: WebKind,
     pub port: u16,
     child: Child,
+    /// Where the server keeps its own files (nginx's), removed with it.
+    _own_files: Option<tempfile::TempDir>,
+}
+
+/// Debian's nginx, which is in `/usr/sbin` (not on every user's path).
+fn nginx_program() -> &'static str {
+    if Path::new("/usr/sbin/nginx").exists() {
+        "/usr/sbin/nginx"
+    } else {
+        "nginx"
+    }
 }
 
 impl WebServer {
@@ -97,6 +108,7 @@ impl WebServer {
         let dir = dir.to_str().unwrap();
         for _ in 0..3 {
             let port = free_port();
+            let mut own_files = None;
             let mut cmd = match kind {
                 WebKind::Plain => {
                     let mut c = Command::new("python3");
@@ -109,12 +121,13 @@ impl WebServer {
                     c
                 }
                 WebKind::Nginx | WebKind::NginxLogin => {
-                    let run = std::env::temp_dir().join(format!("nginx-{port}"));
-                    std::fs::create_dir_all(&run).unwrap();
+                    let own = tempfile::Builder::new().prefix("nginx-").tempdir().unwrap();
+                    let run = own.path().to_path_buf();
+                    own_files = Some(own);
                     let config = run.join("nginx.conf");
                     let login = kind == WebKind::NginxLogin;
                     std::fs::write(&config, nginx_config(dir, port, &run, login)).unwrap();
-                    let mut c = Command::new("nginx");
+                    let mut c = Command::new(nginx_program());
                     c.arg("-c").arg(&config).arg("-p").arg(&run);
                     c
                 }
@@ -156,7 +169,12 @@ impl WebServer {
             let deadline = Instant::now() + Duration::from_secs(30);
             while Instant::now() < deadline {
                 if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                    return WebServer { kind, port, child };
+                    return WebServer {
+                        kind,
+                        port,
+                        child,
+                        _own_files: own_files,
+                    };
                 }
                 if let Ok(Some(_)) = child.try_wait() {
                     break;

@@ -53,26 +53,52 @@ pub(super) fn fetch_each<T: Send>(
     })
 }
 
+/// What a chunk maker hands over: a chunk's key and its stored bytes, `None` for a chunk that
+/// is stored as no object (one there before is removed).
+pub(super) type Put<'p> = dyn FnMut(&StoreKey, Option<&[u8]>) -> Result<()> + 'p;
+
 /// Has `make(item, buffers, put)` make each item's chunk (in the worker's `buffers`, or from
 /// the caller's values as they are) and hand its key and stored bytes to `put`, for every item
 /// in parallel. On a local store `put` stores the chunk there and then; on a remote one each
 /// chunk is uploaded as it is made while the next are made, at most `held` made and not yet
-/// stored ([`Store::put_streamed`]).
+/// stored ([`Store::put_streamed`]), and the objects of chunks stored as none are removed
+/// once all are uploaded.
 pub(super) fn store_each<T: Sync, B: Default + Send>(
     store: &dyn Store,
     items: &[T],
     held: usize,
     buffers: &WorkerBuffers<B>,
-    make: impl Fn(&T, &mut B, &mut dyn FnMut(&StoreKey, &[u8]) -> Result<()>) -> Result<()> + Sync,
+    make: impl Fn(&T, &mut B, &mut Put<'_>) -> Result<()> + Sync,
 ) -> Result<()> {
     if store.is_local() {
         return items.par_iter().try_for_each(|item| {
-            buffers.with(|b| make(item, b, &mut |key, stored| store.put(key, stored)))
+            buffers.with(|b| {
+                make(item, b, &mut |key, stored| match stored {
+                    Some(stored) => store.put(key, stored),
+                    None => store.delete(key),
+                })
+            })
         });
     }
+    let removed = Mutex::new(Vec::new());
     store.put_streamed(held, &|put| {
         items.par_iter().try_for_each(|item| {
-            buffers.with(|b| make(item, b, &mut |key, stored| put(key, stored.to_vec())))
+            buffers.with(|b| {
+                make(item, b, &mut |key, stored| match stored {
+                    Some(stored) => put(key, stored.to_vec()),
+                    None => {
+                        removed
+                            .lock()
+                            .map_err(|_| Error::Internal("chunk list poisoned".into()))?
+                            .push(key.clone());
+                        Ok(())
+                    }
+                })
+            })
         })
-    })
+    })?;
+    let removed = removed
+        .into_inner()
+        .map_err(|_| Error::Internal("chunk list poisoned".into()))?;
+    store.delete_many(&removed)
 }

@@ -31,13 +31,14 @@ pub(super) struct WriteBuffers {
 
 /// The key and stored bytes of the chunk at `idx`, whose values (C order, native byte order)
 /// are `native`: `native` itself when the variable has no codecs and is stored as it is, else
-/// bytes in `buffers`.
+/// bytes in `buffers`; `None` when they hold no values ([`crate::codec::Chain::holds_nothing`]:
+/// a shard all fill, which zarr-python too stores as no object).
 pub(super) fn encode_chunk<'b>(
     geo: &Geometry,
     idx: &[u64],
     native: &'b [u8],
     buffers: &'b mut EncodeBuffers,
-) -> Result<(StoreKey, &'b [u8])> {
+) -> Result<(StoreKey, Option<&'b [u8]>)> {
     let key = geo.key(idx)?;
     let EncodeBuffers {
         reordered,
@@ -61,5 +62,6 @@ pub(super) fn encode_chunk<'b>(
         .chain
         .encode_into(ordered, coded, spare)
         .map_err(|e| in_chunk(e, &key))?;
+    let stored = (!geo.chain.holds_nothing(stored)).then_some(stored);
     Ok((key, stored))
 }

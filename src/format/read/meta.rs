@@ -242,16 +242,38 @@ impl<'a> Meta<'a> {
         }
     }
 
+    /// True when objects are read from consolidated metadata, not the store.
+    pub(super) fn is_consolidated(&self) -> bool {
+        self.consolidated.is_some()
+    }
+
     /// True when `path` holds a `.zarray` or `.zgroup` that its listing may have left out
     /// (the store's listings hide dot-files): asked by reading both. False where listings
     /// show them (they said already).
     pub(super) fn unlisted_zarr_object(&self, path: &str) -> Result<bool> {
-        if self.consolidated.is_some() || !self.store.listings_hide_dot_files() {
+        if !self.hides_dot_files() {
             return Ok(false);
         }
-        let keys = [join(path, ".zarray"), join(path, ".zgroup")];
-        self.prefetch(&keys)?;
-        Ok(self.has(&keys[0])? || self.has(&keys[1])?)
+        self.look_for_unlisted(std::slice::from_ref(&path.to_string()))?;
+        Ok(self.has(&join(path, ".zarray"))? || self.has(&join(path, ".zgroup"))?)
+    }
+
+    /// Fetches, in one batch, the `.zarray` and `.zgroup` of each of `paths` that listings
+    /// may have left out (nothing where listings show them), for
+    /// [`Meta::unlisted_zarr_object`] to find.
+    pub(super) fn look_for_unlisted(&self, paths: &[String]) -> Result<()> {
+        if !self.hides_dot_files() {
+            return Ok(());
+        }
+        let keys: Vec<String> = paths
+            .iter()
+            .flat_map(|p| [join(p, ".zarray"), join(p, ".zgroup")])
+            .collect();
+        self.prefetch(&keys)
+    }
+
+    fn hides_dot_files(&self) -> bool {
+        self.consolidated.is_none() && self.store.listings_hide_dot_files()
     }
 
     pub(super) fn children(&self, path: &str) -> Result<Vec<String>> {

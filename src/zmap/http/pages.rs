@@ -9,26 +9,25 @@
 use super::index_page::MOST_PAGE_BYTES;
 use crate::error::{Error, Result};
 use crate::zmap::remote::full_chain;
-use crate::zmap::remote::{IndexPages, Transfer};
+use crate::zmap::remote::{IndexPage, IndexPages, Transfer};
 use async_trait::async_trait;
-use std::time::Duration;
+use object_store::RetryConfig;
+use std::time::Instant;
 
 /// Reads index pages of one server.
 #[derive(Debug)]
 pub struct PageReader {
     client: reqwest::Client,
     server: reqwest::Url,
-    /// Times a GET that failed in a way that may pass is sent again.
-    retries: usize,
+    /// When and how often a GET that failed in a way that may pass is sent again: the object
+    /// GETs' own rules.
+    retry: RetryConfig,
 }
-
-/// The wait before the first retry; each later one waits twice as long, up to [`LONGEST_WAIT`].
-const FIRST_WAIT: Duration = Duration::from_millis(100);
-const LONGEST_WAIT: Duration = Duration::from_secs(5);
 
 impl PageReader {
     /// A reader of the pages of `server` (`scheme://host[:port]`), sending `headers` (the
-    /// login) with each request, within the limits of `transfer`.
+    /// login) with each request, within the limits of `transfer` (the store bounds each
+    /// page's whole GET, retries included, by its timeout).
     pub fn new(server: &str, transfer: &Transfer, headers: http::HeaderMap) -> Result<Self> {
         let refuse = |why: String| Error::Url {
             url: server.to_string(),
@@ -37,36 +36,41 @@ impl PageReader {
         let server = reqwest::Url::parse(server).map_err(|e| refuse(e.to_string()))?;
         // Redirects keep the login only on the same server (reqwest drops it elsewhere).
         let client = reqwest::Client::builder()
-            .timeout(transfer.timeout)
             .connect_timeout(transfer.connect_timeout())
             .default_headers(headers)
+            .user_agent(concat!("nczarr-rs/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| refuse(e.to_string()))?;
+        let (_, retry) = transfer.client_config();
         Ok(PageReader {
             client,
             server,
-            retries: transfer.retries,
+            retry,
         })
     }
 
-    /// The answer to a GET of `url`, sent again (after a wait that doubles each time) while it
-    /// fails in a way that may pass: no connection or no answer, a server error (5xx) or
-    /// throttling (429), at most `retries` times. The last answer or failure is returned.
+    /// The answer to a GET of `url`, sent again while it fails in a way that may pass (no
+    /// connection, a server error (5xx) or throttling (429)), after waits that grow as the
+    /// object GETs' do, as long as the retries and the time allowed for them last. The last
+    /// answer or failure is returned.
     async fn answer(&self, url: &reqwest::Url) -> reqwest::Result<reqwest::Response> {
-        let mut wait = FIRST_WAIT;
-        let mut tries_left = self.retries;
+        let started = Instant::now();
+        let backoff = &self.retry.backoff;
+        let mut wait = backoff.init_backoff;
+        let mut tries_left = self.retry.max_retries;
         loop {
             let answer = self.client.get(url.clone()).send().await;
             let may_pass = match &answer {
                 Ok(a) => a.status().is_server_error() || a.status() == 429,
                 Err(e) => e.is_connect() || e.is_timeout() || e.is_request(),
             };
-            if !may_pass || tries_left == 0 {
+            if !may_pass || tries_left == 0 || started.elapsed() + wait >= self.retry.retry_timeout
+            {
                 return answer;
             }
             tries_left -= 1;
             tokio::time::sleep(wait).await;
-            wait = (wait * 2).min(LONGEST_WAIT);
+            wait = wait.mul_f64(backoff.base).min(backoff.max_backoff);
         }
     }
 
@@ -82,8 +86,7 @@ impl PageReader {
     }
 }
 
-/// A failure as the object-store client reports its own, so that the store reads it alike
-/// (its status code, when there is one, in the same words).
+/// A failure as the object-store client reports its own, so that the store reads it alike.
 fn failure(why: String) -> object_store::Error {
     object_store::Error::Generic {
         store: "HTTP",
@@ -106,45 +109,43 @@ fn is_page(content_type: Option<&http::HeaderValue>) -> bool {
 
 #[async_trait]
 impl IndexPages for PageReader {
-    async fn page(&self, dir: &str) -> std::result::Result<Option<Vec<u8>>, object_store::Error> {
+    /// Refused: any status of 400-499 but 429 (a missing page, a login refused), an answer
+    /// that is no HTML, a page larger than [`MOST_PAGE_BYTES`]. Failed (may pass): no
+    /// connection, a server error or throttling after the retries, an answer cut short.
+    async fn page(&self, dir: &str) -> std::result::Result<IndexPage, object_store::Error> {
         let url = self.page_url(dir)?;
         let asked = format!("GET {url}");
-        let mut answer = self
-            .answer(&url)
-            .await
-            .map_err(|e| failure(format!("{asked}: {}", full_chain(&e))))?;
+        let lost = |e: reqwest::Error| failure(format!("{asked}: {}", full_chain(&e)));
+        let mut answer = self.answer(&url).await.map_err(lost)?;
         let status = answer.status();
-        if status == http::StatusCode::NOT_FOUND || status == http::StatusCode::GONE {
-            return Ok(None);
+        if status.is_client_error() && status != 429 {
+            return Ok(IndexPage::Refused(format!("{asked}: {status}")));
         }
         if !status.is_success() {
             return Err(failure(format!(
                 "{asked}: server returned non-2xx status code: {status}"
             )));
         }
-        if !is_page(answer.headers().get(http::header::CONTENT_TYPE)) {
-            return Ok(None);
+        let content_type = answer.headers().get(http::header::CONTENT_TYPE);
+        if !is_page(content_type) {
+            return Ok(IndexPage::Refused(format!(
+                "{asked}: the answer is no HTML page ({content_type:?})"
+            )));
         }
-        let too_large = || {
-            failure(format!(
-                "{asked}: the index page is larger than {MOST_PAGE_BYTES} bytes"
-            ))
-        };
+        let too_large = IndexPage::Refused(format!(
+            "{asked}: the index page is larger than {MOST_PAGE_BYTES} bytes"
+        ));
         if answer.content_length().is_some_and(|n| n > MOST_PAGE_BYTES) {
-            return Err(too_large());
+            return Ok(too_large);
         }
         let mut page = Vec::new();
-        while let Some(piece) = answer
-            .chunk()
-            .await
-            .map_err(|e| failure(format!("{asked}: {}", full_chain(&e))))?
-        {
+        while let Some(piece) = answer.chunk().await.map_err(lost)? {
             if (page.len() + piece.len()) as u64 > MOST_PAGE_BYTES {
-                return Err(too_large());
+                return Ok(too_large);
             }
             page.extend_from_slice(&piece);
         }
-        Ok(Some(page))
+        Ok(IndexPage::Found(page))
     }
 }
 
@@ -154,6 +155,7 @@ mod tests {
     use crate::zmap::remote::runtime;
     use std::io::{BufRead, BufReader, Write};
     use std::net::TcpListener;
+    use std::time::Duration;
 
     fn reader(server: &str) -> PageReader {
         let transfer = Transfer::from_env(&|_| None).unwrap();
@@ -162,16 +164,28 @@ mod tests {
 
     /// A server on loopback that answers its connections, one request each, with `answers`
     /// in turn (head lines, then the body's pieces, each sent chunked when the head says
-    /// so); returns its address and the request lines it received.
+    /// so); returns its address and the request lines it received. It stops waiting for
+    /// requests after a few seconds without one.
     fn serve(
         answers: Vec<(&'static str, Vec<Vec<u8>>)>,
     ) -> (String, std::thread::JoinHandle<Vec<String>>) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
         let address = format!("http://{}", listener.local_addr().unwrap());
         let served = std::thread::spawn(move || {
             let mut asked = Vec::new();
             for (head, pieces) in answers {
-                let (mut stream, _) = listener.accept().unwrap();
+                let deadline = Instant::now() + Duration::from_secs(10);
+                let mut stream = loop {
+                    match listener.accept() {
+                        Ok((stream, _)) => break stream,
+                        Err(_) if Instant::now() < deadline => {
+                            std::thread::sleep(Duration::from_millis(5));
+                        }
+                        Err(_) => return asked,
+                    }
+                };
+                stream.set_nonblocking(false).unwrap();
                 let mut lines = BufReader::new(stream.try_clone().unwrap()).lines();
                 asked.push(lines.next().unwrap().unwrap());
                 while lines.next().is_some_and(|l| !l.unwrap().is_empty()) {}
@@ -199,14 +213,22 @@ mod tests {
         (address, served)
     }
 
-    fn page_of(
-        answers: Vec<(&'static str, Vec<Vec<u8>>)>,
-    ) -> (std::result::Result<Option<Vec<u8>>, String>, Vec<String>) {
+    /// What a page GET came to, for comparing.
+    #[derive(Debug, PartialEq)]
+    enum Got {
+        Page(Vec<u8>),
+        Refused(String),
+        Failed(String),
+    }
+
+    fn page_of(answers: Vec<(&'static str, Vec<Vec<u8>>)>) -> (Got, Vec<String>) {
         let (address, served) = serve(answers);
         let pages = reader(&address);
-        let got = runtime::run(async move { pages.page("data.zarr/a b").await })
-            .unwrap()
-            .map_err(|e| e.to_string());
+        let got = match runtime::run(async move { pages.page("data.zarr/a b").await }).unwrap() {
+            Ok(IndexPage::Found(page)) => Got::Page(page),
+            Ok(IndexPage::Refused(why)) => Got::Refused(why),
+            Err(e) => Got::Failed(e.to_string()),
+        };
         (got, served.join().unwrap())
     }
 
@@ -217,20 +239,21 @@ mod tests {
     fn pages_sent_chunked_without_a_length_are_read() {
         let pieces = vec![b"<a href=\"x/\">".to_vec(), b"x/</a>".to_vec()];
         let (got, asked) = page_of(vec![(HTML_CHUNKED, pieces)]);
-        assert_eq!(got.unwrap().unwrap(), b"<a href=\"x/\">x/</a>");
+        assert_eq!(got, Got::Page(b"<a href=\"x/\">x/</a>".to_vec()));
         assert_eq!(asked, ["GET /data.zarr/a%20b/ HTTP/1.1"]);
     }
 
     #[test]
-    fn missing_pages_and_answers_that_are_no_page_are_none() {
-        let (got, _) = page_of(vec![(
+    fn missing_pages_refused_logins_and_answers_that_are_no_page_are_refusals() {
+        for head in [
             "HTTP/1.1 404 Not Found\r\nContent-Length: 0",
-            vec![],
-        )]);
-        assert_eq!(got.unwrap(), None);
-        let json = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2";
-        let (got, _) = page_of(vec![(json, vec![b"[]".to_vec()])]);
-        assert_eq!(got.unwrap(), None);
+            "HTTP/1.1 403 Forbidden\r\nContent-Length: 0",
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2",
+        ] {
+            let (got, asked) = page_of(vec![(head, vec![b"[]".to_vec()])]);
+            assert!(matches!(got, Got::Refused(_)), "{head}: {got:?}");
+            assert_eq!(asked.len(), 1, "{head}");
+        }
     }
 
     #[test]
@@ -238,28 +261,33 @@ mod tests {
         let piece = vec![b'x'; 1 << 20];
         let endless = vec![piece; (MOST_PAGE_BYTES >> 20) as usize + 2];
         let (got, _) = page_of(vec![(HTML_CHUNKED, endless)]);
-        assert!(got.unwrap_err().contains("larger than"));
+        assert!(matches!(&got, Got::Refused(why) if why.contains("larger than")));
         let announced = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 40000000";
         let (got, _) = page_of(vec![(announced, vec![])]);
-        assert!(got.unwrap_err().contains("larger than"));
+        assert!(matches!(&got, Got::Refused(why) if why.contains("larger than")));
     }
 
     #[test]
-    fn server_errors_are_asked_again_and_refusals_are_not() {
+    fn server_errors_are_asked_again_and_fail_when_they_last() {
         let busy = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0";
-        let (got, asked) = page_of(vec![
-            (busy, vec![]),
-            (busy, vec![]),
-            (HTML_CHUNKED, vec![b"<a href=\"y\">y</a>".to_vec()]),
-        ]);
-        assert_eq!(got.unwrap().unwrap(), b"<a href=\"y\">y</a>");
+        let page = || (HTML_CHUNKED, vec![b"<a href=\"y\">y</a>".to_vec()]);
+        let (got, asked) = page_of(vec![(busy, vec![]), (busy, vec![]), page()]);
+        assert_eq!(got, Got::Page(b"<a href=\"y\">y</a>".to_vec()));
         assert_eq!(asked.len(), 3);
-        let (got, asked) = page_of(vec![(
-            "HTTP/1.1 403 Forbidden\r\nContent-Length: 0",
-            vec![],
-        )]);
-        assert!(got.unwrap_err().contains("status code: 403"));
-        assert_eq!(asked.len(), 1);
+        let retries = Transfer::from_env(&|_| None).unwrap().retries;
+        let (got, asked) = page_of(vec![(busy, vec![]); retries + 1]);
+        assert!(
+            matches!(&got, Got::Failed(why) if why.contains("503")),
+            "{got:?}"
+        );
+        assert_eq!(asked.len(), retries + 1);
+    }
+
+    #[test]
+    fn a_page_cut_short_fails() {
+        let cut = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 100";
+        let (got, _) = page_of(vec![(cut, vec![b"<a href=".to_vec()])]);
+        assert!(matches!(got, Got::Failed(_)), "{got:?}");
     }
 
     #[test]
