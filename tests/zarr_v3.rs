@@ -320,3 +320,54 @@ fn crc32c_of(data: &[u8]) -> u32 {
     }
     !crc
 }
+
+/// The levels of an OME-Zarr multiscale image, zarr-python's Zarr v3 arrays `0`, `1`, `2` of
+/// one group, name their axes alike (`dimension_names` `["y", "x"]`) at different lengths:
+/// netCDF cannot have two dimensions `y` in a group, so the first level keeps them and the
+/// others are read on anonymous dimensions. Stock `ncdump` and netCDF4-python read every level
+/// as zarr-python does (netcdf-c 4.10.1's own NCZarr refuses to open such a dataset).
+#[test]
+fn multiscale_levels_naming_their_axes_alike_all_read() {
+    if common::reference_only() {
+        return;
+    }
+    let dir = scratch("v3-multiscale");
+    let store = dir.path().join("image.zarr");
+    let write = r#"
+import json, sys, numpy as np, zarr
+g = zarr.open_group(sys.argv[1], mode="w", zarr_format=3)
+levels = {}
+for i, (h, w) in enumerate([(6, 8), (3, 4), (2, 2)]):
+    a = g.create_array(str(i), shape=(h, w), chunks=(2, 2), dtype="u2",
+                       dimension_names=["y", "x"])
+    a[:] = np.arange(h * w, dtype="u2").reshape(h, w) * (i + 1)
+    levels[str(i)] = a[...].astype("f8").ravel().tolist()
+g.attrs["multiscales"] = [{"axes": [{"name": "y"}, {"name": "x"}],
+                           "datasets": [{"path": str(i)} for i in range(3)]}]
+print(json.dumps(levels))
+"#;
+    let written = common::python::run_script("zarr3", write, &[store.to_str().unwrap()])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let want: Value = serde_json::from_str(&written).unwrap();
+    let target = url(&store, "zarr,file");
+    let dump = ncdump(Host::Ours, &[], &target).unwrap_or_else(|e| panic!("{e}"));
+    for line in [
+        "y = 6 ;",
+        "x = 8 ;",
+        "ushort \\0(y, x) ;",
+        "ushort \\1(_Anonymous_Dim_3, _Anonymous_Dim_4) ;",
+        "ushort \\2(_Anonymous_Dim_2, _Anonymous_Dim_2) ;",
+    ] {
+        assert!(has_line(&dump, line), "no {line:?} in\n{dump}");
+    }
+    let read = r#"
+import json, sys, numpy as np, netCDF4
+with netCDF4.Dataset(sys.argv[1]) as ds:
+    print(json.dumps({n: np.asarray(ds[n][...]).astype("f8").ravel().tolist()
+                      for n in sys.argv[2].split(",")}))
+"#;
+    assert_eq!(
+        common::python::netcdf4_json(read, &[&target, "0,1,2"]),
+        want
+    );
+}

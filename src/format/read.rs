@@ -553,7 +553,7 @@ impl<'a> Reader<'a> {
             }
             None => {
                 let names = dimension_names.or_else(|| array_dimensions(&zattrs));
-                self.pure_dims(g, names, &shape, &mut var)
+                self.pure_dims(g, names, &shape)
             }
         };
         if dims.len() != shape.len() {
@@ -624,7 +624,6 @@ impl<'a> Reader<'a> {
         g: GroupId,
         names: Option<Vec<Option<String>>>,
         shape: &[u64],
-        var: &mut Var,
     ) -> Vec<DimId> {
         let mut dims = Vec::new();
         for (i, len) in shape.iter().enumerate() {
@@ -635,15 +634,10 @@ impl<'a> Reader<'a> {
             let d = match named {
                 Some(n) => match self.tree.find_dim_in_scope(g, &n) {
                     Some(d) if self.tree.dim(d).len == *len => d,
-                    Some(d) if self.tree.dim(d).group == g => {
-                        var.unreadable.get_or_insert_with(|| {
-                            format!(
-                                "dimension {n} has length {} but the array needs {len}",
-                                self.tree.dim(d).len
-                            )
-                        });
-                        self.anonymous(*len)
-                    }
+                    // A name this group gave a dimension of another length (the levels of a
+                    // multiscale image, each naming its axes alike): netCDF cannot give one
+                    // group two dimensions of one name, so this array's is anonymous.
+                    Some(d) if self.tree.dim(d).group == g => self.anonymous(*len),
                     // netCDF has no fixed dimension of length 0: such a dimension can
                     // only have been unlimited.
                     _ => self.tree.add_dim(g, &n, *len, *len == 0),

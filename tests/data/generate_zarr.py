@@ -116,7 +116,7 @@ def write_zarr(out):
     array(root, "missing_chunks", shape=(3, 4), dtype="<i8", chunks=(1, 2), fill_value=-1,
           dims=["y", "x"])[1, 2:4] = [5, 6]
     array(root, "zero_d", np.array(42.5, dtype="<f8"))
-    # Same dimension name as temp's "x" with another length: only this array fails.
+    # Same dimension name as temp's "x" with another length: this array's is anonymous.
     array(root, "clash", np.arange(5, dtype="<i4"), dims=["x"])
     g = root.create_group("g")
     g.attrs["where"] = "g"
