@@ -122,11 +122,38 @@ fn shard_index(shard: &[u8], n: usize) -> Vec<(u64, u64)> {
         .collect()
 }
 
+/// The names of the objects in the zip archive `zip`, as Python's `zipfile` lists them.
+fn zip_names(zip: &Path) -> String {
+    common::python::run_script(
+        "zarr3",
+        "import sys, zipfile; print(sorted(zipfile.ZipFile(sys.argv[1]).namelist()))",
+        &[zip.to_str().unwrap()],
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Through libnetcdf's C API (with the library preloaded): opens the dataset `argv[1]` for
+/// writing and writes fill over the shard of `a` of rows 4-7 and columns 0-5.
+const FILL_A_SHARD: &str = r#"
+import ctypes, sys
+nc = ctypes.CDLL("libnetcdf.so.19")
+nc.nc_strerror.restype = ctypes.c_char_p
+def ok(status):
+    assert status == 0, nc.nc_strerror(status)
+ncid, varid = ctypes.c_int(), ctypes.c_int()
+ok(nc.nc_open(sys.argv[1].encode(), 1, ctypes.byref(ncid)))
+ok(nc.nc_inq_varid(ncid, b"a", ctypes.byref(varid)))
+start, count = (ctypes.c_size_t * 2)(4, 0), (ctypes.c_size_t * 2)(4, 6)
+ok(nc.nc_put_vara_float(ncid, varid, start, count, (ctypes.c_float * 24)(*[-1.0] * 24)))
+ok(nc.nc_close(ncid))
+"#;
+
 /// Stock `ncgen` writes `SHARDED_CDL` through the library as NCZarr and as pure Zarr v3, in a
 /// directory, a zip archive and S3: zarr-python reads the shards and inner chunks asked for,
 /// and it, xarray and `ncdump` read the values of the netCDF-4 file of the same CDL; inner
-/// chunks holding only fill are not stored; the library answers `_InnerChunkSizes` by name.
-/// Asked for in Zarr v2, shards are refused.
+/// chunks holding only fill are not stored, nor are shards holding only fill, and a shard
+/// written over with fill is removed (from S3 and the zip archive too); the library answers
+/// `_InnerChunkSizes` by name. Asked for in Zarr v2, shards are refused.
 #[test]
 fn netcdf_asks_for_shards_and_zarr_python_reads_them() {
     if common::reference_only() {
@@ -179,12 +206,7 @@ fn netcdf_asks_for_shards_and_zarr_python_reads_them() {
             assert!(stored.join("a/c/1/0").is_file(), "{}", stored.display());
             assert!(!stored.join("a/c/1/1").exists(), "{}", stored.display());
         }
-        let listed = common::python::run_script(
-            "zarr3",
-            "import sys, zipfile; print(sorted(zipfile.ZipFile(sys.argv[1]).namelist()))",
-            &[zip.to_str().unwrap()],
-        )
-        .unwrap_or_else(|e| panic!("{e}"));
+        let listed = zip_names(&zip);
         assert!(
             listed.contains("/a/c/1/0'") && !listed.contains("/a/c/1/1'"),
             "{listed}"
@@ -208,6 +230,26 @@ fn netcdf_asks_for_shards_and_zarr_python_reads_them() {
                 assert_eq!(norm(&dump), norm(&hdf5_dump));
             }
         }
+        // Filled over, the shard of rows 4-7 and columns 0-5 goes from S3 and the archive.
+        let zip_url = url(&zip, &format!("{layout},v3,zip"));
+        for (target, env) in [(s3.as_str(), &s3_env[..]), (zip_url.as_str(), &[][..])] {
+            let filled = run_env(Host::Ours, "python3", &["-c", FILL_A_SHARD, target], env);
+            assert!(filled.success(), "{target}: {}", filled.describe());
+        }
+        assert!(!server.bucket_dir().join(&key).join("a/c/1/0").exists());
+        let listed = zip_names(&zip);
+        assert!(
+            !listed.contains("/a/c/1/0'") && listed.contains("/a/c/0/0'"),
+            "{listed}"
+        );
+        let mut filled_dump = run_env(Host::Ours, "ncdump", &["-v", "a", &s3], &s3_env)
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        filled_dump.retain(|c| !c.is_whitespace());
+        assert!(
+            filled_dump.contains("_,_,_,_,_,_,_,_,_,_,_,_;"),
+            "{filled_dump}"
+        );
         let u = DatasetUrl::parse(&url(&store, &format!("{layout},file"))).unwrap();
         let ds = Dataset::open(&u, false).unwrap();
         let var = |name: &str| ds.tree.group(Tree::ROOT).var_index(name).unwrap();

@@ -915,6 +915,9 @@ const IMPLICIT_GROUP_DEPTH: u32 = 4;
 /// any number of other objects.
 const SEARCH_LISTINGS: usize = 256;
 
+/// Children whose unlisted objects the search asks for at once.
+const SEARCH_WINDOW: usize = 8;
+
 /// True when an array or group object lies within `depth` levels below `path`, found within
 /// the listings `budget` still allows.
 fn has_zarr_below(meta: &Meta, path: &str, depth: u32, budget: &Cell<usize>) -> Result<bool> {
@@ -934,13 +937,16 @@ fn has_zarr_below(meta: &Meta, path: &str, depth: u32, budget: &Cell<usize>) -> 
         .filter(|k| !k.starts_with('.'))
         .map(|k| join(path, k))
         .collect();
-    if depth > 1 {
-        // Those the budget lets the search visit, in one batch.
-        meta.look_for_unlisted(&below[..below.len().min(budget.get())])?;
-    }
-    for p in &below {
-        if has_zarr_below(meta, p, depth - 1, budget)? {
-            return Ok(true);
+    // A few children at a time, each window's objects in one batch, so that a search that
+    // ends at a first child fetches little ahead of it.
+    for window in below.chunks(SEARCH_WINDOW) {
+        if depth > 1 && budget.get() > 0 {
+            meta.look_for_unlisted(&window[..window.len().min(budget.get())])?;
+        }
+        for p in window {
+            if has_zarr_below(meta, p, depth - 1, budget)? {
+                return Ok(true);
+            }
         }
     }
     Ok(false)

@@ -396,7 +396,13 @@ impl Store for FileStore {
                 Ok(_) => return Ok(()),
                 Err(e) if e.kind() == ErrorKind::NotFound && attempt < PUT_RETRIES => {
                     attempt += 1;
-                    fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
+                    // A parent pruned while the directories are made: made again next time.
+                    match fs::create_dir_all(dir) {
+                        Err(e) if e.kind() != ErrorKind::NotFound => {
+                            return Err(io_error(dir, e));
+                        }
+                        _ => {}
+                    }
                 }
                 Err(e) => return Err(io_error(&path, e)),
             }

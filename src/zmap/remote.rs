@@ -1008,10 +1008,10 @@ impl Store for RemoteStore {
         // Bulk deletes (`DeleteObjects`, up to 1000 keys a request), one bounded batch at a time.
         for batch in paths.chunks(DELETE_BATCH) {
             let client = Arc::clone(&self.client);
-            let batch = batch.to_vec();
             let what = format!("DELETE {} objects from {}", batch.len(), batch[0]);
-            self.run(what, async move {
-                let locations = futures::stream::iter(batch.into_iter().map(Ok)).boxed();
+            let locations = batch.to_vec();
+            let bulk = self.run(what, async move {
+                let locations = futures::stream::iter(locations.into_iter().map(Ok)).boxed();
                 let mut deleted = client.delete_stream(locations);
                 while let Some(outcome) = deleted.next().await {
                     match outcome {
@@ -1020,7 +1020,17 @@ impl Store for RemoteStore {
                     }
                 }
                 Ok(())
-            })?;
+            });
+            match bulk {
+                Ok(()) => {}
+                Err(e @ Error::Auth(_)) => return Err(e),
+                // Some S3-compatible services have no bulk delete: one DELETE per object.
+                Err(_) => {
+                    self.run_many(batch.to_vec(), |client, path| {
+                        (format!("DELETE {path}"), delete_object(client, path))
+                    })?;
+                }
+            }
         }
         Ok(())
     }

@@ -62,7 +62,7 @@ pub(super) type Put<'p> = dyn FnMut(&StoreKey, Option<&[u8]>) -> Result<()> + 'p
 /// in parallel. On a local store `put` stores the chunk there and then; on a remote one each
 /// chunk is uploaded as it is made while the next are made, at most `held` made and not yet
 /// stored ([`Store::put_streamed`]), and the objects of chunks stored as none are removed
-/// once all are uploaded.
+/// once the uploads are done (failed or not).
 pub(super) fn store_each<T: Sync, B: Default + Send>(
     store: &dyn Store,
     items: &[T],
@@ -81,7 +81,7 @@ pub(super) fn store_each<T: Sync, B: Default + Send>(
         });
     }
     let removed = Mutex::new(Vec::new());
-    store.put_streamed(held, &|put| {
+    let uploaded = store.put_streamed(held, &|put| {
         items.par_iter().try_for_each(|item| {
             buffers.with(|b| {
                 make(item, b, &mut |key, stored| match stored {
@@ -96,9 +96,12 @@ pub(super) fn store_each<T: Sync, B: Default + Send>(
                 })
             })
         })
-    })?;
+    });
+    // Removed even when an upload failed: a chunk that now holds only fill must not keep
+    // reading as what it held (the first failure is the one reported).
     let removed = removed
         .into_inner()
         .map_err(|_| Error::Internal("chunk list poisoned".into()))?;
-    store.delete_many(&removed)
+    let deleted = store.delete_many(&removed);
+    uploaded.and(deleted)
 }

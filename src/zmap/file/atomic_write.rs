@@ -51,7 +51,15 @@ pub(super) fn write_atomically(
                     let tmp = link_temporary(&file, dir, name)?;
                     return rename_over(&tmp, target).map(|()| Written::Renamed);
                 }
-                Err(e) if !dir.exists() => return Err(e),
+                // The directory went (a concurrent delete pruned it), even if another writer
+                // has made it again since: the caller makes it and tries again. With `/proc`
+                // missing, the name linked from is what is not found.
+                Err(e)
+                    if e.kind() == ErrorKind::NotFound
+                        && (!dir.exists() || Path::new("/proc/self/fd").exists()) =>
+                {
+                    return Err(e);
+                }
                 Err(_) => unnamed_fails.store(true, Ordering::Relaxed),
             },
             Err(e) if is_unsupported(&e) => unnamed_fails.store(true, Ordering::Relaxed),

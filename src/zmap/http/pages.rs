@@ -50,9 +50,9 @@ impl PageReader {
     }
 
     /// The answer to a GET of `url`, sent again while it fails in a way that may pass (no
-    /// connection, a server error (5xx) or throttling (429)), after waits that grow as the
-    /// object GETs' do, as long as the retries and the time allowed for them last. The last
-    /// answer or failure is returned.
+    /// connection, a server error (5xx), throttling (429) or a request timeout (408)), after
+    /// waits that grow as the object GETs' do, as long as the retries and the time allowed
+    /// for them last. The last answer or failure is returned.
     async fn answer(&self, url: &reqwest::Url) -> reqwest::Result<reqwest::Response> {
         let started = Instant::now();
         let backoff = &self.retry.backoff;
@@ -61,7 +61,7 @@ impl PageReader {
         loop {
             let answer = self.client.get(url.clone()).send().await;
             let may_pass = match &answer {
-                Ok(a) => a.status().is_server_error() || a.status() == 429,
+                Ok(a) => a.status().is_server_error() || a.status() == 429 || a.status() == 408,
                 Err(e) => e.is_connect() || e.is_timeout() || e.is_request(),
             };
             if !may_pass || tries_left == 0 || started.elapsed() + wait >= self.retry.retry_timeout
@@ -109,16 +109,17 @@ fn is_page(content_type: Option<&http::HeaderValue>) -> bool {
 
 #[async_trait]
 impl IndexPages for PageReader {
-    /// Refused: any status of 400-499 but 429 (a missing page, a login refused), an answer
-    /// that is no HTML, a page larger than [`MOST_PAGE_BYTES`]. Failed (may pass): no
-    /// connection, a server error or throttling after the retries, an answer cut short.
+    /// Refused: any status of 400-499 but 408 and 429 (a missing page, a login refused), an
+    /// answer that is no HTML, a page larger than [`MOST_PAGE_BYTES`]. Failed (may pass): no
+    /// connection, a server error, throttling or a timeout after the retries, an answer cut
+    /// short.
     async fn page(&self, dir: &str) -> std::result::Result<IndexPage, object_store::Error> {
         let url = self.page_url(dir)?;
         let asked = format!("GET {url}");
         let lost = |e: reqwest::Error| failure(format!("{asked}: {}", full_chain(&e)));
         let mut answer = self.answer(&url).await.map_err(lost)?;
         let status = answer.status();
-        if status.is_client_error() && status != 429 {
+        if status.is_client_error() && status != 429 && status != 408 {
             return Ok(IndexPage::Refused(format!("{asked}: {status}")));
         }
         if !status.is_success() {
