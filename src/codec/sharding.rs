@@ -596,7 +596,9 @@ impl Codec for Sharding {
             ));
         }
         let mut out = vec![0u8; size];
-        self.decode_into(encoded, &mut out)?;
+        // Whole shards decoded so (a partial write's read-modify-write) are few at a time:
+        // their bands share the pool's threads with whatever else runs on them.
+        self.decode_into_on(encoded, &mut out, rayon::current_num_threads())?;
         Ok(out)
     }
 
