@@ -21,6 +21,21 @@ pub fn anonymous_dim_name(len: u64) -> String {
     format!("_Anonymous_Dim_{len}")
 }
 
+/// The name the metadata gives dimension `i` of `var`: its dimension's, or, for the
+/// anonymous dimension of an array whose stored name clashed, that stored name; `None` for
+/// any other anonymous dimension.
+pub fn written_dim_name(
+    tree: &crate::model::Tree,
+    var: &crate::model::Var,
+    i: usize,
+) -> Option<String> {
+    let dim = tree.dim(var.dims[i]);
+    if dim.name != anonymous_dim_name(dim.len) {
+        return Some(dim.name.clone());
+    }
+    var.clashing_dim_names.get(i).cloned().flatten()
+}
+
 /// How a dataset's metadata is laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Layout {

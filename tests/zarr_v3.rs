@@ -322,10 +322,12 @@ fn crc32c_of(data: &[u8]) -> u32 {
 }
 
 /// The levels of an OME-Zarr multiscale image, zarr-python's Zarr v3 arrays `0`, `1`, `2` of
-/// one group, name their axes alike (`dimension_names` `["y", "x"]`) at different lengths:
-/// netCDF cannot have two dimensions `y` in a group, so the first level keeps them and the
-/// others are read on anonymous dimensions. Stock `ncdump` and netCDF4-python read every level
-/// as zarr-python does (netcdf-c 4.10.1's own NCZarr refuses to open such a dataset).
+/// one group, name their axes alike (`dimension_names` `["c", "y", "x"]`) at different
+/// lengths but for `c`: netCDF cannot have two dimensions `y` in a group, so the first level
+/// keeps them and the others are read on anonymous dimensions there. Stock `ncdump` and
+/// netCDF4-python read every level as zarr-python does (netcdf-c 4.10.1's own NCZarr refuses
+/// to open such a dataset); after netCDF4-python changes the dataset, every level still has
+/// its `dimension_names`, in its own metadata and in the consolidated metadata.
 #[test]
 fn multiscale_levels_naming_their_axes_alike_all_read() {
     if common::reference_only() {
@@ -338,12 +340,13 @@ import json, sys, numpy as np, zarr
 g = zarr.open_group(sys.argv[1], mode="w", zarr_format=3)
 levels = {}
 for i, (h, w) in enumerate([(6, 8), (3, 4), (2, 2)]):
-    a = g.create_array(str(i), shape=(h, w), chunks=(2, 2), dtype="u2",
-                       dimension_names=["y", "x"])
-    a[:] = np.arange(h * w, dtype="u2").reshape(h, w) * (i + 1)
+    a = g.create_array(str(i), shape=(2, h, w), chunks=(1, 2, 2), dtype="u2",
+                       dimension_names=["c", "y", "x"])
+    a[:] = np.arange(2 * h * w, dtype="u2").reshape(2, h, w) * (i + 1)
     levels[str(i)] = a[...].astype("f8").ravel().tolist()
-g.attrs["multiscales"] = [{"axes": [{"name": "y"}, {"name": "x"}],
+g.attrs["multiscales"] = [{"axes": [{"name": "c"}, {"name": "y"}, {"name": "x"}],
                            "datasets": [{"path": str(i)} for i in range(3)]}]
+zarr.consolidate_metadata(sys.argv[1])
 print(json.dumps(levels))
 "#;
     let written = common::python::run_script("zarr3", write, &[store.to_str().unwrap()])
@@ -352,22 +355,49 @@ print(json.dumps(levels))
     let target = url(&store, "zarr,file");
     let dump = ncdump(Host::Ours, &[], &target).unwrap_or_else(|e| panic!("{e}"));
     for line in [
+        "c = 2 ;",
         "y = 6 ;",
         "x = 8 ;",
-        "ushort \\0(y, x) ;",
-        "ushort \\1(_Anonymous_Dim_3, _Anonymous_Dim_4) ;",
-        "ushort \\2(_Anonymous_Dim_2, _Anonymous_Dim_2) ;",
+        "ushort \\0(c, y, x) ;",
+        "ushort \\1(c, _Anonymous_Dim_3, _Anonymous_Dim_4) ;",
+        "ushort \\2(c, _Anonymous_Dim_2, _Anonymous_Dim_2) ;",
     ] {
         assert!(has_line(&dump, line), "no {line:?} in\n{dump}");
     }
-    let read = r#"
+    let read_and_change = r#"
 import json, sys, numpy as np, netCDF4
 with netCDF4.Dataset(sys.argv[1]) as ds:
     print(json.dumps({n: np.asarray(ds[n][...]).astype("f8").ravel().tolist()
                       for n in sys.argv[2].split(",")}))
+with netCDF4.Dataset(sys.argv[3], "a") as ds:
+    ds.setncattr("history", "changed")
+    ds["1"].setncattr("level", 1)
 "#;
-    assert_eq!(
-        common::python::netcdf4_json(read, &[&target, "0,1,2"]),
-        want
-    );
+    let args = [target.as_str(), "0,1,2", store.to_str().unwrap()];
+    assert_eq!(common::python::netcdf4_json(read_and_change, &args), want);
+    let names = r#"
+import json, sys, warnings, zarr
+warnings.simplefilter("ignore")
+out = {}
+for consolidated in (False, True):
+    g = zarr.open_group(sys.argv[1], mode="r", use_consolidated=consolidated)
+    for n in ("0", "1", "2"):
+        out[f"{n} {consolidated}"] = list(g[n].metadata.dimension_names)
+    out[f"attrs {consolidated}"] = [g.attrs.get("history"), g["1"].attrs.get("level")]
+print(json.dumps(out, sort_keys=True))
+"#;
+    let out = common::python::run_script("zarr3", names, &[store.to_str().unwrap()])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let got: Value = serde_json::from_str(&out).unwrap();
+    let cyx = serde_json::json!(["c", "y", "x"]);
+    for consolidated in ["False", "True"] {
+        for n in ["0", "1", "2"] {
+            assert_eq!(got[format!("{n} {consolidated}")], cyx, "{out}");
+        }
+        assert_eq!(
+            got[format!("attrs {consolidated}")],
+            serde_json::json!(["changed", 1]),
+            "{out}"
+        );
+    }
 }

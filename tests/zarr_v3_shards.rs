@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::s3::{BUCKET, Kind, Server};
+use common::s3::{BUCKET, CountingProxy, Kind, Server, Trap};
 use common::{Host, ncdump, ncgen, run, run_env, scratch, url};
 use nczarr_rs::api::{Dataset, Owner, Slab};
 use nczarr_rs::error::Error;
@@ -136,7 +136,8 @@ fn zip_names(zip: &Path) -> String {
 /// writing and writes fill over the shard of `a` of rows 4-7 and columns 0-5.
 const FILL_A_SHARD: &str = r#"
 import ctypes, sys
-nc = ctypes.CDLL("libnetcdf.so.19")
+import ctypes.util
+nc = ctypes.CDLL(ctypes.util.find_library("netcdf") or "libnetcdf.so.19")
 nc.nc_strerror.restype = ctypes.c_char_p
 def ok(status):
     assert status == 0, nc.nc_strerror(status)
@@ -230,13 +231,38 @@ fn netcdf_asks_for_shards_and_zarr_python_reads_them() {
                 assert_eq!(norm(&dump), norm(&hdf5_dump));
             }
         }
-        // Filled over, the shard of rows 4-7 and columns 0-5 goes from S3 and the archive.
+        // Filled over, the shard of rows 4-7 and columns 0-5 goes from S3 and the archive;
+        // from S3 through a proxy refusing bulk deletes, as some S3-compatible services do:
+        // then by a DELETE of its own.
+        let refusing =
+            CountingProxy::start_trapping(server.port, Some(("?delete", Trap::NotImplemented)));
+        let refusing_endpoint = refusing.endpoint();
+        let mut refusing_env = common::s3::tool_env(&refusing_endpoint);
+        // Refusals are not asked again, so the proxy sees the one POST.
+        refusing_env.push(("NCZARR_RS_S3_RETRIES", Some("0")));
         let zip_url = url(&zip, &format!("{layout},v3,zip"));
-        for (target, env) in [(s3.as_str(), &s3_env[..]), (zip_url.as_str(), &[][..])] {
+        for (target, env) in [
+            (s3.as_str(), &refusing_env[..]),
+            (zip_url.as_str(), &[][..]),
+        ] {
             let filled = run_env(Host::Ours, "python3", &["-c", FILL_A_SHARD, target], env);
             assert!(filled.success(), "{target}: {}", filled.describe());
         }
         assert!(!server.bucket_dir().join(&key).join("a/c/1/0").exists());
+        let asked: Vec<String> = refusing
+            .take()
+            .into_iter()
+            .filter(|r| matches!(r.method.as_str(), "POST" | "DELETE"))
+            .map(|r| format!("{} {}", r.method, r.target))
+            .collect();
+        assert_eq!(
+            asked,
+            [
+                format!("POST /{BUCKET}?delete"),
+                format!("DELETE /{BUCKET}/{key}/a/c/1/0")
+            ],
+            "bulk delete refused, then one DELETE"
+        );
         let listed = zip_names(&zip);
         assert!(
             !listed.contains("/a/c/1/0'") && listed.contains("/a/c/0/0'"),

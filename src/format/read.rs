@@ -553,7 +553,7 @@ impl<'a> Reader<'a> {
             }
             None => {
                 let names = dimension_names.or_else(|| array_dimensions(&zattrs));
-                self.pure_dims(g, names, &shape)
+                self.pure_dims(g, names, &shape, &mut var)
             }
         };
         if dims.len() != shape.len() {
@@ -624,6 +624,7 @@ impl<'a> Reader<'a> {
         g: GroupId,
         names: Option<Vec<Option<String>>>,
         shape: &[u64],
+        var: &mut Var,
     ) -> Vec<DimId> {
         let mut dims = Vec::new();
         for (i, len) in shape.iter().enumerate() {
@@ -637,7 +638,11 @@ impl<'a> Reader<'a> {
                     // A name this group gave a dimension of another length (the levels of a
                     // multiscale image, each naming its axes alike): netCDF cannot give one
                     // group two dimensions of one name, so this array's is anonymous.
-                    Some(d) if self.tree.dim(d).group == g => self.anonymous(*len),
+                    Some(d) if self.tree.dim(d).group == g => {
+                        var.clashing_dim_names.resize(shape.len(), None);
+                        var.clashing_dim_names[i] = Some(n);
+                        self.anonymous(*len)
+                    }
                     // netCDF has no fixed dimension of length 0: such a dimension can
                     // only have been unlimited.
                     _ => self.tree.add_dim(g, &n, *len, *len == 0),

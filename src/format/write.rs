@@ -288,7 +288,12 @@ fn array_attributes(tree: &Tree, var: &Var, layout: Layout, fill: FillAttribute)
                 vec![]
             }
         } else {
-            var.dims.iter().map(|d| tree.dim(*d).name.clone()).collect()
+            (0..var.dims.len())
+                .map(|i| {
+                    super::written_dim_name(tree, var, i)
+                        .unwrap_or_else(|| tree.dim(var.dims[i]).name.clone())
+                })
+                .collect()
         };
         map.insert(ARRAY_DIMENSIONS.into(), Value::from(names));
     }

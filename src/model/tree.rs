@@ -186,6 +186,10 @@ pub struct Var {
     /// Why this variable's data cannot be read, when its metadata uses a feature we do not
     /// serve; the variable is still listed and inquirable.
     pub unreadable: Option<String>,
+    /// The names a pure Zarr array gave its dimensions where its group had already given the
+    /// name to a dimension of another length (one entry per dimension, `None` elsewhere): it
+    /// is read on an anonymous dimension there, and the name is written back with it.
+    pub clashing_dim_names: Vec<Option<String>>,
     /// The stored array is in Fortran order (`order: "F"`).
     pub fortran_order: bool,
     /// The variable is a netCDF scalar stored as shape `[1]`.
@@ -233,6 +237,7 @@ impl Var {
             stored_path: None,
             data_written: false,
             unreadable: None,
+            clashing_dim_names: Vec::new(),
             fortran_order: false,
             scalar_as_1d: false,
             stored_fill: None,

@@ -163,6 +163,12 @@ pub struct RemoteStore {
     index_page_files: Mutex<std::collections::HashSet<String>>,
     /// Where index pages are read, for a web server.
     index_pages: Option<Arc<dyn IndexPages>>,
+    /// A client of the same service that deletes objects one request each: for services
+    /// that refuse bulk deletes.
+    one_by_one: Option<Arc<dyn ObjectStore>>,
+    /// The service refused a bulk delete as a request it does not serve: every delete goes
+    /// through `one_by_one`.
+    bulk_deletes_refused: AtomicBool,
 }
 
 /// Why an object operation failed, before it is given the store's context.
@@ -360,6 +366,8 @@ impl RemoteStore {
             lists_by_index_page: AtomicBool::new(false),
             index_page_files: Mutex::default(),
             index_pages: None,
+            one_by_one: None,
+            bulk_deletes_refused: AtomicBool::new(false),
         }
     }
 
@@ -385,6 +393,16 @@ impl RemoteStore {
     /// which `pages` reads.
     pub(crate) fn listing_by_index_pages(mut self, pages: Arc<dyn IndexPages>) -> RemoteStore {
         self.index_pages = Some(pages);
+        self
+    }
+
+    /// Deletes that a bulk request fails for (not for want of credentials) go through
+    /// `single`, which deletes each object with a request of its own.
+    pub(crate) fn deleting_one_by_one_through(
+        mut self,
+        single: Arc<dyn ObjectStore>,
+    ) -> RemoteStore {
+        self.one_by_one = Some(single);
         self
     }
 
@@ -722,15 +740,38 @@ fn cut(whole: &[u8], range: &GetRange) -> Spanned {
     }
 }
 
-/// One DELETE; a missing object is fine.
-async fn delete_object(
+/// True when a bulk delete failed because the service does not serve such requests (S3's
+/// `NotImplemented`, a method not allowed, or a checksum header it does not know).
+fn refuses_bulk_delete(e: &Error) -> bool {
+    let Error::Remote { why, .. } = e else {
+        return false;
+    };
+    [
+        "status code: 501",
+        "status code: 405",
+        "<Code>NotImplemented</Code>",
+        "<Code>MethodNotAllowed</Code>",
+        "<Code>MissingContentMD5</Code>",
+    ]
+    .iter()
+    .any(|sign| why.contains(sign))
+}
+
+/// Deletes every object of `locations` as `client` deletes many (in bulk requests, unless it
+/// was built to delete one by one); missing objects are fine.
+async fn delete_all(
     client: Arc<dyn ObjectStore>,
-    path: Path,
-) -> std::result::Result<(), Failure> {
-    match client.delete(&path).await {
-        Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
-        Err(e) => Err(e.into()),
+    locations: Vec<Path>,
+) -> std::result::Result<(), object_store::Error> {
+    let locations = futures::stream::iter(locations.into_iter().map(Ok)).boxed();
+    let mut deleted = client.delete_stream(locations);
+    while let Some(outcome) = deleted.next().await {
+        match outcome {
+            Ok(_) | Err(object_store::Error::NotFound { .. }) => {}
+            Err(e) => return Err(e),
+        }
     }
+    Ok(())
 }
 
 impl Store for RemoteStore {
@@ -994,42 +1035,38 @@ impl Store for RemoteStore {
     }
 
     fn delete(&self, key: &StoreKey) -> Result<()> {
-        let path = self.object_path(key.as_str())?;
-        let client = Arc::clone(&self.client);
-        self.run(format!("DELETE {path}"), delete_object(client, path))
+        self.delete_many(std::slice::from_ref(key))
     }
 
     fn delete_prefix(&self, prefix: &StorePrefix) -> Result<()> {
         self.delete_many(&self.list_keys(prefix)?)
     }
 
+    /// Bulk deletes (`DeleteObjects`, up to 1000 keys a request), one bounded batch at a time;
+    /// where the service does not serve them, one DELETE per object from then on.
     fn delete_many(&self, keys: &[StoreKey]) -> Result<()> {
         let paths = self.object_paths(keys)?;
-        // Bulk deletes (`DeleteObjects`, up to 1000 keys a request), one bounded batch at a time.
         for batch in paths.chunks(DELETE_BATCH) {
-            let client = Arc::clone(&self.client);
-            let what = format!("DELETE {} objects from {}", batch.len(), batch[0]);
-            let locations = batch.to_vec();
-            let bulk = self.run(what, async move {
-                let locations = futures::stream::iter(locations.into_iter().map(Ok)).boxed();
-                let mut deleted = client.delete_stream(locations);
-                while let Some(outcome) = deleted.next().await {
-                    match outcome {
-                        Ok(_) | Err(object_store::Error::NotFound { .. }) => {}
-                        Err(e) => return Err(e.into()),
-                    }
+            let one_by_one = self
+                .one_by_one
+                .as_ref()
+                .filter(|_| self.bulk_deletes_refused.load(Ordering::Relaxed));
+            let client = Arc::clone(one_by_one.unwrap_or(&self.client));
+            let delete = |client: Arc<dyn ObjectStore>| {
+                let what = format!("DELETE {} objects from {}", batch.len(), batch[0]);
+                let locations = batch.to_vec();
+                self.run(
+                    what,
+                    async move { Ok(delete_all(client, locations).await?) },
+                )
+            };
+            match (delete(client), &self.one_by_one) {
+                (Ok(()), _) => {}
+                (Err(e), Some(single)) if one_by_one.is_none() && refuses_bulk_delete(&e) => {
+                    self.bulk_deletes_refused.store(true, Ordering::Relaxed);
+                    delete(Arc::clone(single))?;
                 }
-                Ok(())
-            });
-            match bulk {
-                Ok(()) => {}
-                Err(e @ Error::Auth(_)) => return Err(e),
-                // Some S3-compatible services have no bulk delete: one DELETE per object.
-                Err(_) => {
-                    self.run_many(batch.to_vec(), |client, path| {
-                        (format!("DELETE {path}"), delete_object(client, path))
-                    })?;
-                }
+                (Err(e), _) => return Err(e),
             }
         }
         Ok(())

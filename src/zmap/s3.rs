@@ -20,8 +20,9 @@ use object_store::aws::AmazonS3Builder;
 use settings::{Credentials, S3Settings};
 use std::sync::Arc;
 
-/// The client for `s`; `s` then says how its requests are signed.
-fn build_client(s: &mut S3Settings) -> Result<Arc<dyn ObjectStore>> {
+/// The client for `s`, and one that deletes objects one request each (for services that
+/// refuse bulk deletes); `s` then says how their requests are signed.
+fn build_clients(s: &mut S3Settings) -> Result<(Arc<dyn ObjectStore>, Arc<dyn ObjectStore>)> {
     let (options, retry) = s.transfer.client_config();
     let mut builder = AmazonS3Builder::new()
         .with_bucket_name(&s.bucket)
@@ -42,11 +43,18 @@ fn build_client(s: &mut S3Settings) -> Result<Arc<dyn ObjectStore>> {
         s.credentials = Credentials::Anonymous;
         s.credentials_source = format!("anonymous ({why})");
     }
-    let client = builder.build().map_err(|e| Error::Url {
-        url: describe(s),
-        why: e.to_string(),
-    })?;
-    Ok(Arc::new(client))
+    let built = |builder: AmazonS3Builder| -> Result<Arc<dyn ObjectStore>> {
+        let client = builder.build().map_err(|e| Error::Url {
+            url: describe(s),
+            why: e.to_string(),
+        })?;
+        Ok(Arc::new(client))
+    };
+    let single = built(builder.clone().with_disable_bulk_delete(true))?;
+    Ok((
+        built(builder.with_disable_bulk_delete(s.is_google()))?,
+        single,
+    ))
 }
 
 fn describe(s: &S3Settings) -> String {
@@ -66,7 +74,7 @@ fn describe(s: &S3Settings) -> String {
 /// [`Error::NotFound`]). Credentials that come from a service (STS, a container's agent,
 /// the instance metadata service) are fetched here.
 pub fn open(mut settings: S3Settings) -> Result<RemoteStore> {
-    let client = build_client(&mut settings)?;
+    let (client, single) = build_clients(&mut settings)?;
     Ok(RemoteStore::new(
         Service::S3,
         client,
@@ -74,7 +82,8 @@ pub fn open(mut settings: S3Settings) -> Result<RemoteStore> {
         settings.transfer,
         settings.credentials_source.clone(),
         describe(&settings),
-    ))
+    )
+    .deleting_one_by_one_through(single))
 }
 
 /// Prepares the prefix for a new dataset.

@@ -204,17 +204,44 @@ pub fn read_head(reader: &mut BufReader<TcpStream>) -> Option<Vec<String>> {
     }
 }
 
-/// What a [`CountingProxy`] does with the GETs it traps, instead of forwarding them.
+/// What a [`CountingProxy`] does with the requests it traps, instead of forwarding them.
 #[derive(Debug, Clone, Copy)]
 pub enum Trap {
-    /// Never answers (the connection stays open): a server that stalls.
+    /// A GET never answered (the connection stays open): a server that stalls.
     Stall,
-    /// Answers 200 with a body announced as 64 GiB and sends zeros until the client hangs up.
+    /// A GET answered 200 with a body announced as 64 GiB, zeros sent until the client hangs
+    /// up.
     EndlessBody,
+    /// A POST answered 501 Not Implemented, with S3's error document: a service without the
+    /// request (bulk deletes, say).
+    NotImplemented,
+}
+
+impl Trap {
+    /// The method of the requests it traps.
+    fn method(self) -> &'static str {
+        match self {
+            Trap::Stall | Trap::EndlessBody => "GET",
+            Trap::NotImplemented => "POST",
+        }
+    }
 }
 
 fn answer_trapped(mut client: TcpStream, trap: Trap) {
     match trap {
+        Trap::NotImplemented => {
+            let body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>NotImplemented\
+                        </Code><Message>A header you provided implies functionality that is \
+                        not implemented</Message></Error>";
+            let head = format!(
+                "HTTP/1.1 501 Not Implemented\r\nContent-Type: application/xml\r\n\
+                 Content-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = client.write_all(head.as_bytes());
+            let _ = client.write_all(body.as_bytes());
+            let _ = client.shutdown(Shutdown::Both);
+        }
         Trap::Stall => std::thread::sleep(Duration::from_secs(3600)),
         Trap::EndlessBody => {
             let zeros = vec![0u8; 1 << 20];
@@ -250,7 +277,7 @@ fn forward_requests(
         );
         let trapped = trap
             .as_ref()
-            .filter(|(pattern, _)| method == "GET" && target.contains(&**pattern))
+            .filter(|(pattern, trap)| method == trap.method() && target.contains(&**pattern))
             .map(|(_, trap)| *trap);
         log.lock().unwrap().push(Request {
             method,
@@ -259,11 +286,14 @@ fn forward_requests(
             connection,
             range: header("range"),
         });
+        let mut body = vec![0u8; length];
         if let Some(trap) = trapped {
+            if trap.method() != "GET" && reader.read_exact(&mut body).is_err() {
+                break;
+            }
             answer_trapped(answer_to, trap);
             return;
         }
-        let mut body = vec![0u8; length];
         if reader.read_exact(&mut body).is_err() {
             break;
         }
@@ -280,8 +310,8 @@ impl CountingProxy {
         Self::start_trapping(target, None)
     }
 
-    /// As [`CountingProxy::start`], but a GET whose target contains the pattern of `trap` is
-    /// recorded and answered as the trap says, not forwarded.
+    /// As [`CountingProxy::start`], but a request of the trap's method whose target contains
+    /// the pattern of `trap` is recorded and answered as the trap says, not forwarded.
     pub fn start_trapping(target: u16, trap: Option<(&str, Trap)>) -> CountingProxy {
         let trap: Option<(Arc<str>, Trap)> = trap.map(|(p, t)| (Arc::from(p), t));
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();

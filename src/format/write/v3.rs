@@ -113,16 +113,8 @@ fn group_object(tree: &Tree, g: crate::model::GroupId, layout: Layout) -> Value 
 
 /// `dimension_names`: each dimension's name, none for the anonymous ones pure Zarr reads.
 fn dimension_names(tree: &Tree, var: &Var) -> Value {
-    var.dims
-        .iter()
-        .map(|d| {
-            let dim = tree.dim(*d);
-            if dim.name == crate::format::anonymous_dim_name(dim.len) {
-                Value::Null
-            } else {
-                Value::from(dim.name.clone())
-            }
-        })
+    (0..var.dims.len())
+        .map(|i| crate::format::written_dim_name(tree, var, i).map_or(Value::Null, Value::from))
         .collect()
 }
 

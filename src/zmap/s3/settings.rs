@@ -225,6 +225,13 @@ fn scope_applies(
 }
 
 impl S3Settings {
+    /// True for Google Cloud Storage's S3 interface (which has no bulk delete).
+    pub fn is_google(&self) -> bool {
+        self.endpoint
+            .as_deref()
+            .is_some_and(|e| e.trim_end_matches('/') == GOOGLE_ENDPOINT)
+    }
+
     /// Resolves the settings for `url`, reading the environment through `env` and the shared
     /// AWS files it names.
     pub fn resolve(url: &DatasetUrl, env: &dyn Fn(&str) -> Option<String>) -> Result<S3Settings> {
@@ -412,6 +419,7 @@ mod tests {
             );
             assert_eq!(s.region, region.unwrap_or(DEFAULT_REGION), "{text}");
             assert_eq!(s.credentials, instance_role(), "{text}");
+            assert_eq!(s.is_google(), endpoint == Some(GOOGLE_ENDPOINT), "{text}");
         }
         for bad in [
             "https://s3.amazonaws.com/#mode=s3",
