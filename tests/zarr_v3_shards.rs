@@ -238,7 +238,7 @@ fn netcdf_asks_for_shards_and_zarr_python_reads_them() {
             CountingProxy::start_trapping(server.port, Some(("?delete", Trap::NotImplemented)));
         let refusing_endpoint = refusing.endpoint();
         let mut refusing_env = common::s3::tool_env(&refusing_endpoint);
-        // Refusals are not asked again, so the proxy sees the one POST.
+        // Without retries (a 501 is retried as any server error), the proxy sees one POST.
         refusing_env.push(("NCZARR_RS_S3_RETRIES", Some("0")));
         let zip_url = url(&zip, &format!("{layout},v3,zip"));
         for (target, env) in [

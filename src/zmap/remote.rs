@@ -406,6 +406,15 @@ impl RemoteStore {
         self
     }
 
+    /// Deletes the objects at `paths` through `single`, one request each, as many in flight
+    /// and each within the time as other object requests.
+    fn delete_one_by_one(&self, single: &Arc<dyn ObjectStore>, paths: Vec<Path>) -> Result<()> {
+        self.run_many_on(Arc::clone(single), paths, |client, path| {
+            (format!("DELETE {path}"), delete_one(client, path))
+        })?;
+        Ok(())
+    }
+
     /// Listings go through `lister` instead.
     pub(crate) fn listing_through(mut self, lister: Arc<dyn ObjectStore>) -> RemoteStore {
         self.lister = lister;
@@ -567,10 +576,25 @@ impl RemoteStore {
         F: Fn(Arc<dyn ObjectStore>, I) -> (String, Fut) + Send + 'static,
         Fut: Future<Output = std::result::Result<T, Failure>> + Send + 'static,
     {
+        self.run_many_on(Arc::clone(&self.client), items, op)
+    }
+
+    /// [`RemoteStore::run_many`] through `client`.
+    fn run_many_on<I, T, F, Fut>(
+        &self,
+        client: Arc<dyn ObjectStore>,
+        items: Vec<I>,
+        op: F,
+    ) -> Result<Vec<T>>
+    where
+        I: Send + 'static,
+        T: Send + 'static,
+        F: Fn(Arc<dyn ObjectStore>, I) -> (String, Fut) + Send + 'static,
+        Fut: Future<Output = std::result::Result<T, Failure>> + Send + 'static,
+    {
         if items.is_empty() {
             return Ok(Vec::new());
         }
-        let client = Arc::clone(&self.client);
         let timeout = self.transfer.timeout;
         let concurrency = self.transfer.concurrency;
         let outcome = runtime::run(batch::in_order(items, concurrency, move |item| {
@@ -752,14 +776,16 @@ fn refuses_bulk_delete(e: &Error) -> bool {
         "<Code>NotImplemented</Code>",
         "<Code>MethodNotAllowed</Code>",
         "<Code>MissingContentMD5</Code>",
+        // Google Cloud Storage's answer, at another endpoint than the one `gs3://` names.
+        "Cannot create buckets using a POST",
+        BULK_DELETE_NOT_FOUND,
     ]
     .iter()
     .any(|sign| why.contains(sign))
 }
 
-/// Deletes every object of `locations` as `client` deletes many (in bulk requests, unless it
-/// was built to delete one by one); missing objects are fine.
-async fn delete_all(
+/// Deletes every object of `locations` in bulk requests (missing objects are fine).
+async fn delete_in_bulk(
     client: Arc<dyn ObjectStore>,
     locations: Vec<Path>,
 ) -> std::result::Result<(), object_store::Error> {
@@ -767,11 +793,30 @@ async fn delete_all(
     let mut deleted = client.delete_stream(locations);
     while let Some(outcome) = deleted.next().await {
         match outcome {
-            Ok(_) | Err(object_store::Error::NotFound { .. }) => {}
+            Ok(_) => {}
+            // A bulk request reports a missing object as deleted: not found, it is the request
+            // itself, which a service without bulk deletes may answer so.
+            Err(object_store::Error::NotFound { .. }) => {
+                return Err(object_store::Error::Generic {
+                    store: "S3",
+                    source: BULK_DELETE_NOT_FOUND.into(),
+                });
+            }
             Err(e) => return Err(e),
         }
     }
     Ok(())
+}
+
+/// Why a bulk delete failed when the service answered it 404.
+const BULK_DELETE_NOT_FOUND: &str = "the bulk delete request was answered 404 (Not Found)";
+
+/// One DELETE through a client that deletes one object a request; a missing object is fine.
+async fn delete_one(client: Arc<dyn ObjectStore>, path: Path) -> std::result::Result<(), Failure> {
+    match client.delete(&path).await {
+        Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
 }
 
 impl Store for RemoteStore {
@@ -1046,27 +1091,26 @@ impl Store for RemoteStore {
     /// where the service does not serve them, one DELETE per object from then on.
     fn delete_many(&self, keys: &[StoreKey]) -> Result<()> {
         let paths = self.object_paths(keys)?;
-        for batch in paths.chunks(DELETE_BATCH) {
-            let one_by_one = self
-                .one_by_one
-                .as_ref()
-                .filter(|_| self.bulk_deletes_refused.load(Ordering::Relaxed));
-            let client = Arc::clone(one_by_one.unwrap_or(&self.client));
-            let delete = |client: Arc<dyn ObjectStore>| {
-                let what = format!("DELETE {} objects from {}", batch.len(), batch[0]);
-                let locations = batch.to_vec();
-                self.run(
-                    what,
-                    async move { Ok(delete_all(client, locations).await?) },
-                )
-            };
-            match (delete(client), &self.one_by_one) {
-                (Ok(()), _) => {}
-                (Err(e), Some(single)) if one_by_one.is_none() && refuses_bulk_delete(&e) => {
-                    self.bulk_deletes_refused.store(true, Ordering::Relaxed);
-                    delete(Arc::clone(single))?;
-                }
-                (Err(e), _) => return Err(e),
+        let single = self.one_by_one.as_ref();
+        if let Some(single) = single.filter(|_| self.bulk_deletes_refused.load(Ordering::Relaxed)) {
+            return self.delete_one_by_one(single, paths);
+        }
+        for (n, batch) in paths.chunks(DELETE_BATCH).enumerate() {
+            let client = Arc::clone(&self.client);
+            let what = format!("DELETE {} objects from {}", batch.len(), batch[0]);
+            let locations = batch.to_vec();
+            match self.run(
+                what,
+                async move { Ok(delete_in_bulk(client, locations).await?) },
+            ) {
+                Ok(()) => {}
+                Err(e) => match single {
+                    Some(single) if refuses_bulk_delete(&e) => {
+                        self.bulk_deletes_refused.store(true, Ordering::Relaxed);
+                        return self.delete_one_by_one(single, paths[n * DELETE_BATCH..].to_vec());
+                    }
+                    _ => return Err(e),
+                },
             }
         }
         Ok(())

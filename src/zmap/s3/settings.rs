@@ -225,11 +225,14 @@ fn scope_applies(
 }
 
 impl S3Settings {
-    /// True for Google Cloud Storage's S3 interface (which has no bulk delete).
+    /// True for Google Cloud Storage's S3 interface (which has no bulk delete): an endpoint
+    /// on a host of `googleapis.com`, however spelled (regional and private hosts too).
     pub fn is_google(&self) -> bool {
         self.endpoint
             .as_deref()
-            .is_some_and(|e| e.trim_end_matches('/') == GOOGLE_ENDPOINT)
+            .and_then(|e| reqwest::Url::parse(e).ok())
+            .and_then(|u| u.host_str().map(str::to_ascii_lowercase))
+            .is_some_and(|host| host == "googleapis.com" || host.ends_with(".googleapis.com"))
     }
 
     /// Resolves the settings for `url`, reading the environment through `env` and the shared
@@ -420,6 +423,23 @@ mod tests {
             assert_eq!(s.region, region.unwrap_or(DEFAULT_REGION), "{text}");
             assert_eq!(s.credentials, instance_role(), "{text}");
             assert_eq!(s.is_google(), endpoint == Some(GOOGLE_ENDPOINT), "{text}");
+        }
+        let at = |endpoint: &str| S3Settings {
+            endpoint: Some(endpoint.into()),
+            ..ok("s3://b/k#mode=s3", &[])
+        };
+        for google in [
+            "https://Storage.GoogleApis.com:443/",
+            "http://storage.googleapis.com",
+            "https://storage.europe-west3.rep.googleapis.com",
+        ] {
+            assert!(at(google).is_google(), "{google}");
+        }
+        for other in [
+            "https://s3.amazonaws.com",
+            "https://googleapis.com.example.org",
+        ] {
+            assert!(!at(other).is_google(), "{other}");
         }
         for bad in [
             "https://s3.amazonaws.com/#mode=s3",
