@@ -327,21 +327,31 @@ fn crc32c_of(data: &[u8]) -> u32 {
 /// keeps them and the others are read on anonymous dimensions there. Stock `ncdump` and
 /// netCDF4-python read every level as zarr-python does (netcdf-c 4.10.1's own NCZarr refuses
 /// to open such a dataset); after netCDF4-python changes the dataset, every level still has
-/// its `dimension_names`, in its own metadata and in the consolidated metadata.
+/// its `dimension_names`, in its own metadata and in the consolidated metadata. The same holds
+/// for the Zarr v2 image, whose names are xarray's `_ARRAY_DIMENSIONS`.
 #[test]
 fn multiscale_levels_naming_their_axes_alike_all_read() {
     if common::reference_only() {
         return;
     }
+    for format in ["2", "3"] {
+        multiscale_image_reads_and_keeps_its_names(format);
+    }
+}
+
+fn multiscale_image_reads_and_keeps_its_names(format: &str) {
     let dir = scratch("v3-multiscale");
     let store = dir.path().join("image.zarr");
     let write = r#"
 import json, sys, numpy as np, zarr
-g = zarr.open_group(sys.argv[1], mode="w", zarr_format=3)
+fmt = int(sys.argv[2])
+g = zarr.open_group(sys.argv[1], mode="w", zarr_format=fmt)
 levels = {}
 for i, (h, w) in enumerate([(6, 8), (3, 4), (2, 2)]):
-    a = g.create_array(str(i), shape=(2, h, w), chunks=(1, 2, 2), dtype="u2",
-                       dimension_names=["c", "y", "x"])
+    named = {"dimension_names": ["c", "y", "x"]} if fmt == 3 else {}
+    a = g.create_array(str(i), shape=(2, h, w), chunks=(1, 2, 2), dtype="u2", **named)
+    if fmt == 2:
+        a.attrs["_ARRAY_DIMENSIONS"] = ["c", "y", "x"]
     a[:] = np.arange(2 * h * w, dtype="u2").reshape(2, h, w) * (i + 1)
     levels[str(i)] = a[...].astype("f8").ravel().tolist()
 g.attrs["multiscales"] = [{"axes": [{"name": "c"}, {"name": "y"}, {"name": "x"}],
@@ -349,7 +359,7 @@ g.attrs["multiscales"] = [{"axes": [{"name": "c"}, {"name": "y"}, {"name": "x"}]
 zarr.consolidate_metadata(sys.argv[1])
 print(json.dumps(levels))
 "#;
-    let written = common::python::run_script("zarr3", write, &[store.to_str().unwrap()])
+    let written = common::python::run_script("zarr3", write, &[store.to_str().unwrap(), format])
         .unwrap_or_else(|e| panic!("{e}"));
     let want: Value = serde_json::from_str(&written).unwrap();
     let target = url(&store, "zarr,file");
@@ -362,7 +372,7 @@ print(json.dumps(levels))
         "ushort \\1(c, _Anonymous_Dim_3, _Anonymous_Dim_4) ;",
         "ushort \\2(c, _Anonymous_Dim_2, _Anonymous_Dim_2) ;",
     ] {
-        assert!(has_line(&dump, line), "no {line:?} in\n{dump}");
+        assert!(has_line(&dump, line), "v{format}: no {line:?} in\n{dump}");
     }
     let read_and_change = r#"
 import json, sys, numpy as np, netCDF4
@@ -374,7 +384,11 @@ with netCDF4.Dataset(sys.argv[3], "a") as ds:
     ds["1"].setncattr("level", 1)
 "#;
     let args = [target.as_str(), "0,1,2", store.to_str().unwrap()];
-    assert_eq!(common::python::netcdf4_json(read_and_change, &args), want);
+    assert_eq!(
+        common::python::netcdf4_json(read_and_change, &args),
+        want,
+        "v{format}"
+    );
     let names = r#"
 import json, sys, warnings, zarr
 warnings.simplefilter("ignore")
@@ -382,7 +396,10 @@ out = {}
 for consolidated in (False, True):
     g = zarr.open_group(sys.argv[1], mode="r", use_consolidated=consolidated)
     for n in ("0", "1", "2"):
-        out[f"{n} {consolidated}"] = list(g[n].metadata.dimension_names)
+        a = g[n]
+        names = (a.metadata.dimension_names if a.metadata.zarr_format == 3
+                 else a.attrs["_ARRAY_DIMENSIONS"])
+        out[f"{n} {consolidated}"] = list(names)
     out[f"attrs {consolidated}"] = [g.attrs.get("history"), g["1"].attrs.get("level")]
 print(json.dumps(out, sort_keys=True))
 "#;
@@ -392,7 +409,7 @@ print(json.dumps(out, sort_keys=True))
     let cyx = serde_json::json!(["c", "y", "x"]);
     for consolidated in ["False", "True"] {
         for n in ["0", "1", "2"] {
-            assert_eq!(got[format!("{n} {consolidated}")], cyx, "{out}");
+            assert_eq!(got[format!("{n} {consolidated}")], cyx, "v{format}: {out}");
         }
         assert_eq!(
             got[format!("attrs {consolidated}")],

@@ -1117,9 +1117,8 @@ pub fn read_dataset_as(
         {
             return v3::read_dataset(store, &fetched, root, pure, xarray, writable);
         }
-        let hidden_array =
-            || -> Result<bool> { Ok(store.listings_hide_dot_files() && direct.has(".zarray")?) };
-        if kids.iter().any(|k| k == ".zarray") || hidden_array()? {
+        // The root has no `.zgroup`: an object its listing hid is a `.zarray`.
+        if kids.iter().any(|k| k == ".zarray") || direct.unlisted_zarr_object("")? {
             return Err(Error::NotZarr(format!(
                 "{} is a single Zarr array, not a group",
                 store.describe()

@@ -396,13 +396,16 @@ impl RemoteStore {
         self
     }
 
-    /// Deletes that a bulk request fails for (not for want of credentials) go through
-    /// `single`, which deletes each object with a request of its own.
+    /// Deletes that the service refuses as bulk requests go through `single`, which deletes
+    /// each object with a request of its own; from the start when `no_bulk_deletes` (a
+    /// service known to have none).
     pub(crate) fn deleting_one_by_one_through(
         mut self,
         single: Arc<dyn ObjectStore>,
+        no_bulk_deletes: bool,
     ) -> RemoteStore {
         self.one_by_one = Some(single);
+        self.bulk_deletes_refused = AtomicBool::new(no_bulk_deletes);
         self
     }
 

@@ -51,10 +51,7 @@ fn build_clients(s: &mut S3Settings) -> Result<(Arc<dyn ObjectStore>, Arc<dyn Ob
         Ok(Arc::new(client))
     };
     let single = built(builder.clone().with_disable_bulk_delete(true))?;
-    Ok((
-        built(builder.with_disable_bulk_delete(s.is_google()))?,
-        single,
-    ))
+    Ok((built(builder)?, single))
 }
 
 fn describe(s: &S3Settings) -> String {
@@ -83,7 +80,7 @@ pub fn open(mut settings: S3Settings) -> Result<RemoteStore> {
         settings.credentials_source.clone(),
         describe(&settings),
     )
-    .deleting_one_by_one_through(single))
+    .deleting_one_by_one_through(single, settings.is_google()))
 }
 
 /// Prepares the prefix for a new dataset.
