@@ -9,6 +9,7 @@
 //! A variable whose metadata uses something we cannot serve is still listed; it carries the
 //! reason in `Var::unreadable` and fails at its first data access. Never reads chunks.
 
+mod dims;
 mod meta;
 mod v1;
 mod v3;
@@ -17,10 +18,9 @@ use super::json::{Json, Object};
 use super::write::{ARRAY, ARRAY_DIMENSIONS, ATTR, GROUP, NCPROPERTIES, SUPERBLOCK};
 use super::{Layout, attrs, dtype, number};
 use crate::error::{Error, Result};
-use crate::model::{
-    Att, COMPLEX_DIMENSION, DimId, GroupId, NcType, Storage, StringStorage, Tree, Values, Var,
-};
+use crate::model::{Att, DimId, GroupId, NcType, Storage, StringStorage, Tree, Values, Var};
 use crate::zmap::{Store, StoreKey};
+use dims::Unplaced;
 use meta::{Meta, join};
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -329,9 +329,11 @@ impl<'a> Reader<'a> {
             .find(|d| self.tree.dim_fqn(*d) == fqn)
     }
 
-    /// Reads the variables [`Reader::read_group`] listed, group by group in its order.
+    /// Reads the variables [`Reader::read_group`] listed, group by group in its order, and
+    /// places each group's on dimensions once all of them are read.
     fn read_pending_vars(&mut self) -> Result<()> {
         for (g, path, arrays) in std::mem::take(&mut self.pending_vars) {
+            let mut read = Vec::with_capacity(arrays.len());
             for name in arrays {
                 if !plain_name(&name) {
                     return Err(Error::metadata(
@@ -339,14 +341,25 @@ impl<'a> Reader<'a> {
                         format!("bad array name {name:?}"),
                     ));
                 }
-                let var = self.read_var(g, &join(&path, &name))?;
+                read.push(self.read_var(&join(&path, &name))?);
+            }
+            let preferred = dims::preferred_lengths(
+                read.iter()
+                    .filter_map(|(var, u)| Some((var.name.as_str(), u.as_ref()?))),
+            );
+            for (mut var, unplaced) in read {
+                if let Some(unplaced) = unplaced {
+                    self.place(g, &mut var, &unplaced, &preferred);
+                }
                 self.tree.group_mut(g).vars.push(var);
             }
         }
         Ok(())
     }
 
-    fn read_var(&mut self, g: GroupId, path: &str) -> Result<Var> {
+    /// The array at `path`, and the dimensions it names when it still has to be
+    /// placed on them ([`Reader::place`]).
+    fn read_var(&mut self, path: &str) -> Result<(Var, Option<Unplaced>)> {
         if self.v3 {
             let key = join(path, v3::ZARR_JSON);
             let obj = self
@@ -356,8 +369,7 @@ impl<'a> Reader<'a> {
             let array = v3::array(&obj, &key)?;
             let names = array.dimension_names.clone();
             let (zarray, attributes) = (array.zarray, array.attributes);
-            let mut var = self.read_var_from(
-                g,
+            let (mut var, unplaced) = self.read_var_from(
                 path,
                 zarray,
                 attributes,
@@ -372,7 +384,7 @@ impl<'a> Reader<'a> {
             if self.keep_stored {
                 var.v3_stored = Some(std::sync::Arc::new(obj.to_map()));
             }
-            return Ok(var);
+            return Ok((var, unplaced));
         }
         let zk = join(path, ".zarray");
         let ak = join(path, ".zattrs");
@@ -383,7 +395,7 @@ impl<'a> Reader<'a> {
         let mut zattrs = self.meta.get(&ak)?.unwrap_or_default();
         self.fold_v1(path, v1::ARRAY, "_NCZARR_ARRAY", &mut zarray)?;
         self.fold_v1(path, v1::ATTR, "_NCZARR_ATTR", &mut zattrs)?;
-        self.read_var_from(g, path, zarray, zattrs, &zk, &ak, None, None)
+        self.read_var_from(path, zarray, zattrs, &zk, &ak, None, None)
     }
 
     /// A variable from its array object `zarray` (`zk`) and attributes `zattrs` (`ak`), in
@@ -392,7 +404,6 @@ impl<'a> Reader<'a> {
     #[allow(clippy::too_many_arguments)]
     fn read_var_from(
         &mut self,
-        g: GroupId,
         path: &str,
         zarray: Obj<'a>,
         zattrs: Obj<'a>,
@@ -400,7 +411,7 @@ impl<'a> Reader<'a> {
         ak: &str,
         dimension_names: Option<Vec<Option<String>>>,
         unreadable: Option<String>,
-    ) -> Result<Var> {
+    ) -> Result<(Var, Option<Unplaced>)> {
         let (zk, ak) = (zk.to_string(), ak.to_string());
         let name = path.rsplit('/').next().unwrap_or(path).to_string();
         let shape = u64_list(zarray.get("shape"), &zk, "shape")?;
@@ -513,7 +524,10 @@ impl<'a> Reader<'a> {
         self.numpy_times |= dt.time.is_some();
         self.numpy_complex |= dt.complex;
 
-        // Dimensions.
+        // Dimensions: placed once the group's arrays are all read.
+        let names = dimension_names
+            .or_else(|| array_dimensions(&zattrs))
+            .filter(|n| n.len() == shape.len());
         let refs = ainfo
             .and_then(|i| get_alt(i.as_object()?, &["dimension_references", "dimrefs"]))
             .and_then(Json::as_array);
@@ -528,138 +542,40 @@ impl<'a> Reader<'a> {
                 var.unreadable
                     .get_or_insert_with(|| "a complex NCZarr scalar is not read".to_string());
             }
-            return Ok(var);
+            return Ok((var, None));
         }
-        if shape.is_empty() {
-            self.add_complex_parts(&mut var);
-            return Ok(var);
-        }
-        let dims = match refs.filter(|_| self.nczarr) {
+        let references = match refs.filter(|_| self.nczarr && !shape.is_empty()) {
             Some(refs) => {
-                let mut dims = Vec::new();
-                for (i, r) in refs.iter().enumerate() {
-                    let fqn = r.as_str().ok_or_else(|| {
-                        Error::metadata(&ak, "dimension reference is not a string")
-                    })?;
-                    let len = *shape.get(i).ok_or_else(|| {
-                        Error::metadata(&zk, "more dimension references than shape entries")
-                    })?;
-                    dims.push(match self.find_dim_by_fqn(fqn) {
-                        Some(d) => d,
-                        None => self.implicit_dim(fqn, len),
-                    });
+                let references = refs
+                    .iter()
+                    .map(|r| {
+                        r.as_str().map(str::to_string).ok_or_else(|| {
+                            Error::metadata(&ak, "dimension reference is not a string")
+                        })
+                    })
+                    .collect::<Result<Vec<String>>>()?;
+                if references.len() > shape.len() {
+                    return Err(Error::metadata(
+                        &zk,
+                        "more dimension references than shape entries",
+                    ));
                 }
-                dims
+                if references.len() != shape.len() {
+                    return Err(Error::metadata(&zk, "dimension count does not match shape"));
+                }
+                Some(references)
             }
-            None => {
-                let names = dimension_names.or_else(|| array_dimensions(&zattrs));
-                self.pure_dims(g, names, &shape, &mut var)
-            }
+            None => None,
         };
-        if dims.len() != shape.len() {
-            return Err(Error::metadata(&zk, "dimension count does not match shape"));
-        }
-        for (d, len) in dims.iter().zip(&shape) {
-            let dim = &mut self.tree.dims[d.0];
-            if dim.unlimited {
-                dim.len = dim.len.max(*len);
-            } else if dim.len != *len {
-                var.unreadable.get_or_insert_with(|| {
-                    format!(
-                        "shape {shape:?} disagrees with dimension {} of length {}",
-                        dim.name, dim.len
-                    )
-                });
-            }
-        }
-        var.dims = dims;
         var.chunks = chunks;
-        self.add_complex_parts(&mut var);
-        Ok(var)
-    }
-
-    /// A complex variable's last dimension: its two parts, the root group's
-    /// [`COMPLEX_DIMENSION`].
-    fn add_complex_parts(&mut self, var: &mut Var) {
-        if !var.complex {
-            return;
-        }
-        let parts = match self.tree.find_dim_in_scope(Tree::ROOT, COMPLEX_DIMENSION) {
-            Some(d) => d,
-            None => self.tree.add_dim(Tree::ROOT, COMPLEX_DIMENSION, 2, false),
-        };
-        if self.tree.dim(parts).len != 2 {
-            var.unreadable
-                .get_or_insert_with(|| format!("dimension {COMPLEX_DIMENSION} is not of length 2"));
-        }
-        var.dims.push(parts);
-        var.chunks.push(2);
-    }
-
-    /// A dimension reference naming no declared dimension: create it where the name says.
-    fn implicit_dim(&mut self, fqn: &str, len: u64) -> DimId {
-        let mut parts: Vec<&str> = fqn.split('/').filter(|s| !s.is_empty()).collect();
-        let name = parts.pop().unwrap_or("_Anonymous_Dim").to_string();
-        let mut g = Tree::ROOT;
-        for p in parts {
-            g = self.tree.child_named(g, p).unwrap_or(g);
-        }
-        match self
-            .tree
-            .group(g)
-            .dims
-            .iter()
-            .copied()
-            .find(|d| self.tree.dim(*d).name == name)
-        {
-            Some(d) => d,
-            None => self.tree.add_dim(g, &name, len, false),
-        }
-    }
-
-    /// Pure Zarr: the dimensions of an array of `shape`, named by `names` (one name, or none
-    /// for an anonymous dimension, per entry of `shape`), found in scope or made in `g`.
-    fn pure_dims(
-        &mut self,
-        g: GroupId,
-        names: Option<Vec<Option<String>>>,
-        shape: &[u64],
-        var: &mut Var,
-    ) -> Vec<DimId> {
-        let mut dims = Vec::new();
-        for (i, len) in shape.iter().enumerate() {
-            let named = names
-                .as_ref()
-                .filter(|n| n.len() == shape.len())
-                .and_then(|n| n[i].clone());
-            let d = match named {
-                Some(n) => match self.tree.find_dim_in_scope(g, &n) {
-                    Some(d) if self.tree.dim(d).len == *len => d,
-                    // A name this group gave a dimension of another length (the levels of a
-                    // multiscale image, each naming its axes alike): netCDF cannot give one
-                    // group two dimensions of one name, so this array's is anonymous.
-                    Some(d) if self.tree.dim(d).group == g => {
-                        var.clashing_dim_names.resize(shape.len(), None);
-                        var.clashing_dim_names[i] = Some(n);
-                        self.anonymous(*len)
-                    }
-                    // netCDF has no fixed dimension of length 0: such a dimension can
-                    // only have been unlimited.
-                    _ => self.tree.add_dim(g, &n, *len, *len == 0),
-                },
-                None => self.anonymous(*len),
-            };
-            dims.push(d);
-        }
-        dims
-    }
-
-    fn anonymous(&mut self, len: u64) -> DimId {
-        let name = super::anonymous_dim_name(len);
-        match self.tree.find_dim_in_scope(Tree::ROOT, &name) {
-            Some(d) => d,
-            None => self.tree.add_dim(Tree::ROOT, &name, len, false),
-        }
+        Ok((
+            var,
+            Some(Unplaced {
+                shape,
+                references,
+                names,
+            }),
+        ))
     }
 
     fn read_codecs(&self, zarray: &Obj, var: &mut Var) {
@@ -1285,5 +1201,63 @@ mod tests {
         assert_eq!(groups, ["deeper"]);
         let deeper = tree.group(implicit).children[0];
         assert_eq!(names(tree, deeper).0, ["b"]);
+    }
+
+    /// The dimension each array of the root is on, by name.
+    fn root_dims(tree: &Tree) -> Vec<(String, Vec<String>)> {
+        tree.group(Tree::ROOT)
+            .vars
+            .iter()
+            .map(|v| {
+                let dims = v.dims.iter().map(|d| tree.dim(*d).name.clone()).collect();
+                (v.name.clone(), dims)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_unlimited_dimension_an_nczarr_group_declares_takes_arrays_of_any_length() {
+        let store = store_with(&[
+            (".zgroup", r#"{"zarr_format": 2}"#),
+            (
+                ".zattrs",
+                r#"{"_nczarr_superblock": {"version": "2.0.0"}, "_nczarr_group":
+                    {"dimensions": {"t": {"size": 5, "unlimited": 1}}, "arrays": ["a"],
+                     "groups": []}}"#,
+            ),
+            ("a/.zarray", ARRAY),
+            ("a/.zattrs", r#"{"_ARRAY_DIMENSIONS": ["t"]}"#),
+        ]);
+        let opened = read_dataset(&store, false, true).unwrap();
+        assert_eq!(root_dims(&opened.tree), [("a".into(), vec!["t".into()])]);
+        assert!(opened.tree.group(Tree::ROOT).vars[0].unreadable.is_none());
+    }
+
+    #[test]
+    fn pure_zarr_of_length_zero_and_more_keeps_the_longer_named() {
+        let empty = ARRAY
+            .replace("[3]", "[0]")
+            .replace("\"chunks\": [0]", "\"chunks\": [1]");
+        let store = store_with(&[
+            (".zgroup", r#"{"zarr_format": 2}"#),
+            ("a/.zarray", &empty),
+            ("a/.zattrs", r#"{"_ARRAY_DIMENSIONS": ["t"]}"#),
+            ("b/.zarray", ARRAY),
+            ("b/.zattrs", r#"{"_ARRAY_DIMENSIONS": ["t"]}"#),
+            ("c/.zarray", ARRAY),
+            ("c/.zattrs", r#"{"_ARRAY_DIMENSIONS": ["t"]}"#),
+        ]);
+        let opened = read_dataset(&store, true, true).unwrap();
+        let tree = &opened.tree;
+        assert_eq!(
+            root_dims(tree),
+            [
+                ("a".into(), vec!["_Anonymous_Dim_0".into()]),
+                ("b".into(), vec!["t".into()]),
+                ("c".into(), vec!["t".into()]),
+            ]
+        );
+        let a = &tree.group(Tree::ROOT).vars[0];
+        assert_eq!(a.clashing_dim_names, [Some("t".to_string())]);
     }
 }
