@@ -1,14 +1,14 @@
 //! The S3 backend beyond the conformance suite: requests counted at the wire (one GET per
 //! object, no HEAD, batches spread over several connections, consolidated open is one GET),
 //! credentials (right, wrong, anonymous on a public and on a protected server), creation rules
-//! (clobber, noclobber, missing bucket), and failures that must end in a clear error, never a
+//! (clobber, noclobber, missing bucket), deletes at a service without bulk deletes, and failures that must end in a clear error, never a
 //! hang: a stopped server, a silent one, one that drops or stalls mid-GET, and throttling that
 //! a retry overcomes.
 
 mod common;
 
 use common::s3::{
-    BUCKET, CountingProxy, FakeServer, Kind, Misbehaviour, Server, settings_at, within,
+    BUCKET, CountingProxy, FakeServer, Kind, Misbehaviour, Server, Trap, settings_at, within,
 };
 use nczarr_rs::Error;
 use nczarr_rs::api::{CreateOptions, Dataset};
@@ -94,6 +94,40 @@ fn deleting_many_objects_is_a_few_bulk_requests() {
             store.list_keys(&StorePrefix::root()).unwrap().is_empty(),
             "{kind:?}: objects left"
         );
+    }
+}
+
+/// A service without S3's bulk delete, answering it 501 (`NotImplemented`) or 404, gets one
+/// DELETE per object after its first refusal; the refusal is remembered for the endpoint, so
+/// a store opened there later in the process sends no bulk request at all.
+#[test]
+fn a_service_refusing_bulk_deletes_gets_one_delete_per_object() {
+    let server = Server::start(Kind::S3sFs);
+    for trap in [Trap::NotImplemented, Trap::NotFound] {
+        let proxy = CountingProxy::start_trapping(server.port, Some(("?delete", trap)));
+        let root = server.fresh_root("single-deletes");
+        for (open, bulk_requests) in [("first", 1), ("second", 0)] {
+            let mut settings = settings_at(&proxy.endpoint(), &root);
+            settings.transfer.retries = 0;
+            let store = s3::open(settings).unwrap();
+            let keys = chunk_keys(3);
+            store
+                .put_many(keys.iter().map(|k| (k.clone(), vec![7u8; 10])).collect())
+                .unwrap();
+            proxy.take();
+            store.delete_many(&keys).unwrap();
+            let reqs = proxy.take();
+            let count = |method: &str| reqs.iter().filter(|r| r.method == method).count();
+            assert_eq!(
+                (count("POST"), count("DELETE")),
+                (bulk_requests, 3),
+                "{trap:?}, {open} open: {reqs:?}"
+            );
+            assert!(
+                store.list_keys(&StorePrefix::root()).unwrap().is_empty(),
+                "{trap:?}, {open} open: objects left"
+            );
+        }
     }
 }
 

@@ -14,6 +14,7 @@
 mod batch;
 mod body;
 pub mod runtime;
+pub(crate) mod single_deletes;
 
 use super::http::index_page;
 use super::{EachObject, ObjectLimit, Produce, Store, StoreKey, StorePrefix, Tail};
@@ -24,6 +25,7 @@ use object_store::path::Path;
 use object_store::{
     BackoffConfig, ClientOptions, GetRange, ObjectStore, ObjectStoreExt, PutPayload, RetryConfig,
 };
+use single_deletes::{BULK_DELETE_NOT_FOUND, SingleDeletes, refuses_bulk_delete};
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -163,12 +165,8 @@ pub struct RemoteStore {
     index_page_files: Mutex<std::collections::HashSet<String>>,
     /// Where index pages are read, for a web server.
     index_pages: Option<Arc<dyn IndexPages>>,
-    /// A client of the same service that deletes objects one request each: for services
-    /// that refuse bulk deletes.
-    one_by_one: Option<Arc<dyn ObjectStore>>,
-    /// The service refused a bulk delete as a request it does not serve: every delete goes
-    /// through `one_by_one`.
-    bulk_deletes_refused: AtomicBool,
+    /// Deletes of one object a request, for a service that refuses bulk deletes.
+    single_deletes: Option<SingleDeletes>,
 }
 
 /// Why an object operation failed, before it is given the store's context.
@@ -366,8 +364,7 @@ impl RemoteStore {
             lists_by_index_page: AtomicBool::new(false),
             index_page_files: Mutex::default(),
             index_pages: None,
-            one_by_one: None,
-            bulk_deletes_refused: AtomicBool::new(false),
+            single_deletes: None,
         }
     }
 
@@ -396,23 +393,20 @@ impl RemoteStore {
         self
     }
 
-    /// Deletes that the service refuses as bulk requests go through `single`, which deletes
-    /// each object with a request of its own; from the start when `no_bulk_deletes` (a
-    /// service known to have none).
-    pub(crate) fn deleting_one_by_one_through(
+    /// Deletes that the service refuses as bulk requests are made one object a request,
+    /// as `single_deletes` says.
+    pub(crate) fn deleting_one_by_one_where_refused(
         mut self,
-        single: Arc<dyn ObjectStore>,
-        no_bulk_deletes: bool,
+        single_deletes: SingleDeletes,
     ) -> RemoteStore {
-        self.one_by_one = Some(single);
-        self.bulk_deletes_refused = AtomicBool::new(no_bulk_deletes);
+        self.single_deletes = Some(single_deletes);
         self
     }
 
-    /// Deletes the objects at `paths` through `single`, one request each, as many in flight
-    /// and each within the time as other object requests.
-    fn delete_one_by_one(&self, single: &Arc<dyn ObjectStore>, paths: Vec<Path>) -> Result<()> {
-        self.run_many_on(Arc::clone(single), paths, |client, path| {
+    /// Deletes the objects at `paths` through `single`'s client, one request each, as many
+    /// in flight and each within the time as other object requests.
+    fn delete_one_by_one(&self, single: &SingleDeletes, paths: Vec<Path>) -> Result<()> {
+        self.run_many_on(single.client()?, paths, |client, path| {
             (format!("DELETE {path}"), delete_one(client, path))
         })?;
         Ok(())
@@ -767,26 +761,6 @@ fn cut(whole: &[u8], range: &GetRange) -> Spanned {
     }
 }
 
-/// True when a bulk delete failed because the service does not serve such requests (S3's
-/// `NotImplemented`, a method not allowed, or a checksum header it does not know).
-fn refuses_bulk_delete(e: &Error) -> bool {
-    let Error::Remote { why, .. } = e else {
-        return false;
-    };
-    [
-        "status code: 501",
-        "status code: 405",
-        "<Code>NotImplemented</Code>",
-        "<Code>MethodNotAllowed</Code>",
-        "<Code>MissingContentMD5</Code>",
-        // Google Cloud Storage's answer, at another endpoint than the one `gs3://` names.
-        "Cannot create buckets using a POST",
-        BULK_DELETE_NOT_FOUND,
-    ]
-    .iter()
-    .any(|sign| why.contains(sign))
-}
-
 /// Deletes every object of `locations` in bulk requests (missing objects are fine).
 async fn delete_in_bulk(
     client: Arc<dyn ObjectStore>,
@@ -810,9 +784,6 @@ async fn delete_in_bulk(
     }
     Ok(())
 }
-
-/// Why a bulk delete failed when the service answered it 404.
-const BULK_DELETE_NOT_FOUND: &str = "the bulk delete request was answered 404 (Not Found)";
 
 /// One DELETE through a client that deletes one object a request; a missing object is fine.
 async fn delete_one(client: Arc<dyn ObjectStore>, path: Path) -> std::result::Result<(), Failure> {
@@ -1094,8 +1065,8 @@ impl Store for RemoteStore {
     /// where the service does not serve them, one DELETE per object from then on.
     fn delete_many(&self, keys: &[StoreKey]) -> Result<()> {
         let paths = self.object_paths(keys)?;
-        let single = self.one_by_one.as_ref();
-        if let Some(single) = single.filter(|_| self.bulk_deletes_refused.load(Ordering::Relaxed)) {
+        let single = self.single_deletes.as_ref();
+        if let Some(single) = single.filter(|s| s.in_use()) {
             return self.delete_one_by_one(single, paths);
         }
         for (n, batch) in paths.chunks(DELETE_BATCH).enumerate() {
@@ -1109,7 +1080,7 @@ impl Store for RemoteStore {
                 Ok(()) => {}
                 Err(e) => match single {
                     Some(single) if refuses_bulk_delete(&e) => {
-                        self.bulk_deletes_refused.store(true, Ordering::Relaxed);
+                        single.remember_refusal();
                         return self.delete_one_by_one(single, paths[n * DELETE_BATCH..].to_vec());
                     }
                     _ => return Err(e),

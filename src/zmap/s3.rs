@@ -12,6 +12,7 @@ mod renewing;
 pub mod settings;
 mod sso;
 
+use super::remote::single_deletes::SingleDeletes;
 use super::remote::{RemoteStore, Service};
 use super::{Store, StorePrefix, ZARR_MARKERS};
 use crate::error::{Error, Result};
@@ -20,9 +21,9 @@ use object_store::aws::AmazonS3Builder;
 use settings::{Credentials, S3Settings};
 use std::sync::Arc;
 
-/// The client for `s`, and one that deletes objects one request each (for services that
-/// refuse bulk deletes); `s` then says how their requests are signed.
-fn build_clients(s: &mut S3Settings) -> Result<(Arc<dyn ObjectStore>, Arc<dyn ObjectStore>)> {
+/// The client for `s`, and how it deletes where the service refuses bulk deletes; `s` then
+/// says how their requests are signed.
+fn build_clients(s: &mut S3Settings) -> Result<(Arc<dyn ObjectStore>, SingleDeletes)> {
     let (options, retry) = s.transfer.client_config();
     let mut builder = AmazonS3Builder::new()
         .with_bucket_name(&s.bucket)
@@ -43,15 +44,26 @@ fn build_clients(s: &mut S3Settings) -> Result<(Arc<dyn ObjectStore>, Arc<dyn Ob
         s.credentials = Credentials::Anonymous;
         s.credentials_source = format!("anonymous ({why})");
     }
-    let built = |builder: AmazonS3Builder| -> Result<Arc<dyn ObjectStore>> {
+    let url = describe(s);
+    let built = move |builder: AmazonS3Builder| -> Result<Arc<dyn ObjectStore>> {
         let client = builder.build().map_err(|e| Error::Url {
-            url: describe(s),
+            url: url.clone(),
             why: e.to_string(),
         })?;
         Ok(Arc::new(client))
     };
-    let single = built(builder.clone().with_disable_bulk_delete(true))?;
-    Ok((built(builder)?, single))
+    let client = built(builder.clone())?;
+    let single = builder.with_disable_bulk_delete(true);
+    let endpoint = match &s.endpoint {
+        Some(endpoint) => endpoint.clone(),
+        None => format!("AWS {}", s.region),
+    };
+    let single_deletes = SingleDeletes::new(
+        endpoint,
+        s.is_google(),
+        Box::new(move || built(single.clone())),
+    );
+    Ok((client, single_deletes))
 }
 
 fn describe(s: &S3Settings) -> String {
@@ -71,7 +83,7 @@ fn describe(s: &S3Settings) -> String {
 /// [`Error::NotFound`]). Credentials that come from a service (STS, a container's agent,
 /// the instance metadata service) are fetched here.
 pub fn open(mut settings: S3Settings) -> Result<RemoteStore> {
-    let (client, single) = build_clients(&mut settings)?;
+    let (client, single_deletes) = build_clients(&mut settings)?;
     Ok(RemoteStore::new(
         Service::S3,
         client,
@@ -80,7 +92,7 @@ pub fn open(mut settings: S3Settings) -> Result<RemoteStore> {
         settings.credentials_source.clone(),
         describe(&settings),
     )
-    .deleting_one_by_one_through(single, settings.is_google()))
+    .deleting_one_by_one_where_refused(single_deletes))
 }
 
 /// Prepares the prefix for a new dataset.

@@ -215,6 +215,9 @@ pub enum Trap {
     /// A POST answered 501 Not Implemented, with S3's error document: a service without the
     /// request (bulk deletes, say).
     NotImplemented,
+    /// A POST answered 404 Not Found, with no body: a service that has no such request and
+    /// says so as for a missing object.
+    NotFound,
 }
 
 impl Trap {
@@ -222,7 +225,7 @@ impl Trap {
     fn method(self) -> &'static str {
         match self {
             Trap::Stall | Trap::EndlessBody => "GET",
-            Trap::NotImplemented => "POST",
+            Trap::NotImplemented | Trap::NotFound => "POST",
         }
     }
 }
@@ -240,6 +243,11 @@ fn answer_trapped(mut client: TcpStream, trap: Trap) {
             );
             let _ = client.write_all(head.as_bytes());
             let _ = client.write_all(body.as_bytes());
+            let _ = client.shutdown(Shutdown::Both);
+        }
+        Trap::NotFound => {
+            let head = "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+            let _ = client.write_all(head.as_bytes());
             let _ = client.shutdown(Shutdown::Both);
         }
         Trap::Stall => std::thread::sleep(Duration::from_secs(3600)),
