@@ -80,7 +80,9 @@ pub fn read_each_way(store: impl Fn() -> Option<Box<dyn Store>>) {
             // The version stored is the one read.
             zarr_v3: false,
         };
-        if let Ok(mut ds) = Dataset::open_over(store, wanted, false) {
+        if let Ok(mut ds) =
+            Dataset::open_over(store, wanted, false, nczarr_rs::format::read::LONE_ARRAY)
+        {
             inquire_and_read(&mut ds);
             let _ = ds.close();
         }

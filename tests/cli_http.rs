@@ -23,7 +23,8 @@ use std::path::Path;
 /// (`xarray2.zarr`, `xarray3.zarr`), and zarr-python's without consolidated metadata, with a
 /// group, an empty directory and a stray file, in v2 and v3 (`plain2.zarr`, `plain3.zarr`);
 /// the v2 group `sub` is left implicit (no `.zgroup` nor `.zattrs`: some writers leave them
-/// out), found only by the array below it.
+/// out), found only by the array below it; and a store that is one array, no chunk written
+/// (`lone2.zarr`).
 const WRITE_ZARR: &str = r#"
 import os, sys, numpy as np, xarray as xr, zarr
 top = sys.argv[1]
@@ -46,6 +47,10 @@ for fmt in (2, 3):
         f.write("not Zarr")
 for implied in (".zgroup", ".zattrs"):
     os.remove(f"{top}/plain2.zarr/sub/{implied}")
+# A store that is one array, with no chunk written: its listing shows nothing where dot-files
+# are left out.
+lone = zarr.open_array(f"{top}/lone2.zarr", mode="w", shape=(3,), dtype="i4", zarr_format=2)
+lone.attrs["units"] = "m"
 "#;
 
 /// The corpus as NCZarr (`nczarr/<case>`, by stock `ncgen` through the library) and the pure
@@ -60,7 +65,13 @@ fn write_datasets(dir: &Path) -> Vec<(String, &'static str)> {
     }
     common::python::run_script("zarr3", WRITE_ZARR, &[dir.to_str().unwrap()])
         .unwrap_or_else(|e| panic!("{e}"));
-    for name in ["xarray2.zarr", "xarray3.zarr", "plain2.zarr", "plain3.zarr"] {
+    for name in [
+        "xarray2.zarr",
+        "xarray3.zarr",
+        "plain2.zarr",
+        "plain3.zarr",
+        "lone2.zarr",
+    ] {
         made.push((name.to_string(), "zarr"));
     }
     made
@@ -195,7 +206,7 @@ fn stock_ncdump_reads_datasets_over_http() {
             },
         );
     }
-    report.finish(3 * (2 * (cdl_files().len() + 4) + 1));
+    report.finish(3 * (2 * (cdl_files().len() + 5) + 1));
 }
 
 /// Opening for writing, creating and copying into a web server are refused with `NC_EPERM`

@@ -99,7 +99,8 @@ fn deleting_many_objects_is_a_few_bulk_requests() {
 
 /// A service without S3's bulk delete, answering it 501 (`NotImplemented`) or 404, gets one
 /// DELETE per object after its first refusal; the refusal is remembered for the endpoint, so
-/// a store opened there later in the process sends no bulk request at all.
+/// a store opened there later in the process sends no bulk request at all. A bucket that is
+/// not there fails the delete.
 #[test]
 fn a_service_refusing_bulk_deletes_gets_one_delete_per_object() {
     let server = Server::start(Kind::S3sFs);
@@ -129,6 +130,20 @@ fn a_service_refusing_bulk_deletes_gets_one_delete_per_object() {
             );
         }
     }
+    // A bucket that is not there is an error, not a refused bulk request deleting nothing
+    // (moto answers 404 `NoSuchBucket`; s3s-fs deletes the objects of any bucket name).
+    let moto = Server::start(Kind::Moto);
+    let proxy = CountingProxy::start(moto.port);
+    let mut settings = settings_at(&proxy.endpoint(), "gone");
+    settings.bucket = "no-such-bucket".into();
+    let store = s3::open(settings).unwrap();
+    let deleted = store.delete_many(&chunk_keys(2));
+    assert!(
+        matches!(deleted, Err(Error::NotFound(_) | Error::Remote { .. })),
+        "{deleted:?}"
+    );
+    let reqs = proxy.take();
+    assert!(reqs.iter().all(|r| r.method == "POST"), "{reqs:?}");
 }
 
 /// A dataset written with consolidated metadata opens with exactly one GET, through the

@@ -193,7 +193,7 @@ impl Geometry {
             (false, true) if idx.is_empty() => "0".to_string(),
             (false, _) => indices,
         };
-        StoreKey::new(&format!("{}/{}", self.path, name))
+        StoreKey::new(&crate::format::write::prefixed(&self.path, &name))
     }
 }
 
@@ -325,7 +325,11 @@ impl Dataset {
             chunks,
             esize,
             chunk_bytes,
-            path: crate::format::write::var_path(&self.tree, g, var),
+            // Where the array is: a dataset that is one array has it at its root.
+            path: var
+                .stored_path
+                .clone()
+                .unwrap_or_else(|| crate::format::write::var_path(&self.tree, g, var)),
             sep: var.dimension_separator,
             v3_keys: var.v3_chunk_keys,
             key_rank,

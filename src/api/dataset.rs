@@ -130,14 +130,30 @@ impl Dataset {
         } else {
             zmap::open_store(url, how)?
         };
-        Self::open_over(store, Self::layout_for(url), writable)
+        Self::open_over(
+            store,
+            Self::layout_for(url),
+            writable,
+            &lone_array_name(url),
+        )
     }
 
     /// Opens the dataset that an open `store` holds, read as `wanted` asks (pure Zarr unless
-    /// `wanted.nczarr`).
-    pub fn open_over(store: Box<dyn Store>, wanted: Layout, writable: bool) -> Result<Dataset> {
-        let opened =
-            format::read::read_dataset_as(store.as_ref(), !wanted.nczarr, wanted.xarray, writable)?;
+    /// `wanted.nczarr`); a store that is a single array is a dataset of that one variable,
+    /// named `lone_array`.
+    pub fn open_over(
+        store: Box<dyn Store>,
+        wanted: Layout,
+        writable: bool,
+        lone_array: &str,
+    ) -> Result<Dataset> {
+        let opened = format::read::read_dataset_as(
+            store.as_ref(),
+            !wanted.nczarr,
+            wanted.xarray,
+            writable,
+            lone_array,
+        )?;
         let layout = Layout {
             nczarr: opened.layout.nczarr,
             xarray: wanted.xarray,
@@ -371,5 +387,19 @@ impl Dataset {
             .ok()
             .filter(|v| *v < self.tree.group(g).vars.len())
             .ok_or_else(|| Error::NotVar(format!("varid {varid}")))
+    }
+}
+
+/// The name of the variable of a dataset at `url` that is a single Zarr array: the last part of
+/// its path without a `.zip` or `.zarr` ending (`temperature` for `.../temperature.zarr`), as
+/// far as it is a netCDF name; else [`format::read::LONE_ARRAY`].
+fn lone_array_name(url: &DatasetUrl) -> String {
+    let last = url.path.rsplit('/').find(|p| !p.is_empty()).unwrap_or("");
+    let stem = [".zip", ".zarr"].iter().fold(last, |name, ending| {
+        name.strip_suffix(ending).unwrap_or(name)
+    });
+    match crate::api::names::check(stem) {
+        Ok(()) => stem.to_string(),
+        Err(_) => format::read::LONE_ARRAY.to_string(),
     }
 }

@@ -343,18 +343,45 @@ impl<'a> Reader<'a> {
                 }
                 read.push(self.read_var(&join(&path, &name))?);
             }
-            let preferred = dims::preferred_lengths(
+            let given = dims::lengths_given(
                 read.iter()
                     .filter_map(|(var, u)| Some((var.name.as_str(), u.as_ref()?))),
             );
             for (mut var, unplaced) in read {
                 if let Some(unplaced) = unplaced {
-                    self.place(g, &mut var, &unplaced, &preferred);
+                    self.place(g, &mut var, &unplaced, &given);
                 }
                 self.tree.group_mut(g).vars.push(var);
             }
         }
         Ok(())
+    }
+
+    /// The dataset whose root is an array, the only one: a root group holding it as variable
+    /// `name`, read-only (there is no group to write netCDF's metadata to).
+    fn read_lone_array(mut self, name: &str, xarray: bool, has_zmetadata: bool) -> Result<Opened> {
+        let (mut var, unplaced) = self.read_var("")?;
+        var.name = name.to_string();
+        if let Some(unplaced) = unplaced {
+            let given = dims::lengths_given(std::iter::once((name, &unplaced)));
+            self.place(Tree::ROOT, &mut var, &unplaced, &given);
+        }
+        self.tree.group_mut(Tree::ROOT).vars.push(var);
+        Ok(Opened {
+            read_only_reason: Some(
+                "the dataset is a single Zarr array, served as a dataset of that one variable"
+                    .to_string(),
+            ),
+            tree: self.tree,
+            layout: Layout {
+                nczarr: false,
+                xarray,
+                consolidated: false,
+                zarr_v3: self.v3,
+            },
+            ncproperties: None,
+            has_zmetadata,
+        })
     }
 
     /// The array at `path`, and the dimensions it names when it still has to be
@@ -932,8 +959,11 @@ fn read_only_as_consolidated(opened: Opened, why: &str) -> Result<Opened> {
 
 /// Reads the dataset's metadata to be read only. `pure` forces pure-Zarr interpretation
 /// (`mode=zarr`).
+/// The name [`read_dataset`] gives the variable of a dataset that is a single array.
+pub const LONE_ARRAY: &str = "data";
+
 pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opened> {
-    read_dataset_as(store, pure, xarray, false)
+    read_dataset_as(store, pure, xarray, false, LONE_ARRAY)
 }
 
 /// Reads the dataset's metadata; `writable`: to be written to, when the objects themselves
@@ -944,6 +974,7 @@ pub fn read_dataset_as(
     pure: bool,
     xarray: bool,
     writable: bool,
+    lone_array: &str,
 ) -> Result<Opened> {
     let fetched = Arena::new();
     let raw = Meta::new(store, None, &fetched);
@@ -990,7 +1021,12 @@ pub fn read_dataset_as(
         && !has_zmetadata
         && let Some(root) = meta.get(v3::ZARR_JSON)?
     {
-        return v3::read_dataset(store, &fetched, root, pure, xarray, writable);
+        return v3::read_dataset(store, &fetched, root, pure, xarray, writable, lone_array);
+    }
+    // A root without a group object may be an array (what `zarr.save` of one array writes).
+    if root_zgroup.is_none() && meta.get(".zarray")?.is_some() {
+        let reader = Reader::new(meta, false, false);
+        return reader.read_lone_array(lone_array, xarray, has_zmetadata);
     }
     // The root group is read again below.
     meta.put_back(".zgroup", &root_zgroup);
@@ -1031,14 +1067,7 @@ pub fn read_dataset_as(
             && kids.iter().any(|k| k == v3::ZARR_JSON)
             && let Some(root) = raw.get(v3::ZARR_JSON)?
         {
-            return v3::read_dataset(store, &fetched, root, pure, xarray, writable);
-        }
-        // The root has no `.zgroup`: an object its listing hid is a `.zarray`.
-        if kids.iter().any(|k| k == ".zarray") || direct.unlisted_zarr_object("")? {
-            return Err(Error::NotZarr(format!(
-                "{} is a single Zarr array, not a group",
-                store.describe()
-            )));
+            return v3::read_dataset(store, &fetched, root, pure, xarray, writable, lone_array);
         }
         // A root without objects of its own is a group when Zarr objects lie below it (some
         // writers leave out the root's `.zgroup`).
@@ -1081,7 +1110,10 @@ pub fn read_dataset_as(
     if let Some(why) =
         consolidation_mismatch(read, has_zmetadata && writable, &listed, &reader.tree)?
     {
-        return read_only_as_consolidated(read_dataset_as(store, pure, xarray, false)?, &why);
+        return read_only_as_consolidated(
+            read_dataset_as(store, pure, xarray, false, lone_array)?,
+            &why,
+        );
     }
     let read_only_reason = if nczarr && !in_attrs {
         Some("the dataset uses an older NCZarr layout".to_string())
@@ -1234,7 +1266,7 @@ mod tests {
     }
 
     #[test]
-    fn pure_zarr_of_length_zero_and_more_keeps_the_longer_named() {
+    fn pure_zarr_names_go_to_the_length_most_arrays_give() {
         let empty = ARRAY
             .replace("[3]", "[0]")
             .replace("\"chunks\": [0]", "\"chunks\": [1]");

@@ -45,7 +45,8 @@ fn to_bytes(v: &Value) -> Vec<u8> {
     serde_json::to_vec_pretty(v).unwrap_or_default()
 }
 
-fn prefixed(path: &str, name: &str) -> String {
+/// `name` below store path `path` (`name` itself at the root).
+pub fn prefixed(path: &str, name: &str) -> String {
     if path.is_empty() {
         name.to_string()
     } else {

@@ -186,9 +186,9 @@ pub struct Var {
     /// Why this variable's data cannot be read, when its metadata uses a feature we do not
     /// serve; the variable is still listed and inquirable.
     pub unreadable: Option<String>,
-    /// The names a pure Zarr array gave its dimensions where its group had already given the
-    /// name to a dimension of another length (one entry per dimension, `None` elsewhere): it
-    /// is read on an anonymous dimension there, and the name is written back with it.
+    /// The names an array stored for dimensions it is read on anonymous ones for, its group
+    /// giving the name to a dimension of another length (one entry per dimension, `None`
+    /// elsewhere): the names are written back with it.
     pub clashing_dim_names: Vec<Option<String>>,
     /// The stored array is in Fortran order (`order: "F"`).
     pub fortran_order: bool,

@@ -772,7 +772,13 @@ async fn delete_in_bulk(
         match outcome {
             Ok(_) => {}
             // A bulk request reports a missing object as deleted: not found, it is the request
-            // itself, which a service without bulk deletes may answer so.
+            // itself, which a service without bulk deletes may answer so (but for a bucket
+            // that is not there).
+            Err(e @ object_store::Error::NotFound { .. })
+                if e.to_string().contains("NoSuchBucket") =>
+            {
+                return Err(e);
+            }
             Err(object_store::Error::NotFound { .. }) => {
                 return Err(object_store::Error::Generic {
                     store: "S3",

@@ -54,12 +54,14 @@ fn build_clients(s: &mut S3Settings) -> Result<(Arc<dyn ObjectStore>, SingleDele
     };
     let client = built(builder.clone())?;
     let single = builder.with_disable_bulk_delete(true);
-    let endpoint = match &s.endpoint {
-        Some(endpoint) => endpoint.clone(),
-        None => format!("AWS {}", s.region),
+    // Refusals are remembered per bucket: the same endpoint may route buckets to different
+    // services.
+    let bucket = match &s.endpoint {
+        Some(endpoint) => format!("{endpoint} {}", s.bucket),
+        None => format!("AWS {} {}", s.region, s.bucket),
     };
     let single_deletes = SingleDeletes::new(
-        endpoint,
+        bucket,
         s.is_google(),
         Box::new(move || built(single.clone())),
     );

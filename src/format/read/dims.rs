@@ -4,8 +4,9 @@
 //! `dimension_names` and `_ARRAY_DIMENSIONS`) become the model's dimensions: found in scope,
 //! made where the name says, or anonymous. Where a group's arrays give one name several
 //! lengths, the group sees all of them first and gives the name the length of the coordinate
-//! array named like it, else the length most of them use; the others are placed on anonymous
-//! dimensions and keep the name they stored. Knows nothing of how the metadata was fetched.
+//! array named like it, else the length most of them use (an outer group's dimension of the
+//! name winning a tie); the others are placed on anonymous dimensions and keep the name they
+//! stored. Knows nothing of how the metadata was fetched.
 
 use super::Reader;
 use crate::model::{COMPLEX_DIMENSION, DimId, GroupId, Tree, Var};
@@ -30,60 +31,71 @@ impl Unplaced {
 }
 
 /// What a group's arrays give one dimension name.
-#[derive(Default)]
-struct Lengths {
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(super) struct Lengths {
     /// The length of the array named like the dimension.
     coordinate: Option<u64>,
     /// Each length, with how many arrays give it, in the order first given.
     counts: Vec<(u64, usize)>,
 }
 
-/// The length each dimension name is given in a group, from its arrays placed by name (in
-/// the group's order): the length of the array named like the dimension where it uses the
-/// name, else the one most arrays give it, else the first.
-pub(super) fn preferred_lengths<'u>(
+impl Lengths {
+    /// The length the name is given: the coordinate's; else the one most arrays give it,
+    /// `outer` (the length of a dimension of that name outside the group) winning a tie, and
+    /// otherwise the first.
+    fn preferred(&self, outer: Option<u64>) -> Option<u64> {
+        if self.coordinate.is_some() {
+            return self.coordinate;
+        }
+        let most = self.counts.iter().map(|(_, n)| *n).max()?;
+        let tied = || self.counts.iter().filter(|(_, n)| *n == most);
+        outer
+            .filter(|o| tied().any(|(l, _)| l == o))
+            .or_else(|| tied().next().map(|(l, _)| *l))
+    }
+}
+
+/// What the arrays of a group placed by name (in the group's order) give each dimension
+/// name; an array counts once for each name and length it gives.
+pub(super) fn lengths_given<'u>(
     arrays: impl Iterator<Item = (&'u str, &'u Unplaced)>,
-) -> HashMap<String, u64> {
-    let mut seen: HashMap<&str, Lengths> = HashMap::new();
+) -> HashMap<String, Lengths> {
+    let mut seen: HashMap<String, Lengths> = HashMap::new();
     for (array, unplaced) in arrays {
         if unplaced.references.is_some() {
             continue;
         }
+        let mut given: Vec<(&str, u64)> = Vec::new();
         for (i, len) in unplaced.shape.iter().enumerate() {
             let Some(name) = unplaced.name(i) else {
                 continue;
             };
-            let Lengths { coordinate, counts } = seen.entry(name).or_default();
-            if name == array {
-                coordinate.get_or_insert(*len);
+            if given.contains(&(name, *len)) {
+                continue;
             }
-            match counts.iter_mut().find(|(l, _)| l == len) {
+            given.push((name, *len));
+            let lengths = seen.entry(name.to_string()).or_default();
+            if name == array {
+                lengths.coordinate.get_or_insert(*len);
+            }
+            match lengths.counts.iter_mut().find(|(l, _)| l == len) {
                 Some((_, n)) => *n += 1,
-                None => counts.push((*len, 1)),
+                None => lengths.counts.push((*len, 1)),
             }
         }
     }
-    seen.into_iter()
-        .map(|(name, Lengths { coordinate, counts })| {
-            let most = counts
-                .iter()
-                .rev()
-                .max_by_key(|(_, n)| *n)
-                .map_or(0, |(l, _)| *l);
-            (name.to_string(), coordinate.unwrap_or(most))
-        })
-        .collect()
+    seen
 }
 
 impl Reader<'_> {
-    /// Places `var` of group `g` on the dimensions `unplaced` gives it, `preferred` being the
-    /// group's [`preferred_lengths`].
+    /// Places `var` of group `g` on the dimensions `unplaced` gives it, `given` being what
+    /// the group's arrays give each name ([`lengths_given`]).
     pub(super) fn place(
         &mut self,
         g: GroupId,
         var: &mut Var,
         unplaced: &Unplaced,
-        preferred: &HashMap<String, u64>,
+        given: &HashMap<String, Lengths>,
     ) {
         let dims = match &unplaced.references {
             Some(references) => {
@@ -98,7 +110,7 @@ impl Reader<'_> {
                 self.keep_clashing_names(var, &dims, unplaced);
                 dims
             }
-            None => self.pure_dims(g, unplaced, preferred, var),
+            None => self.pure_dims(g, unplaced, given, var),
         };
         for (d, len) in dims.iter().zip(&unplaced.shape) {
             let dim = &mut self.tree.dims[d.0];
@@ -172,20 +184,24 @@ impl Reader<'_> {
     }
 
     /// Whether an array may use dimension `d` for an extent of `len`: its length, or any
-    /// extent of an unlimited dimension an NCZarr dataset declares.
+    /// extent of an unlimited dimension in an NCZarr dataset (where unlimited dimensions are
+    /// netCDF's, each array as long as it was written).
     fn fits(&self, d: DimId, len: u64) -> bool {
         let dim = self.tree.dim(d);
         dim.len == len || (dim.unlimited && self.nczarr)
     }
 
-    /// Pure Zarr: the dimensions of an array of group `g`, found in scope by name, made in `g`
-    /// at the group's preferred length, or anonymous (no name, or a name the group gives
-    /// another length: netCDF cannot give one group two dimensions of one name).
+    /// Pure Zarr: the dimensions of an array of group `g`. A name is the group's dimension of
+    /// the length the group's arrays give it ([`Lengths::preferred`]): the one in scope when
+    /// it is the group's own or of that length, else one made in `g`. An array of another
+    /// length, and an array naming no dimension, is on an anonymous dimension: netCDF cannot
+    /// give one group two dimensions of one name. Which array gets which dimension does not
+    /// depend on the order the arrays are placed in.
     fn pure_dims(
         &mut self,
         g: GroupId,
         unplaced: &Unplaced,
-        preferred: &HashMap<String, u64>,
+        given: &HashMap<String, Lengths>,
         var: &mut Var,
     ) -> Vec<DimId> {
         let rank = unplaced.shape.len();
@@ -195,26 +211,25 @@ impl Reader<'_> {
                 dims.push(self.anonymous(*len));
                 continue;
             };
-            let length = preferred.get(name).copied().unwrap_or(*len);
-            let named = match self.tree.find_dim_in_scope(g, name) {
-                Some(d) if self.fits(d, *len) => Some(d),
-                Some(d) if self.tree.dim(d).group == g => None,
-                // An outer group's dimension of the length this group prefers: it serves the
-                // group's other arrays.
-                Some(d) if self.fits(d, length) => None,
+            let in_scope = self.tree.find_dim_in_scope(g, name);
+            let outer = in_scope
+                .filter(|d| self.tree.dim(*d).group != g)
+                .map(|d| self.tree.dim(d).len);
+            let length = given
+                .get(name)
+                .and_then(|l| l.preferred(outer))
+                .unwrap_or(*len);
+            let dim = match in_scope {
+                Some(d) if self.tree.dim(d).group == g || self.fits(d, length) => d,
                 // netCDF has no fixed dimension of length 0: such a dimension can only have
                 // been unlimited.
-                _ => {
-                    let d = self.tree.add_dim(g, name, length, length == 0);
-                    self.fits(d, *len).then_some(d)
-                }
+                _ => self.tree.add_dim(g, name, length, length == 0),
             };
-            dims.push(match named {
-                Some(d) => d,
-                None => {
-                    record_clash(var, rank, i, name);
-                    self.anonymous(*len)
-                }
+            dims.push(if self.fits(dim, *len) {
+                dim
+            } else {
+                record_clash(var, rank, i, name);
+                self.anonymous(*len)
             });
         }
         dims
@@ -248,6 +263,10 @@ mod tests {
         }
     }
 
+    fn lengths(arrays: &[(&str, Unplaced)]) -> HashMap<String, Lengths> {
+        lengths_given(arrays.iter().map(|(n, u)| (*n, u)))
+    }
+
     #[test]
     fn a_coordinate_gives_its_name_its_length() {
         let arrays = [
@@ -255,28 +274,38 @@ mod tests {
             ("b", named(&[5], &["x"])),
             ("x", named(&[10], &["x"])),
         ];
-        let lengths = preferred_lengths(arrays.iter().map(|(n, u)| (*n, u)));
-        assert_eq!(lengths["x"], 10);
+        assert_eq!(lengths(&arrays)["x"].preferred(Some(5)), Some(10));
     }
 
     #[test]
-    fn without_a_coordinate_most_arrays_decide_and_ties_go_to_the_first() {
+    fn without_a_coordinate_most_arrays_decide_and_ties_go_outside_then_first() {
         let arrays = [
             ("a", named(&[3, 5], &["t", "x"])),
             ("b", named(&[4, 7], &["t", "x"])),
             ("c", named(&[4, 9], &["t", "x"])),
         ];
-        let lengths = preferred_lengths(arrays.iter().map(|(n, u)| (*n, u)));
-        assert_eq!(lengths["t"], 4);
-        assert_eq!(lengths["x"], 5);
+        let given = lengths(&arrays);
+        assert_eq!(given["t"].preferred(Some(3)), Some(4));
+        assert_eq!(given["x"].preferred(None), Some(5));
+        assert_eq!(given["x"].preferred(Some(9)), Some(9));
+        assert_eq!(given["x"].preferred(Some(8)), Some(5));
     }
 
     #[test]
-    fn arrays_placed_by_reference_do_not_vote() {
+    fn an_array_counts_once_per_name_and_length() {
+        let arrays = [
+            ("a", named(&[5], &["x"])),
+            ("b", named(&[5], &["x"])),
+            ("cov", named(&[10, 10], &["x", "x"])),
+        ];
+        assert_eq!(lengths(&arrays)["x"].preferred(None), Some(5));
+    }
+
+    #[test]
+    fn arrays_placed_by_reference_do_not_count() {
         let mut by_reference = named(&[8], &["x"]);
         by_reference.references = Some(vec!["/x".to_string()]);
         let arrays = [("a", by_reference), ("b", named(&[2], &["x"]))];
-        let lengths = preferred_lengths(arrays.iter().map(|(n, u)| (*n, u)));
-        assert_eq!(lengths["x"], 2);
+        assert_eq!(lengths(&arrays)["x"].preferred(None), Some(2));
     }
 }

@@ -87,8 +87,8 @@ pub(super) fn attributes<'a>(obj: &Obj<'a>) -> Obj<'a> {
     }
 }
 
-/// Reads a Zarr v3 dataset whose root `zarr.json` is `root` (which must be a group), with the
-/// objects `fetched` holds. NCZarr when the root's attributes hold the superblock and `pure`
+/// Reads a Zarr v3 dataset whose root `zarr.json` is `root`, with the objects `fetched` holds;
+/// a root that is an array is a dataset of that one variable, named `lone_array`. NCZarr when the root's attributes hold the superblock and `pure`
 /// (`mode=zarr`) does not ask otherwise: dimensions, arrays and groups are then those
 /// `_nczarr_group` lists, as in Zarr v2. Consolidated metadata serves the open unless
 /// `writable` (see [`super::read_dataset_as`]).
@@ -99,12 +99,13 @@ pub(super) fn read_dataset<'a>(
     pure: bool,
     xarray: bool,
     writable: bool,
+    lone_array: &str,
 ) -> Result<Opened> {
     if node(&root, ZARR_JSON)? == Node::Array {
-        return Err(Error::NotZarr(format!(
-            "{} is a single Zarr array, not a group",
-            store.describe()
-        )));
+        let mut reader = Reader::new(Meta::new(store, None, fetched), false, false);
+        reader.v3 = true;
+        reader.v3_arrays.insert(String::new(), root);
+        return reader.read_lone_array(lone_array, xarray, false);
     }
     let root_attrs = attributes(&root);
     let nczarr = !pure && root_attrs.contains_key(SUPERBLOCK);
@@ -130,7 +131,7 @@ pub(super) fn read_dataset<'a>(
     )?;
     if let Some(why) = mismatch {
         return read_only_as_consolidated(
-            read_dataset(store, fetched, root, pure, xarray, false)?,
+            read_dataset(store, fetched, root, pure, xarray, false, lone_array)?,
             &why,
         );
     }

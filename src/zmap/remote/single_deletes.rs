@@ -1,5 +1,5 @@
 //! Deletes for services without S3's bulk delete: telling a refused bulk request from other
-//! failures, remembering for the rest of the process which endpoints refused one, and the
+//! failures, remembering for the rest of the process which buckets refused one, and the
 //! client that deletes one object a request, built only once a service needs it. Knows
 //! nothing of stores, keys or datasets.
 
@@ -12,16 +12,16 @@ use std::sync::{Arc, Mutex, PoisonError};
 /// Builds a client of the service that deletes each object with a request of its own.
 pub type MakeClient = Box<dyn Fn() -> Result<Arc<dyn ObjectStore>> + Send + Sync>;
 
-/// Endpoints that refused a bulk delete in this process.
-static REFUSING_ENDPOINTS: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+/// The buckets (each with its endpoint) that refused a bulk delete in this process.
+static REFUSING_BUCKETS: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
 
 /// Why a bulk delete failed when the service answered it 404.
 pub const BULK_DELETE_NOT_FOUND: &str = "the bulk delete request was answered 404 (Not Found)";
 
 /// How one store deletes where its service refuses bulk deletes.
 pub struct SingleDeletes {
-    /// The service's endpoint, by which refusals are remembered.
-    endpoint: String,
+    /// The bucket and its endpoint, by which refusals are remembered.
+    bucket: String,
     /// Every delete goes one object a request.
     refused: AtomicBool,
     make: MakeClient,
@@ -29,16 +29,16 @@ pub struct SingleDeletes {
 }
 
 impl SingleDeletes {
-    /// For a store of the service at `endpoint`, which deletes one object a request from the
-    /// start when `known_refusing` or when the endpoint refused a bulk delete before in this
-    /// process; `make` builds the client for those deletes when the first is made.
-    pub fn new(endpoint: String, known_refusing: bool, make: MakeClient) -> SingleDeletes {
-        let remembered = REFUSING_ENDPOINTS
+    /// For a store in `bucket` (named with its endpoint), which deletes one object a request
+    /// from the start when `known_refusing` or when the bucket refused a bulk delete before in
+    /// this process; `make` builds the client for those deletes when the first is made.
+    pub fn new(bucket: String, known_refusing: bool, make: MakeClient) -> SingleDeletes {
+        let remembered = REFUSING_BUCKETS
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .contains(&endpoint);
+            .contains(&bucket);
         SingleDeletes {
-            endpoint,
+            bucket,
             refused: AtomicBool::new(known_refusing || remembered),
             make,
             client: Mutex::new(None),
@@ -51,13 +51,13 @@ impl SingleDeletes {
     }
 
     /// Records that the service refused a bulk delete: this store and any store of the same
-    /// endpoint opened later in the process delete one object a request.
+    /// bucket opened later in the process delete one object a request.
     pub fn remember_refusal(&self) {
         self.refused.store(true, Ordering::Relaxed);
-        REFUSING_ENDPOINTS
+        REFUSING_BUCKETS
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(self.endpoint.clone());
+            .insert(self.bucket.clone());
     }
 
     /// The client that deletes one object a request, built at the first ask.
@@ -75,7 +75,7 @@ impl SingleDeletes {
 impl std::fmt::Debug for SingleDeletes {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SingleDeletes")
-            .field("endpoint", &self.endpoint)
+            .field("bucket", &self.bucket)
             .field("refused", &self.in_use())
             .finish_non_exhaustive()
     }
@@ -127,7 +127,7 @@ mod tests {
     }
 
     #[test]
-    fn a_refusal_is_remembered_for_the_endpoint_only() {
+    fn a_refusal_is_remembered_for_the_bucket_only() {
         let built = Arc::new(AtomicUsize::new(0));
         let first = SingleDeletes::new("unit:refusing".into(), false, counting_maker(&built));
         assert!(!first.in_use());
