@@ -13,6 +13,8 @@ mod crc32c;
 mod delta;
 mod fletcher32;
 mod gzip;
+mod half_floats;
+pub use half_floats::past_half_range;
 mod lz4;
 mod params;
 pub mod quantize;
@@ -310,6 +312,14 @@ impl Chain {
 
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+
+    /// This chain after values are narrowed to the 16-bit floats an array stores (in
+    /// `big_endian` or little-endian order): it then codes native 32-bit floats.
+    pub fn storing_half_floats(mut self, big_endian: bool) -> Chain {
+        self.0
+            .insert(0, Arc::new(half_floats::HalfFloats { big_endian }));
+        self
     }
 
     /// True when `stored`, what this chain encoded, holds no values and need not be stored

@@ -198,8 +198,8 @@ impl Geometry {
 }
 
 /// Element size of a variable's stored values.
-pub fn stored_esize(var: &Var) -> usize {
-    var.stored_esize()
+pub fn decoded_esize(var: &Var) -> usize {
+    var.decoded_esize()
 }
 
 /// The most bytes a stored chunk of `chunk_bytes` decoded bytes can take: no codec's worst
@@ -232,27 +232,39 @@ fn swapped(var: &Var, esize: usize) -> bool {
 /// The codec chain of a variable; an unknown codec is `Error::NoFilter` naming it. Zarr v3
 /// shards are told the fill element, as stored, for their inner chunks never written.
 pub fn codec_chain(var: &Var) -> Result<codec::Chain> {
-    let stored_fill = || {
+    let stored_fill = || -> Result<serde_json::Value> {
         let mut fill = fill_element(var);
         let esize = fill.len();
         if swapped(var, esize) {
             convert::swap_bytes_in_place(&mut fill, esize);
         }
-        serde_json::Value::from(fill)
+        if let Some(order) = var.half_floats {
+            fill = half_floats(order).encode(fill)?;
+        }
+        Ok(serde_json::Value::from(fill))
     };
     let mut cfgs = var.codec_configs();
     for cfg in &mut cfgs {
         if cfg.get("id").and_then(serde_json::Value::as_str) == Some(codec::SHARDING) {
-            cfg.insert("fill".into(), stored_fill());
+            cfg.insert("fill".into(), stored_fill()?);
         }
     }
-    codec::Chain::from_configs(
+    let chain = codec::Chain::from_configs(
         &var.name,
         &cfgs,
         codec::Context {
-            elem_size: stored_esize(var),
+            elem_size: var.stored_esize(),
         },
-    )
+    )?;
+    Ok(match var.half_floats {
+        Some(order) => chain.storing_half_floats(order == Endian::Big),
+        None => chain,
+    })
+}
+
+/// The codec that narrows a variable's floats to the 16-bit ones it stores in `order`.
+fn half_floats(order: Endian) -> codec::Chain {
+    codec::Chain::default().storing_half_floats(order == Endian::Big)
 }
 
 impl Dataset {
@@ -266,7 +278,7 @@ impl Dataset {
             .iter()
             .flat_map(|g| &g.vars)
             .filter_map(|var| {
-                let bytes = product(&var.chunks).ok()?.checked_mul(stored_esize(var))?;
+                let bytes = product(&var.chunks).ok()?.checked_mul(decoded_esize(var))?;
                 // A chain that cannot be built (an unknown codec) bounds as no codec does.
                 let chain = codec_chain(var).unwrap_or_default();
                 Some(largest_stored_chunk(bytes, var.ty, &chain))
@@ -293,7 +305,7 @@ impl Dataset {
         } else {
             (self.tree.var_shape(var), var.chunks.clone())
         };
-        let esize = stored_esize(var);
+        let esize = decoded_esize(var);
         let chunk_bytes = product(&chunks)?
             .checked_mul(esize)
             .filter(|&bytes| bytes as u64 <= crate::machine::memory_bytes())
@@ -393,7 +405,7 @@ fn scalar_slab(scalar: bool, slab: &Slab) -> Slab {
 /// The fill element of a variable in native order (`stored_esize` bytes): what its chunks
 /// never written hold.
 fn fill_element(var: &Var) -> Vec<u8> {
-    let esize = stored_esize(var);
+    let esize = decoded_esize(var);
     if var.strings == StringStorage::Objects && var.ty == NcType::String {
         let text = match var.att("_FillValue").map(|a| &a.values) {
             Some(crate::model::Values::Strings(s)) if !var.zarr_v3 => s.first().cloned(),
@@ -1090,7 +1102,8 @@ impl Dataset {
 
     /// Writes a hyperslab of a fixed-size type from `data` (memtype values laid out with
     /// `mem_strides`, C order over `count` when `None`). Returns true when some value was out
-    /// of range for the variable's type (it is written converted all the same).
+    /// of range for the variable's type, or for the 16-bit floats it stores (it is written
+    /// converted all the same).
     pub fn put_fixed(
         &mut self,
         g: GroupId,
@@ -1110,6 +1123,7 @@ impl Dataset {
         {
             return Err(Error::Char);
         }
+        let half_floats = self.tree.group(g).vars[v].half_floats.is_some();
         let slab = scalar_slab(geo.scalar, slab);
         let n = product(&slab.count)?;
         if n == 0 {
@@ -1148,6 +1162,8 @@ impl Dataset {
                 }
                 (std::borrow::Cow::Owned(out), range)
             };
+        // Stored as 16-bit floats: a value past their range is stored as an infinity.
+        let range = range || (half_floats && codec::past_half_range(&values));
         self.grow_unlimited(g, v, &slab);
         self.write_from(g, v, geo, &slab, &values, &c_strides)?;
         Ok(range)
@@ -1188,7 +1204,7 @@ impl Dataset {
         }
         let strides = c_order_strides(&slab.count)?;
         // Refused before anything changes when the request's slots cannot be had.
-        request_slot_bytes(n, stored_esize(&self.tree.group(g).vars[v]))?;
+        request_slot_bytes(n, decoded_esize(&self.tree.group(g).vars[v]))?;
         self.grow_unlimited(g, v, &slab);
         self.widening_slots(g, v, |ds, geo| {
             let width = geo.esize;

@@ -25,6 +25,8 @@ pub struct Dtype {
     /// numpy complex numbers (`<c8`, `<c16`): each stored element a pair (real, imaginary) of
     /// `ty`, read as a trailing dimension of 2 (see [`crate::model::Var::complex`]).
     pub complex: bool,
+    /// 16-bit floats (`<f2`), read as NC_FLOAT (see [`crate::model::Var::half_floats`]).
+    pub half: bool,
 }
 
 /// What the 64-bit integers of a numpy `M8`/`m8` array count, as CF attributes.
@@ -102,6 +104,7 @@ pub fn parse(dtype: &str, nczarr: bool) -> Result<Dtype> {
                 unit,
             }),
             complex: false,
+            half: false,
         });
     }
     if body == "O" {
@@ -112,6 +115,7 @@ pub fn parse(dtype: &str, nczarr: bool) -> Result<Dtype> {
             strings: StringStorage::Objects,
             time: None,
             complex: false,
+            half: false,
         });
     }
     let width: usize = body[kind.len_utf8()..]
@@ -140,9 +144,20 @@ pub fn parse(dtype: &str, nczarr: bool) -> Result<Dtype> {
                 strings: StringStorage::Ucs4,
                 time: None,
                 complex: false,
+                half: false,
             });
         }
-        ('f', 2) => return Err(bad("half-precision floats have no netCDF type")),
+        ('f', 2) => {
+            return Ok(Dtype {
+                ty: NcType::Float,
+                endian,
+                width: NcType::Float.size(),
+                strings: StringStorage::Bytes,
+                time: None,
+                complex: false,
+                half: true,
+            });
+        }
         ('c', 8 | 16) => {
             let ty = if width == 8 {
                 NcType::Float
@@ -156,6 +171,7 @@ pub fn parse(dtype: &str, nczarr: bool) -> Result<Dtype> {
                 strings: StringStorage::Bytes,
                 time: None,
                 complex: true,
+                half: false,
             });
         }
         ('c', _) => return Err(bad("complex numbers of this width have no netCDF type")),
@@ -173,7 +189,16 @@ pub fn parse(dtype: &str, nczarr: bool) -> Result<Dtype> {
         strings: StringStorage::Bytes,
         time: None,
         complex: false,
+        half: false,
     })
+}
+
+/// The dtype of 16-bit floats stored in byte order `endian`.
+pub fn half_floats(endian: Endian) -> String {
+    match endian {
+        Endian::Little => "<f2".into(),
+        Endian::Big => ">f2".into(),
+    }
 }
 
 /// The dtype we write for a variable or attribute of type `ty`.
@@ -258,7 +283,7 @@ mod tests {
             )
         );
         for bad in [
-            "<f2", "<c4", "<c32", "<M8[Y]", "<m8[10s]", "<M8", "<U0", "", "x", "<i3", "|O2",
+            "<c4", "<c32", "<M8[Y]", "<m8[10s]", "<M8", "<U0", "", "x", "<i3", "|O2",
         ] {
             assert!(parse(bad, false).is_err(), "{bad}");
         }

@@ -465,6 +465,7 @@ impl<'a> Reader<'a> {
                     strings: crate::model::StringStorage::Bytes,
                     time: None,
                     complex: false,
+                    half: false,
                 }
             }
         };
@@ -479,6 +480,11 @@ impl<'a> Reader<'a> {
         // A stored array may hold chunks: its layout (string width included) is fixed.
         var.data_written = true;
         var.endian = dt.endian;
+        if dt.half {
+            // Widened to native floats by the first codec.
+            var.half_floats = Some(dt.endian);
+            var.endian = crate::model::Endian::native();
+        }
         var.maxstrlen = dt.width;
         var.strings = dt.strings;
         var.complex = dt.complex;

@@ -233,7 +233,10 @@ fn var_objects(tree: &Tree, g: GroupId, var: &Var, layout: Layout, out: &mut Vec
             format!("{order}U{}", var.maxstrlen / 4)
         }
         StringStorage::Objects => "|O".to_string(),
-        StringStorage::Bytes => dtype::format(var.ty, var.endian, var.maxstrlen, layout.nczarr),
+        StringStorage::Bytes => match var.half_floats {
+            Some(order) => dtype::half_floats(order),
+            None => dtype::format(var.ty, var.endian, var.maxstrlen, layout.nczarr),
+        },
     };
     zarray.insert("dtype".into(), Value::from(dt));
     zarray.insert("chunks".into(), Value::from(chunks));

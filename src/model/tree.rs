@@ -194,6 +194,9 @@ pub struct Var {
     pub fortran_order: bool,
     /// The variable is a netCDF scalar stored as shape `[1]`.
     pub scalar_as_1d: bool,
+    /// The array stores 16-bit floats (numpy `f2`, Zarr v3 `float16`) in this byte order:
+    /// the variable is NC_FLOAT, [`Var::endian`] native, and its codecs see 2-byte elements.
+    pub half_floats: Option<Endian>,
     /// Fill value recorded in the array metadata when no `_FillValue` attribute gives one
     /// (native-endian bytes of `ty`; for strings the fill text).
     pub stored_fill: Option<Vec<u8>>,
@@ -240,19 +243,36 @@ impl Var {
             clashing_dim_names: Vec::new(),
             fortran_order: false,
             scalar_as_1d: false,
+            half_floats: None,
             stored_fill: None,
             complex: false,
             v3_stored: None,
         }
     }
 
-    /// Element size of the decoded values (for strings, [`Var::string_slot`] of the width).
+    /// Element size of the values as the codecs see them (for strings, [`Var::string_slot`]
+    /// of the width; 2 for 16-bit floats).
     pub fn stored_esize(&self) -> usize {
+        if self.half_floats.is_some() {
+            2
+        } else {
+            self.decoded_esize()
+        }
+    }
+
+    /// Element size of the decoded values, as read and written (for strings,
+    /// [`Var::string_slot`] of the width).
+    pub fn decoded_esize(&self) -> usize {
         if self.ty == NcType::String {
             self.string_slot(self.maxstrlen)
         } else {
             self.ty.size()
         }
+    }
+
+    /// The byte order of the stored values.
+    pub fn stored_endian(&self) -> Endian {
+        self.half_floats.unwrap_or(self.endian)
     }
 
     /// Bytes of one decoded string `width` bytes wide: the width itself, but for a string

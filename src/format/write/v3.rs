@@ -190,6 +190,7 @@ fn data_type(var: &Var) -> Value {
         NcType::UInt => "uint32",
         NcType::Int64 => "int64",
         NcType::UInt64 => "uint64",
+        NcType::Float if var.half_floats.is_some() => "float16",
         NcType::Float => "float32",
         NcType::Double => "float64",
         NcType::Char => return bytes(1),
@@ -298,7 +299,7 @@ fn chunk_codecs(var: &Var) -> Vec<Value> {
             out.push(json!({ "name": id, "configuration": {} }));
         }
         None if var.stored_esize() > 1 && var.ty != NcType::String => {
-            let endian = if var.endian == crate::model::Endian::Big {
+            let endian = if var.stored_endian() == crate::model::Endian::Big {
                 "big"
             } else {
                 "little"
