@@ -53,6 +53,7 @@ with netCDF4.Dataset(sys.argv[1], "a") as ds:
     for n in ("plain", "big", "coded"):
         out[n] = {"values": np.asarray(ds[n][...]).astype("f8").ravel().tolist(),
                   "type": str(ds[n].dtype)}
+    out["coded[1:3, 2]"] = np.asarray(ds["coded"][1:3, 2]).astype("f8").tolist()
     new = json.loads(sys.argv[2])
     ds["plain"][0, :] = new[:4]
     ds["big"][3:5] = new[4:6]
@@ -119,6 +120,12 @@ fn half_floats_read_and_write_as_floats() {
             );
             assert_eq!(read[name]["type"], "float32", "v{format} {name}");
         }
+        let coded = &written["coded"]["values"];
+        assert_eq!(
+            read["coded[1:3, 2]"],
+            serde_json::json!([coded[6], coded[10]]),
+            "v{format}: part of a shard"
+        );
         let too_large = read["too large"].as_str().unwrap_or_default();
         assert!(
             too_large.contains("not representable"),

@@ -1,6 +1,7 @@
 //! A store that is one Zarr array, not a group (what zarr-python's `zarr.save` of one array
 //! and `zarr.open_array` write), is read as a dataset holding that one variable, named after
-//! the store (`temps` for `temps.zarr`, `temps.zarr.zip` or `s3://bucket/temps.zarr`): stock
+//! the store (`temps` for `temps.zarr`, `temps.zarr.zip` or `s3://bucket/temps.zarr`; `data`
+//! where that is no netCDF name), also with consolidated metadata beside it: stock
 //! `ncdump` and netCDF4-python read the values zarr-python reads, in Zarr v2 (with a `.zattrs`,
 //! with xarray's dimension names, with no chunk written) and v3, from a directory, a zip
 //! archive and S3. netcdf-c reads such a v2 store as an empty dataset and refuses a v3 one.
@@ -27,6 +28,17 @@ a = zarr.open_array(f"{top}/depth.zarr", mode="w", shape=(3,), chunks=(2,), dtyp
 a.attrs["_ARRAY_DIMENSIONS"] = ["x"]
 a.attrs["units"] = "m"
 out["depth"] = a[...]
+# Consolidated metadata beside the array (as zarr-python 2 could write it).
+zarr.save(f"{top}/consolidated.zarr", np.arange(1, 5, dtype="u1"), zarr_format=2)
+c = zarr.open_array(f"{top}/consolidated.zarr", mode="a")
+c.attrs["note"] = "consolidated"
+listed = {k: json.load(open(f"{top}/consolidated.zarr/{k}")) for k in (".zarray", ".zattrs")}
+json.dump({"zarr_consolidated_format": 1, "metadata": listed},
+          open(f"{top}/consolidated.zarr/.zmetadata", "w"))
+out["consolidated"] = c[...]
+# A store whose name is no netCDF name.
+zarr.save(f"{top}/-odd.zarr", np.array([7, 8], dtype="i8"), zarr_format=3)
+out["-odd"] = zarr.open_array(f"{top}/-odd.zarr", mode="r")[...]
 print(json.dumps({k: v.astype("f8").ravel().tolist() for k, v in out.items()}))
 "#;
 
@@ -51,8 +63,10 @@ fn a_store_that_is_one_array_is_a_dataset_of_that_variable() {
     let server = Server::start(Kind::S3sFs);
     let endpoint = server.endpoint();
     let s3_env = common::s3::tool_env(&endpoint);
-    let headers = [
+    // (store, variable, lines of its dump)
+    let stores = [
         (
+            "temps",
             "temps",
             vec![
                 "float temps(_Anonymous_Dim_3, _Anonymous_Dim_4) ;",
@@ -61,12 +75,14 @@ fn a_store_that_is_one_array_is_a_dataset_of_that_variable() {
         ),
         (
             "counts3",
+            "counts3",
             vec![
                 "short counts3(_Anonymous_Dim_2, _Anonymous_Dim_3) ;",
                 "counts3 = -2, -1, 0, 1, 2, 3 ;",
             ],
         ),
         (
+            "depth",
             "depth",
             vec![
                 "x = 3 ;",
@@ -76,12 +92,26 @@ fn a_store_that_is_one_array_is_a_dataset_of_that_variable() {
                 "depth = _, _, _ ;",
             ],
         ),
+        (
+            "consolidated",
+            "consolidated",
+            vec![
+                "ubyte consolidated(_Anonymous_Dim_4) ;",
+                "consolidated:note = \"consolidated\" ;",
+                "consolidated = 1, 2, 3, 4 ;",
+            ],
+        ),
+        (
+            "-odd",
+            "data",
+            vec!["int64 data(_Anonymous_Dim_2) ;", "data = 7, 8 ;"],
+        ),
     ];
-    for (name, lines) in headers {
-        let store = dir.path().join(format!("{name}.zarr"));
-        let zip = dir.path().join(format!("{name}.zarr.zip"));
+    for (stem, name, lines) in stores {
+        let store = dir.path().join(format!("{stem}.zarr"));
+        let zip = dir.path().join(format!("{stem}.zarr.zip"));
         common::python::zip_directory(&store, &zip, ".").unwrap_or_else(|e| panic!("{e}"));
-        let key = format!("single/{name}.zarr");
+        let key = format!("single/{stem}.zarr");
         common::copy_tree(&store, &server.bucket_dir().join(&key));
         let s3 = format!("s3://{BUCKET}/{key}#mode=zarr,s3");
         for (place, target, env) in [
@@ -103,7 +133,7 @@ fn a_store_that_is_one_array_is_a_dataset_of_that_variable() {
         }
         let read = common::python::netcdf4_json(READ, &[&url(&store, "zarr,file"), name]);
         assert_eq!(read["names"], serde_json::json!([name]), "{name}: {read}");
-        assert_eq!(read["values"], written[name], "{name}");
+        assert_eq!(read["values"], written[stem], "{name}");
         let refused = common::python::netcdf4_writes(&store)
             .unwrap_or_else(|e| panic!("{e}"))
             .unwrap_or_else(|| panic!("{name}: written"));

@@ -53,7 +53,7 @@ ds.to_zarr(sys.argv[1], mode="w", zarr_format=3, consolidated=True)
 "#;
 
 const ARRAYS: &str = "plain,gz,blosc,big,fortran,v2keys,sharded,start,text,fixed,flags,vbytes,\
-                      point,sub/deep,sub/unwritten,tshard,tinner,twice,after,cshard";
+                      point,sub/deep,sub/unwritten,tshard,tinner,twice,after,cshard,half";
 
 fn netcdf4(target: &str) -> Value {
     common::python::netcdf4_json(READ_NETCDF4, &[target, ARRAYS])
@@ -153,10 +153,8 @@ fn zarr_python_3_stores_read_as_zarr_python_reads_them() {
             "{consolidated}: zip"
         );
 
-        // Half floats have no netCDF type: listed, failing alone.
-        assert!(has_line(&dump, "ubyte half(h) ;"), "{dump}");
-        let half = run(Host::Ours, "ncdump", &["-v", "half", &u]);
-        assert!(half.refused_saying("f2"), "{}", half.describe());
+        // Half floats, which netCDF has no type for, are floats.
+        assert!(has_line(&dump, "float half(h) ;"), "{dump}");
 
         let opened =
             nczarr_rs::api::Dataset::open(&nczarr_rs::url::DatasetUrl::parse(&u).unwrap(), true)

@@ -197,7 +197,7 @@ impl Geometry {
     }
 }
 
-/// Element size of a variable's stored values.
+/// Element size of a variable's decoded values, as read and written.
 pub fn decoded_esize(var: &Var) -> usize {
     var.decoded_esize()
 }
@@ -230,35 +230,45 @@ fn swapped(var: &Var, esize: usize) -> bool {
 }
 
 /// The codec chain of a variable; an unknown codec is `Error::NoFilter` naming it. Zarr v3
-/// shards are told the fill element, as stored, for their inner chunks never written.
+/// shards are told the fill element, as stored, for their inner chunks never written. An array
+/// of 16-bit floats has them widened by the inner chunks of its shards, when its first codec
+/// shards it (so that parts of shards are read alone), else by a first codec of its own.
 pub fn codec_chain(var: &Var) -> Result<codec::Chain> {
-    let stored_fill = || -> Result<serde_json::Value> {
+    let mut cfgs = var.codec_configs();
+    let is_sharding = |cfg: &codec::Config| {
+        cfg.get("id").and_then(serde_json::Value::as_str) == Some(codec::SHARDING)
+    };
+    let big_endian = var.half_floats.map(|order| order == Endian::Big);
+    let shards_widen = big_endian.is_some() && cfgs.first().is_some_and(is_sharding);
+    let stored_fill = |widened_inside: bool| -> Result<serde_json::Value> {
         let mut fill = fill_element(var);
         let esize = fill.len();
         if swapped(var, esize) {
             convert::swap_bytes_in_place(&mut fill, esize);
         }
-        if let Some(order) = var.half_floats {
+        if let Some(order) = var.half_floats.filter(|_| !widened_inside) {
             fill = half_floats(order).encode(fill)?;
         }
         Ok(serde_json::Value::from(fill))
     };
-    let mut cfgs = var.codec_configs();
-    for cfg in &mut cfgs {
-        if cfg.get("id").and_then(serde_json::Value::as_str) == Some(codec::SHARDING) {
-            cfg.insert("fill".into(), stored_fill()?);
+    for (i, cfg) in cfgs.iter_mut().enumerate() {
+        if is_sharding(cfg) {
+            let widened_inside = shards_widen && i == 0;
+            cfg.insert("fill".into(), stored_fill(widened_inside)?);
+            if let Some(big) = big_endian.filter(|_| widened_inside) {
+                cfg.insert("half_floats".into(), serde_json::Value::from(big));
+            }
         }
     }
-    let chain = codec::Chain::from_configs(
-        &var.name,
-        &cfgs,
-        codec::Context {
-            elem_size: var.stored_esize(),
-        },
-    )?;
-    Ok(match var.half_floats {
-        Some(order) => chain.storing_half_floats(order == Endian::Big),
-        None => chain,
+    let elem_size = if shards_widen {
+        var.decoded_esize()
+    } else {
+        var.stored_esize()
+    };
+    let chain = codec::Chain::from_configs(&var.name, &cfgs, codec::Context { elem_size })?;
+    Ok(match big_endian {
+        Some(big) if !shards_widen => chain.storing_half_floats(big),
+        _ => chain,
     })
 }
 
@@ -402,7 +412,7 @@ fn scalar_slab(scalar: bool, slab: &Slab) -> Slab {
     }
 }
 
-/// The fill element of a variable in native order (`stored_esize` bytes): what its chunks
+/// The fill element of a variable in native order (`decoded_esize` bytes): what its chunks
 /// never written hold.
 fn fill_element(var: &Var) -> Vec<u8> {
     let esize = decoded_esize(var);

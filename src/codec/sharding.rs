@@ -137,7 +137,14 @@ impl Sharding {
                 .collect::<Result<_>>()?,
             Some(_) => return Err(bad_config(ID, "codecs is not a list")),
         };
-        let inner = Chain::from_configs("", &inner_cfgs, ctx)?;
+        // Elements the array stores as 16-bit floats (`half_floats`: their byte order is big
+        // endian, given by the data path as `fill` is): inner chunks widen them to the 32-bit
+        // floats of the shard.
+        let inner = match cfg.get("half_floats").and_then(Value::as_bool) {
+            Some(big_endian) => Chain::from_configs("", &inner_cfgs, Context { elem_size: 2 })?
+                .storing_half_floats(big_endian),
+            None => Chain::from_configs("", &inner_cfgs, ctx)?,
+        };
         let index_at_start = match cfg.get("index_location").and_then(Value::as_str) {
             None | Some("end") => false,
             Some("start") => true,

@@ -698,6 +698,14 @@ impl<'a> Reader<'a> {
                 }
             },
         };
+        // 16-bit floats: the fill as they store it (`0.1` is 0.099975586 in the chunks).
+        if var.half_floats.is_some()
+            && let Some(fill) = var.stored_fill.as_mut()
+            && let Ok(bytes) = <[u8; 4]>::try_from(fill.as_slice())
+        {
+            let rounded = half::f16::from_f32(f32::from_ne_bytes(bytes)).to_f32();
+            *fill = rounded.to_ne_bytes().to_vec();
+        }
         // Pure Zarr v2: a fill value other than netCDF's default is the variable's `_FillValue`
         // (as netcdf-c and xarray read it), unless an attribute says so already. Not for the
         // parts of complex numbers: a part equal to the fill is no missing number. Not in Zarr
@@ -963,11 +971,11 @@ fn read_only_as_consolidated(opened: Opened, why: &str) -> Result<Opened> {
     })
 }
 
-/// Reads the dataset's metadata to be read only. `pure` forces pure-Zarr interpretation
-/// (`mode=zarr`).
 /// The name [`read_dataset`] gives the variable of a dataset that is a single array.
 pub const LONE_ARRAY: &str = "data";
 
+/// Reads the dataset's metadata to be read only. `pure` forces pure-Zarr interpretation
+/// (`mode=zarr`).
 pub fn read_dataset(store: &dyn Store, pure: bool, xarray: bool) -> Result<Opened> {
     read_dataset_as(store, pure, xarray, false, LONE_ARRAY)
 }
@@ -1030,7 +1038,8 @@ pub fn read_dataset_as(
         return v3::read_dataset(store, &fetched, root, pure, xarray, writable, lone_array);
     }
     // A root without a group object may be an array (what `zarr.save` of one array writes).
-    if root_zgroup.is_none() && meta.get(".zarray")?.is_some() {
+    if root_zgroup.is_none() && meta.has(".zarray")? {
+        meta.put_back(".zattrs", &root_zattrs);
         let reader = Reader::new(meta, false, false);
         return reader.read_lone_array(lone_array, xarray, has_zmetadata);
     }

@@ -201,7 +201,11 @@ fn fill_of(var: &Var, nczarr: bool) -> Value {
                 {
                     bytes[..ty.size()].to_vec()
                 }
-                _ => ty.default_fill(),
+                // 16-bit floats have no room for netCDF's default fill: theirs stays.
+                _ => match &var.stored_fill {
+                    Some(fill) if var.half_floats.is_some() => fill.clone(),
+                    _ => ty.default_fill(),
+                },
             };
             number::to_json(ty, &bytes)
         }

@@ -583,6 +583,7 @@ fn v2_fill<'a>(fill: &Json<'a>, dtype: &str) -> Json<'a> {
     let bits = |s: &str| u64::from_str_radix(s.strip_prefix("0x")?, 16).ok();
     let float = |s: &str| -> Option<Json<'a>> {
         let value = match dtype.get(1..)? {
+            "f2" => f64::from(half::f16::from_bits(u16::try_from(bits(s)?).ok()?)),
             "f4" | "c8" => f64::from(f32::from_bits(u32::try_from(bits(s)?).ok()?)),
             "f8" | "c16" => f64::from_bits(bits(s)?),
             _ => return None,
@@ -749,6 +750,25 @@ mod tests {
         assert_eq!(Json::Object(a.attributes).to_value()["units"], "K");
         assert!(a.prefixed_keys && a.separator == '/');
         assert!(a.unreadable.is_none());
+    }
+
+    #[test]
+    fn float16_fill_values_in_hex_are_numbers() {
+        for (hex, want) in [
+            (r#""0x3c00""#, serde_json::json!(1.0)),
+            (r#""0x7e00""#, serde_json::json!("NaN")),
+            (r#""0xfc00""#, serde_json::json!("-Infinity")),
+        ] {
+            let a = translated(&array_json(
+                r#""float16""#,
+                hex,
+                r#"[{"name": "bytes", "configuration": {"endian": "little"}}]"#,
+                "",
+            ));
+            let z = Json::Object(a.zarray).to_value();
+            assert_eq!(z["dtype"], "<f2");
+            assert_eq!(z["fill_value"], want, "{hex}");
+        }
     }
 
     #[test]
