@@ -66,7 +66,7 @@ if len(sys.argv) > 2 and sys.argv[2] == "consolidated":
     zarr.consolidate_metadata(path)
 names = ["plain", "gz", "blosc", "big", "fortran", "v2keys", "sharded", "start", "text",
          "fixed", "flags", "vbytes", "point", "sub/deep", "sub/unwritten", "tshard", "tinner", "twice",
-         "after", "cshard"]
+         "after", "cshard", "half"]
 def flat(v):
     v = np.asarray(v)
     if v.dtype.kind == "c":
