@@ -21,6 +21,12 @@ pub fn anonymous_dim_name(len: u64) -> String {
     format!("_Anonymous_Dim_{len}")
 }
 
+/// True when `name` is one [`anonymous_dim_name`] gives.
+pub fn is_anonymous_dim_name(name: &str) -> bool {
+    name.strip_prefix("_Anonymous_Dim_")
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// The name the metadata gives dimension `i` of `var`: its dimension's, or, for the
 /// anonymous dimension of an array whose stored name clashed, that stored name; `None` for
 /// any other anonymous dimension.

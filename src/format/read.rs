@@ -16,7 +16,7 @@ mod v3;
 
 use super::json::{Json, Object};
 use super::write::{ARRAY, ARRAY_DIMENSIONS, ATTR, GROUP, NCPROPERTIES, SUPERBLOCK};
-use super::{Layout, attrs, dtype, number};
+use super::{Layout, attrs, dtype, is_anonymous_dim_name, number};
 use crate::error::{Error, Result};
 use crate::model::{Att, DimId, GroupId, NcType, Storage, StringStorage, Tree, Values, Var};
 use crate::zmap::{Store, StoreKey};
@@ -558,9 +558,6 @@ impl<'a> Reader<'a> {
         self.numpy_complex |= dt.complex;
 
         // Dimensions: placed once the group's arrays are all read.
-        let names = dimension_names
-            .or_else(|| array_dimensions(&zattrs))
-            .filter(|n| n.len() == shape.len());
         let refs = ainfo
             .and_then(|i| get_alt(i.as_object()?, &["dimension_references", "dimrefs"]))
             .and_then(Json::as_array);
@@ -599,6 +596,15 @@ impl<'a> Reader<'a> {
                 Some(references)
             }
             None => None,
+        };
+        // The stored names: what pure Zarr places by, and what an NCZarr array on an anonymous
+        // dimension may have kept of a name it clashed on (looked for only then).
+        let anonymous = |r: &String| r.rsplit('/').next().is_some_and(is_anonymous_dim_name);
+        let names = match &references {
+            Some(refs) if !refs.iter().any(anonymous) => None,
+            _ => dimension_names
+                .or_else(|| array_dimensions(&zattrs))
+                .filter(|n| n.len() == shape.len()),
         };
         var.chunks = chunks;
         Ok((
