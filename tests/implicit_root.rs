@@ -21,8 +21,8 @@ fn write_objects(root: &Path, objects: &[(&str, Vec<u8>)]) {
     }
 }
 
-/// An array at the root level and one in a group, uncompressed, with dimension names; the
-/// root itself has no object.
+/// An array at the root level and one in a group, uncompressed, with dimension names, and an
+/// empty one without; the root itself has no object.
 fn rootless_dataset() -> Vec<(&'static str, Vec<u8>)> {
     let ints = |vals: &[i32]| {
         vals.iter()
@@ -46,6 +46,14 @@ fn rootless_dataset() -> Vec<(&'static str, Vec<u8>)> {
         ),
         ("temp/0.0", ints(&[1, 2, 4, 5])),
         ("temp/0.1", ints(&[3, -1, 6, -1])),
+        // No values and no dimension names: an anonymous dimension of length 0, which netCDF
+        // can only have unlimited.
+        (
+            "empty/.zarray",
+            br#"{"zarr_format": 2, "shape": [0], "chunks": [1], "dtype": "<i4",
+                "fill_value": null, "order": "C", "compressor": null, "filters": null}"#
+                .to_vec(),
+        ),
         ("obs/.zgroup", br#"{"zarr_format": 2}"#.to_vec()),
         (
             "obs/t/.zarray",
@@ -86,7 +94,9 @@ fn a_root_without_objects_opens_as_netcdf_c_reads_it() {
             ncdump(Host::Ref410, &[], &u).unwrap_or_else(|e| panic!("4.10.1, {mode}: {e}"));
         assert_eq!(ours, reference, "mode={mode}");
         assert!(
-            ours.contains("int temp(y, x)") && ours.contains("group: obs"),
+            ours.contains("int temp(y, x)")
+                && ours.contains("group: obs")
+                && ours.contains("_Anonymous_Dim_0 = UNLIMITED ;"),
             "{ours}"
         );
         assert!(

@@ -1312,5 +1312,7 @@ mod tests {
         );
         let a = &tree.group(Tree::ROOT).vars[0];
         assert_eq!(a.clashing_dim_names, [Some("t".to_string())]);
+        // netCDF has no fixed dimension of length 0.
+        assert!(tree.dim(a.dims[0]).unlimited);
     }
 }

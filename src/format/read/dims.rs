@@ -235,11 +235,13 @@ impl Reader<'_> {
         dims
     }
 
+    /// The root's dimension without a name of length `len`; of length 0, unlimited (netCDF has
+    /// no fixed dimension of that length), as netcdf-c reads it.
     fn anonymous(&mut self, len: u64) -> DimId {
         let name = super::super::anonymous_dim_name(len);
         match self.tree.find_dim_in_scope(Tree::ROOT, &name) {
             Some(d) => d,
-            None => self.tree.add_dim(Tree::ROOT, &name, len, false),
+            None => self.tree.add_dim(Tree::ROOT, &name, len, len == 0),
         }
     }
 }
