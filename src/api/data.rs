@@ -65,6 +65,8 @@ fn chunks_held(chunk_bytes: usize, local: bool) -> usize {
 
 mod ahead;
 mod by_runs;
+#[cfg(test)]
+mod chain_tests;
 mod chunk_io;
 mod coded_parts;
 mod decoded;
@@ -255,6 +257,8 @@ pub fn codec_chain(var: &Var) -> Result<codec::Chain> {
         if is_sharding(cfg) {
             let widened_inside = shards_widen && i == 0;
             cfg.insert("fill".into(), stored_fill(widened_inside)?);
+            // Only this says so (never a stored configuration).
+            cfg.remove("half_floats");
             if let Some(big) = big_endian.filter(|_| widened_inside) {
                 cfg.insert("half_floats".into(), serde_json::Value::from(big));
             }
