@@ -41,17 +41,23 @@ pub(super) struct Lengths {
 
 impl Lengths {
     /// The length the name is given: the coordinate's; else the one most arrays give it,
-    /// `outer` (the length of a dimension of that name outside the group) winning a tie, and
-    /// otherwise the first.
+    /// `outer` (the length of a dimension of that name outside the group) winning a tie, then
+    /// the first that is not 0 (an empty array says least about its dimension), then the first.
     fn preferred(&self, outer: Option<u64>) -> Option<u64> {
         if self.coordinate.is_some() {
             return self.coordinate;
         }
         let most = self.counts.iter().map(|(_, n)| *n).max()?;
-        let tied = || self.counts.iter().filter(|(_, n)| *n == most);
+        let tied = || {
+            self.counts
+                .iter()
+                .filter(|(_, n)| *n == most)
+                .map(|(l, _)| *l)
+        };
         outer
-            .filter(|o| tied().any(|(l, _)| l == o))
-            .or_else(|| tied().next().map(|(l, _)| *l))
+            .filter(|o| tied().any(|l| l == *o))
+            .or_else(|| tied().find(|l| *l != 0))
+            .or_else(|| tied().next())
     }
 }
 
@@ -291,6 +297,14 @@ mod tests {
         assert_eq!(given["x"].preferred(None), Some(5));
         assert_eq!(given["x"].preferred(Some(9)), Some(9));
         assert_eq!(given["x"].preferred(Some(8)), Some(5));
+    }
+
+    #[test]
+    fn an_empty_array_loses_a_tie() {
+        let arrays = [("a", named(&[0], &["t"])), ("b", named(&[3], &["t"]))];
+        assert_eq!(lengths(&arrays)["t"].preferred(None), Some(3));
+        let empty = [("a", named(&[0], &["t"])), ("b", named(&[0], &["t"]))];
+        assert_eq!(lengths(&empty)["t"].preferred(None), Some(0));
     }
 
     #[test]
