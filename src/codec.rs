@@ -14,7 +14,7 @@ mod delta;
 mod fletcher32;
 mod gzip;
 mod half_floats;
-pub use half_floats::past_half_range;
+pub use half_floats::{HalfFloats, past_half_range};
 mod lz4;
 mod params;
 pub mod quantize;

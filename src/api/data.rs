@@ -199,11 +199,6 @@ impl Geometry {
     }
 }
 
-/// Element size of a variable's decoded values, as read and written.
-pub fn decoded_esize(var: &Var) -> usize {
-    var.decoded_esize()
-}
-
 /// The most bytes a stored chunk of `chunk_bytes` decoded bytes can take: no codec's worst
 /// case comes near twice its input (zlib, zstd, lz4 and bzip2 add about 1% at most, blosc 16
 /// bytes), so a larger object is damaged or hostile. Strings, whose stored length has no such
@@ -249,7 +244,10 @@ pub fn codec_chain(var: &Var) -> Result<codec::Chain> {
             convert::swap_bytes_in_place(&mut fill, esize);
         }
         if let Some(order) = var.half_floats.filter(|_| !widened_inside) {
-            fill = half_floats(order).encode(fill)?;
+            let narrowing = codec::HalfFloats {
+                big_endian: order == Endian::Big,
+            };
+            fill = codec::Codec::encode(&narrowing, &fill)?;
         }
         Ok(serde_json::Value::from(fill))
     };
@@ -276,11 +274,6 @@ pub fn codec_chain(var: &Var) -> Result<codec::Chain> {
     })
 }
 
-/// The codec that narrows a variable's floats to the 16-bit ones it stores in `order`.
-fn half_floats(order: Endian) -> codec::Chain {
-    codec::Chain::default().storing_half_floats(order == Endian::Big)
-}
-
 impl Dataset {
     /// Lets the store read whole the largest chunk any variable of the dataset can have (what
     /// [`Dataset::geometry`] allows one variable at a time), for work that moves objects of
@@ -292,7 +285,9 @@ impl Dataset {
             .iter()
             .flat_map(|g| &g.vars)
             .filter_map(|var| {
-                let bytes = product(&var.chunks).ok()?.checked_mul(decoded_esize(var))?;
+                let bytes = product(&var.chunks)
+                    .ok()?
+                    .checked_mul(var.decoded_esize())?;
                 // A chain that cannot be built (an unknown codec) bounds as no codec does.
                 let chain = codec_chain(var).unwrap_or_default();
                 Some(largest_stored_chunk(bytes, var.ty, &chain))
@@ -319,7 +314,7 @@ impl Dataset {
         } else {
             (self.tree.var_shape(var), var.chunks.clone())
         };
-        let esize = decoded_esize(var);
+        let esize = var.decoded_esize();
         let chunk_bytes = product(&chunks)?
             .checked_mul(esize)
             .filter(|&bytes| bytes as u64 <= crate::machine::memory_bytes())
@@ -419,7 +414,7 @@ fn scalar_slab(scalar: bool, slab: &Slab) -> Slab {
 /// The fill element of a variable in native order (`decoded_esize` bytes): what its chunks
 /// never written hold.
 fn fill_element(var: &Var) -> Vec<u8> {
-    let esize = decoded_esize(var);
+    let esize = var.decoded_esize();
     if var.strings == StringStorage::Objects && var.ty == NcType::String {
         let text = match var.att("_FillValue").map(|a| &a.values) {
             Some(crate::model::Values::Strings(s)) if !var.zarr_v3 => s.first().cloned(),
@@ -1218,7 +1213,7 @@ impl Dataset {
         }
         let strides = c_order_strides(&slab.count)?;
         // Refused before anything changes when the request's slots cannot be had.
-        request_slot_bytes(n, decoded_esize(&self.tree.group(g).vars[v]))?;
+        request_slot_bytes(n, self.tree.group(g).vars[v].decoded_esize())?;
         self.grow_unlimited(g, v, &slab);
         self.widening_slots(g, v, |ds, geo| {
             let width = geo.esize;

@@ -80,7 +80,13 @@ pub(super) fn lengths_given<'u>(
                 continue;
             }
             given.push((name, *len));
-            let lengths = seen.entry(name.to_string()).or_default();
+            // A name seen before costs no allocation.
+            if !seen.contains_key(name) {
+                seen.insert(name.to_string(), Lengths::default());
+            }
+            let Some(lengths) = seen.get_mut(name) else {
+                continue;
+            };
             if name == array {
                 lengths.coordinate.get_or_insert(*len);
             }
