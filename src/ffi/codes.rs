@@ -1,5 +1,5 @@
 //! netCDF constants this library needs, defined here (the library does not link libnetcdf);
-//! `c_tests/abi_check.c` checks them against the real `netcdf.h`.
+//! `tests/netcdf_constants.rs` checks them against the installed `netcdf.h`.
 
 use std::os::raw::c_int;
 
@@ -38,6 +38,7 @@ pub const NC_ESTRICTNC3: c_int = -112;
 pub const NC_EBADGRPID: c_int = -116;
 pub const NC_ELATEFILL: c_int = -122;
 pub const NC_ELATEDEF: c_int = -123;
+pub const NC_EBADFIELD: c_int = -119;
 pub const NC_ENOGRP: c_int = -125;
 pub const NC_EBADCHUNK: c_int = -127;
 pub const NC_ENOTBUILT: c_int = -128;
@@ -49,6 +50,7 @@ pub const NC_ES3: c_int = -138;
 pub const NC_GLOBAL: c_int = -1;
 pub const NC_NAT: c_int = 0;
 pub const NC_STRING: c_int = 12;
+pub const NC_COMPOUND: c_int = 16;
 pub const NC_UNLIMITED: usize = 0;
 pub const NC_MAX_NAME: usize = 256;
 
