@@ -13,6 +13,7 @@ pub mod define;
 pub mod filters;
 pub mod inquire;
 pub mod names;
+pub mod types;
 
 pub use attribute::Owner;
 pub use data::Slab;

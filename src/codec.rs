@@ -18,6 +18,8 @@ pub use half_floats::{HalfFloats, past_half_range};
 mod lz4;
 mod params;
 pub mod quantize;
+mod records;
+pub use records::{FieldOp, Move, RecordPlan, Records};
 mod reused;
 mod sharding;
 pub use sharding::{ID as SHARDING, new_config as new_sharding_config};
@@ -319,6 +321,13 @@ impl Chain {
     pub fn storing_half_floats(mut self, big_endian: bool) -> Chain {
         self.0
             .insert(0, Arc::new(half_floats::HalfFloats { big_endian }));
+        self
+    }
+
+    /// This chain after compound values are narrowed to the records an array stores
+    /// ([`Records`]): it then codes compound values.
+    pub fn storing_records(mut self, plan: Arc<RecordPlan>) -> Chain {
+        self.0.insert(0, Arc::new(Records { plan }));
         self
     }
 

@@ -35,6 +35,9 @@ pub enum Error {
     /// A type id that is neither atomic nor defined.
     #[error("bad type id {0}")]
     BadType(i32),
+    /// A compound type has no field of this number or name.
+    #[error("compound field not found: {0}")]
+    BadField(String),
 
     // ---- names and definitions ----------------------------------------------------------
     /// The name is already used by another object of the same group.

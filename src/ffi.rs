@@ -14,6 +14,7 @@ pub mod file_entries;
 pub mod group_entries;
 pub mod infermodel;
 pub mod install;
+pub mod reclaim;
 pub mod registry;
 mod signals;
 pub mod status;

@@ -13,6 +13,7 @@ pub mod json;
 pub mod lenient;
 pub mod number;
 pub mod read;
+pub mod structured;
 pub mod ucs4;
 pub mod write;
 

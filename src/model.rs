@@ -3,10 +3,15 @@
 //! Owns the shape of a dataset as the netCDF API sees it. Knows nothing of storage, Zarr
 //! JSON, chunks or C.
 
+pub mod records;
 pub mod tree;
 pub mod types;
 pub mod values;
 
+pub use records::{
+    FIRST_USER_TYPE, FieldKind, MOST_RECORD_BYTES, Record, RecordField, TypeField, UserType,
+    UserTypes, VarRecord,
+};
 pub use tree::{
     Att, COMPLEX_DIMENSION, CacheSettings, Dim, DimId, Endian, Filter, Group, GroupId, Storage,
     StringStorage, Tree, Var,

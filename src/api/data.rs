@@ -74,6 +74,7 @@ mod encoded;
 #[cfg(test)]
 mod object_limit_tests;
 pub(crate) mod read_ahead;
+mod records;
 mod remote_parts;
 mod rows;
 mod split;
@@ -235,6 +236,13 @@ pub fn codec_chain(var: &Var) -> Result<codec::Chain> {
     let is_sharding = |cfg: &codec::Config| {
         cfg.get("id").and_then(serde_json::Value::as_str) == Some(codec::SHARDING)
     };
+    if var.record.is_some() && cfgs.first().is_some_and(is_sharding) {
+        // Its shards would be told a fill of compound values; the reason, not that, is news.
+        return Err(Error::Unsupported {
+            var: var.name.clone(),
+            why: "structured records in shards are not read".into(),
+        });
+    }
     let big_endian = var.half_floats.map(|order| order == Endian::Big);
     let shards_widen = big_endian.is_some() && cfgs.first().is_some_and(is_sharding);
     let stored_fill = |widened_inside: bool| -> Result<serde_json::Value> {
@@ -268,9 +276,13 @@ pub fn codec_chain(var: &Var) -> Result<codec::Chain> {
         var.stored_esize()
     };
     let chain = codec::Chain::from_configs(&var.name, &cfgs, codec::Context { elem_size })?;
-    Ok(match big_endian {
+    let chain = match big_endian {
         Some(big) if !shards_widen => chain.storing_half_floats(big),
         _ => chain,
+    };
+    Ok(match &var.record {
+        Some(r) => chain.storing_records(r.plan.clone()),
+        None => chain,
     })
 }
 
@@ -630,6 +642,10 @@ impl Dataset {
     ) -> Result<bool> {
         self.ensure_data_mode()?;
         self.check_slab(g, v, slab, false)?;
+        if self.record_type(g, v).is_some() {
+            // No conversion between a compound type and an atomic one.
+            return Err(Error::BadType(memtype.id()));
+        }
         let geo = self.geometry(g, v)?;
         if memtype == NcType::String || geo.ty == NcType::String {
             return Err(Error::Char);
@@ -1123,6 +1139,9 @@ impl Dataset {
         data: &[u8],
     ) -> Result<bool> {
         self.check_writable()?;
+        if self.record_type(g, v).is_some() {
+            return Err(Error::BadType(memtype.id()));
+        }
         self.ensure_data_mode()?;
         self.check_slab(g, v, slab, true)?;
         let geo = self.geometry(g, v)?;

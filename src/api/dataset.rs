@@ -160,7 +160,9 @@ impl Dataset {
             consolidated: wanted.consolidated || opened.has_zmetadata,
             zarr_v3: opened.layout.zarr_v3,
         };
-        let mut ds = Dataset::new(store, opened.tree, layout, writable);
+        let mut tree = opened.tree;
+        tree.list_record_types();
+        let mut ds = Dataset::new(store, tree, layout, writable);
         ds.read_only_reason = opened.read_only_reason;
         ds.ncproperties = opened.ncproperties;
         ds.remember_paths();

@@ -10,6 +10,10 @@ use crate::model::{DimId, GroupId, NcType, Storage};
 pub struct VarInfo {
     pub name: String,
     pub ty: NcType,
+    /// The netCDF type id: of `ty`, or of the compound type of a variable holding records.
+    pub type_id: i32,
+    /// Bytes of one value in memory (of the fill value).
+    pub value_size: usize,
     pub dims: Vec<DimId>,
     pub natts: usize,
     pub storage: Storage,
@@ -95,15 +99,6 @@ impl Dataset {
         Ok(g)
     }
 
-    /// `nc_inq_typeid`: atomic types by CDL name.
-    pub fn typeid(name: &str) -> Result<NcType> {
-        NcType::ALL
-            .iter()
-            .copied()
-            .find(|t| t.name() == name)
-            .ok_or(Error::BadType(0))
-    }
-
     /// Everything `nc_inq_var_all` reports.
     pub fn var_info(&self, g: GroupId, v: usize) -> VarInfo {
         let var = &self.tree.group(g).vars[v];
@@ -120,6 +115,11 @@ impl Dataset {
         VarInfo {
             name: var.name.clone(),
             ty: var.ty,
+            type_id: var.record.as_ref().map_or(var.ty.id(), |r| r.type_id),
+            value_size: var
+                .record
+                .as_ref()
+                .map_or(var.ty.size(), |r| r.plan.memory_size),
             dims: var.dims.clone(),
             natts: var.atts.len(),
             storage,
@@ -130,7 +130,7 @@ impl Dataset {
             },
             no_fill: var.no_fill,
             fill: self.fill_value_of(var),
-            endian: var.ty.is_numeric().then_some(var.endian),
+            endian: (var.ty.is_numeric() && var.record.is_none()).then_some(var.endian),
             shuffle: reported.iter().any(|f| f.id == 2),
             deflate_level: level,
             fletcher32: reported.iter().any(|f| f.id == 3),

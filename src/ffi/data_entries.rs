@@ -110,12 +110,35 @@ fn call(
             };
         }
         let imap = if rank == 0 { None } else { imap };
+        let elems = span(&slab.count, imap.as_deref())?;
+        if let Some(record_type) = o.ds.record_type(g, v) {
+            // Compound values move as they are, in the variable's own type only.
+            if memtype != NC_NAT && memtype != record_type {
+                return Err(Error::BadType(memtype));
+            }
+            let size = var.decoded_esize();
+            let bytes = elems.checked_mul(size).ok_or(Error::NoMem)?;
+            return match buf {
+                Buf::Get(_) if !super::reclaim::interposed() => Err(Error::Unsupported {
+                    var: var.name.clone(),
+                    why: "compound values are served only with the library preloaded or \
+                          linked ahead of libnetcdf (libnetcdf's nc_reclaim_data cannot free \
+                          them)"
+                        .into(),
+                }),
+                Buf::Get(p) => {
+                    let out = cmem::output_bytes(p, bytes)?;
+                    o.ds.get_records(g, v, &slab, imap.as_deref(), out)?;
+                    Ok(NC_NOERR)
+                }
+                Buf::Put(_) => o.ds.put_records(g, v).map(|()| NC_NOERR),
+            };
+        }
         let mt = if memtype == NC_NAT {
             ty
         } else {
             NcType::from_id(memtype)?
         };
-        let elems = span(&slab.count, imap.as_deref())?;
         let offsets = || match &imap {
             Some(m) => strided_offsets(&slab.count, m),
             None => (0..elems).collect(),

@@ -6,7 +6,6 @@ use super::registry::{self, Open, guard, with};
 use super::table::NcDispatch;
 use crate::api::{CreateOptions, Dataset, Owner};
 use crate::error::Error;
-use crate::model::NcType;
 use crate::url::DatasetUrl;
 use std::os::raw::{c_char, c_int, c_void};
 
@@ -195,10 +194,9 @@ pub(crate) extern "C" fn inq_type(
     size: *mut usize,
 ) -> c_int {
     guard(|| {
-        with(ncid, |_, _| Ok(()))?;
-        let t = NcType::from_id(xtype)?;
-        cmem::put_name(name, t.name());
-        put(size, t.size());
+        let t = with(ncid, |o, _| o.ds.type_summary(xtype))?;
+        cmem::put_name(name, &t.name);
+        put(size, t.size);
         Ok(NC_NOERR)
     })
 }

@@ -1,11 +1,10 @@
-//! Entry points for groups, type inquiry, and the user-defined-type calls NCZarr refuses.
+//! Entry points for groups, type inquiry (compound types of records included), and the calls
+//! defining user-defined types, which are refused.
 
 use super::cmem::{self, put};
 use super::codes::*;
 use super::registry::{group_ncid, guard, with};
-use crate::api::Dataset;
 use crate::error::Error;
-use crate::model::NcType;
 use std::os::raw::{c_char, c_int, c_longlong, c_void};
 
 pub(crate) extern "C" fn show_metadata(ncid: c_int) -> c_int {
@@ -108,10 +107,13 @@ pub(crate) extern "C" fn inq_varids(ncid: c_int, np: *mut c_int, ids: *mut c_int
     })
 }
 
-pub(crate) extern "C" fn inq_typeids(ncid: c_int, np: *mut c_int, _ids: *mut c_int) -> c_int {
+pub(crate) extern "C" fn inq_typeids(ncid: c_int, np: *mut c_int, ids: *mut c_int) -> c_int {
     guard(|| {
-        with(ncid, |_, _| Ok(()))?;
-        put(np, 0);
+        let listed = with(ncid, |o, g| Ok(o.ds.typeids(g)))?;
+        put(np, listed.len() as c_int);
+        if let Some(out) = cmem::slice_mut(ids, listed.len()) {
+            out.copy_from_slice(&listed);
+        }
         Ok(NC_NOERR)
     })
 }
@@ -124,9 +126,8 @@ pub(crate) extern "C" fn inq_type_equal(
     equal: *mut c_int,
 ) -> c_int {
     guard(|| {
-        with(ncid1, |_, _| Ok(()))?;
-        with(ncid2, |_, _| Ok(()))?;
-        let (a, b) = (NcType::from_id(t1)?, NcType::from_id(t2)?);
+        let a = with(ncid1, |o, _| o.ds.type_signature(t1))?;
+        let b = with(ncid2, |o, _| o.ds.type_signature(t2))?;
         put(equal, c_int::from(a == b));
         Ok(NC_NOERR)
     })
@@ -153,23 +154,28 @@ pub(crate) extern "C" fn rename_grp(ncid: c_int, name: *const c_char) -> c_int {
 pub(crate) extern "C" fn inq_user_type(
     ncid: c_int,
     xtype: c_int,
-    _name: *mut c_char,
-    _size: *mut usize,
-    _base: *mut c_int,
-    _nfields: *mut usize,
-    _class: *mut c_int,
+    name: *mut c_char,
+    size: *mut usize,
+    base: *mut c_int,
+    nfields: *mut usize,
+    class: *mut c_int,
 ) -> c_int {
     guard(|| {
-        with(ncid, |_, _| Ok(()))?;
-        Err(Error::BadType(xtype))
+        let t = with(ncid, |o, _| o.ds.user_type(xtype).cloned())?;
+        cmem::put_name(name, &t.name);
+        put(size, t.size);
+        put(base, NC_NAT);
+        put(nfields, t.fields.len());
+        put(class, NC_COMPOUND);
+        Ok(NC_NOERR)
     })
 }
 
 pub(crate) extern "C" fn inq_typeid(ncid: c_int, name: *const c_char, typep: *mut c_int) -> c_int {
     guard(|| {
         let name = cmem::name(name)?;
-        with(ncid, |_, _| Ok(()))?;
-        put(typep, Dataset::typeid(name)?.id());
+        let id = with(ncid, |o, g| o.ds.typeid_in(g, name))?;
+        put(typep, id);
         Ok(NC_NOERR)
     })
 }
@@ -213,24 +219,42 @@ pub(crate) extern "C" fn insert_array_compound(
 }
 #[allow(clippy::too_many_arguments)]
 pub(crate) extern "C" fn inq_compound_field(
-    _: c_int,
-    _: c_int,
-    _: c_int,
-    _: *mut c_char,
-    _: *mut usize,
-    _: *mut c_int,
-    _: *mut c_int,
-    _: *mut c_int,
+    ncid: c_int,
+    xtype: c_int,
+    fieldid: c_int,
+    name: *mut c_char,
+    offset: *mut usize,
+    field_type: *mut c_int,
+    ndims: *mut c_int,
+    dim_sizes: *mut c_int,
 ) -> c_int {
-    not_nc4("nc_inq_compound_field")
+    guard(|| {
+        let f = with(ncid, |o, _| o.ds.compound_field(xtype, fieldid).cloned())?;
+        cmem::put_name(name, &f.name);
+        put(offset, f.offset);
+        put(field_type, f.type_id);
+        put(ndims, f.dims.len() as c_int);
+        if let Some(out) = cmem::slice_mut(dim_sizes, f.dims.len()) {
+            for (o, d) in out.iter_mut().zip(&f.dims) {
+                *o = c_int::try_from(*d).unwrap_or(c_int::MAX);
+            }
+        }
+        Ok(NC_NOERR)
+    })
 }
+
 pub(crate) extern "C" fn inq_compound_fieldindex(
-    _: c_int,
-    _: c_int,
-    _: *const c_char,
-    _: *mut c_int,
+    ncid: c_int,
+    xtype: c_int,
+    name: *const c_char,
+    fieldid: *mut c_int,
 ) -> c_int {
-    not_nc4("nc_inq_compound_fieldindex")
+    guard(|| {
+        let name = cmem::name(name)?;
+        let i = with(ncid, |o, _| o.ds.compound_field_index(xtype, name))?;
+        put(fieldid, i as c_int);
+        Ok(NC_NOERR)
+    })
 }
 pub(crate) extern "C" fn def_vlen(_: c_int, _: *const c_char, _: c_int, _: *mut c_int) -> c_int {
     not_nc4("nc_def_vlen")

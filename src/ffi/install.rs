@@ -16,7 +16,7 @@ use std::ffi::{CStr, CString};
 use std::io::Write;
 use std::os::raw::{c_int, c_void};
 
-fn lookup(handle: *mut c_void, name: &CStr) -> *mut c_void {
+pub(crate) fn lookup(handle: *mut c_void, name: &CStr) -> *mut c_void {
     // SAFETY: dlsym with a valid NUL-terminated name; the handle is RTLD_DEFAULT/RTLD_NEXT or
     // one dlopen returned.
     unsafe { libc::dlsym(handle, name.as_ptr()) }
@@ -34,7 +34,7 @@ fn object_base(addr: *const c_void) -> *mut c_void {
 }
 
 /// True when `addr` lies in this library.
-fn is_ours(addr: *const c_void) -> bool {
+pub(crate) fn is_ours(addr: *const c_void) -> bool {
     let ours = object_base(netcdf_symbol as *const c_void);
     !ours.is_null() && object_base(addr) == ours
 }

@@ -14,6 +14,7 @@ pub fn code(e: &Error) -> c_int {
         Error::BadDim(_) => NC_EBADDIM,
         Error::NoGroup(_) => NC_ENOGRP,
         Error::BadType(_) => NC_EBADTYPE,
+        Error::BadField(_) => NC_EBADFIELD,
         Error::NameInUse(_) => NC_ENAMEINUSE,
         Error::BadName(_) => NC_EBADNAME,
         Error::MaxName(_) => NC_EMAXNAME,

@@ -83,7 +83,7 @@ pub(crate) extern "C" fn inq_var_all(
             Ok(o.ds.var_info(g, v))
         })?;
         cmem::put_name(name, &info.name);
-        put(xtypep, info.ty.id());
+        put(xtypep, info.type_id);
         put(ndimsp, info.dims.len() as c_int);
         if let Some(out) = cmem::slice_mut(dimidsp, info.dims.len()) {
             for (o, d) in out.iter_mut().zip(&info.dims) {
@@ -115,7 +115,7 @@ pub(crate) extern "C" fn inq_var_all(
                 put(fill_valuep.cast::<*mut c_char>(), p);
             } else {
                 let mut f = info.fill.clone();
-                f.resize(info.ty.size(), 0);
+                f.resize(info.value_size, 0);
                 cmem::bytes_mut(fill_valuep, f.len())?.copy_from_slice(&f);
             }
         }

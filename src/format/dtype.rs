@@ -140,7 +140,7 @@ pub fn parse(dtype: &str, nczarr: bool) -> Result<Dtype> {
             return Ok(Dtype {
                 ty: NcType::String,
                 endian,
-                width: 4 * n,
+                width: n.checked_mul(4).ok_or_else(|| bad("too wide"))?,
                 strings: StringStorage::Ucs4,
                 time: None,
                 complex: false,

@@ -18,7 +18,9 @@ use super::json::{Json, Object};
 use super::write::{ARRAY, ARRAY_DIMENSIONS, ATTR, GROUP, NCPROPERTIES, SUPERBLOCK};
 use super::{Layout, attrs, dtype, is_anonymous_dim_name, number};
 use crate::error::{Error, Result};
-use crate::model::{Att, DimId, GroupId, NcType, Storage, StringStorage, Tree, Values, Var};
+use crate::model::{
+    Att, DimId, GroupId, NcType, Storage, StringStorage, Tree, Values, Var, VarRecord,
+};
 use crate::zmap::{Store, StoreKey};
 use dims::Unplaced;
 use meta::{Meta, join};
@@ -189,6 +191,8 @@ struct Reader<'a> {
     numpy_times: bool,
     /// Some array holds numpy complex numbers (the dataset then opens read-only).
     numpy_complex: bool,
+    /// Some array holds numpy structured records (the dataset then opens read-only).
+    numpy_records: bool,
     /// Listings the search for Zarr objects below groups may still make.
     search_budget: Cell<usize>,
     /// Zarr v3: groups and arrays are `zarr.json` objects.
@@ -213,6 +217,7 @@ impl<'a> Reader<'a> {
             pending_vars: Vec::new(),
             numpy_times: false,
             numpy_complex: false,
+            numpy_records: false,
             search_budget: Cell::new(SEARCH_LISTINGS),
             v3: false,
             v3_arrays: HashMap::new(),
@@ -227,6 +232,8 @@ impl<'a> Reader<'a> {
             Some("writing numpy datetime arrays is not supported yet".to_string())
         } else if self.numpy_complex {
             Some("writing numpy complex arrays is not supported yet".to_string())
+        } else if self.numpy_records {
+            Some("writing numpy structured arrays is not supported yet".to_string())
         } else {
             None
         }
@@ -446,12 +453,24 @@ impl<'a> Reader<'a> {
         if chunks.len() != shape.len() || chunks.contains(&0) {
             return Err(Error::metadata(&zk, "chunks do not match shape"));
         }
-        let dt_text = zarray
-            .get("dtype")
-            .and_then(Json::as_str)
-            .ok_or_else(|| Error::metadata(&zk, "missing dtype"))?;
         let mut unreadable = unreadable;
-        let dt = match dtype::parse(dt_text, self.nczarr) {
+        let mut record = None;
+        let parsed = match zarray.get("dtype") {
+            Some(Json::String(text)) => dtype::parse(text, self.nczarr),
+            // numpy structured records: served as values of a compound type, the dtype a
+            // stand-in.
+            Some(Json::Array(fields)) => {
+                match super::structured::parse(fields).and_then(VarRecord::new) {
+                    Ok(r) => {
+                        record = Some(r);
+                        dtype::parse("|u1", false)
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            _ => return Err(Error::metadata(&zk, "missing dtype")),
+        };
+        let dt = match parsed {
             Ok(d) => d,
             Err(e) => {
                 unreadable.get_or_insert(match e {
@@ -490,6 +509,9 @@ impl<'a> Reader<'a> {
         var.complex = dt.complex;
         var.stored_path = Some(path.to_string());
         var.unreadable = unreadable;
+        // Even records that cannot be served: writing would store the stand-in dtype.
+        self.numpy_records |= matches!(zarray.get("dtype"), Some(Json::Array(_)));
+        var.record = record;
         var.atts = read_atts(&zattrs, &ak)?;
         if let Some(time) = dt.time {
             // What the counts mean, unless the array says otherwise.
@@ -532,6 +554,15 @@ impl<'a> Reader<'a> {
         }
         self.read_codecs(&zarray, &mut var);
         check_object_codec(&mut var);
+        if var.record.is_some()
+            && var
+                .filters
+                .first()
+                .is_some_and(|f| f.codec_id() == crate::codec::SHARDING)
+        {
+            var.unreadable
+                .get_or_insert_with(|| "structured records in shards are not read".to_string());
+        }
         self.read_fill(&zarray, &mut var, &zk, dt.time.is_some())?;
         if ainfo.and_then(|i| i.get("nofill")).and_then(Json::as_u64) == Some(1) {
             var.no_fill = true;
@@ -653,6 +684,17 @@ impl<'a> Reader<'a> {
     /// holds numpy datetimes, whose only fill value that means missing is NaT (zarr-python 2's
     /// default of 0 is the epoch, a time like any other, as xarray reads it).
     fn read_fill(&self, zarray: &Obj, var: &mut Var, key: &str, time: bool) -> Result<()> {
+        if let Some(record) = &var.record {
+            // No attribute holds a compound value: the stored fill is the fill.
+            var.atts.retain(|a| a.name != "_FillValue");
+            match record_fill(record, zarray.get("fill_value")) {
+                Ok(fill) => var.stored_fill = fill,
+                Err(why) => {
+                    var.unreadable.get_or_insert(format!("{key}: {why}"));
+                }
+            }
+            return Ok(());
+        }
         let fv = match zarray.get("fill_value") {
             None | Some(Json::Null) => {
                 var.no_fill = true;
@@ -1158,6 +1200,41 @@ pub fn read_dataset_as(
         ncproperties,
         has_zmetadata,
     })
+}
+
+/// The fill value of records, as compound values: what zarr-python stores (the record's bytes
+/// in base64, or 0 for a record of zeros), zeros for none.
+fn record_fill(
+    record: &VarRecord,
+    fill: Option<&Json>,
+) -> std::result::Result<Option<Vec<u8>>, String> {
+    let stored = match fill {
+        None | Some(Json::Null) => return Ok(Some(vec![0; record.plan.memory_size])),
+        Some(Json::Number(_)) if fill.and_then(Json::as_u64) == Some(0) => {
+            vec![0; record.plan.stored_size]
+        }
+        Some(Json::String(text)) => super::base64::decode(text)
+            .ok_or_else(|| format!("fill_value {text:?} of records is not base64"))?,
+        Some(Json::Object(fields)) => {
+            return super::structured::fill_of_fields(&record.record, fields)
+                .map(Some)
+                .map_err(|e| e.to_string());
+        }
+        Some(other) => return Err(format!("fill_value {other:?} is no record")),
+    };
+    if stored.len() != record.plan.stored_size {
+        return Err(format!(
+            "fill_value of {} bytes for records of {}",
+            stored.len(),
+            record.plan.stored_size
+        ));
+    }
+    let widen = crate::codec::Records {
+        plan: record.plan.clone(),
+    };
+    crate::codec::Codec::decode(&widen, &stored, record.plan.memory_size)
+        .map(Some)
+        .map_err(|e| e.to_string())
 }
 
 /// The quantize mode and precision recorded by the attribute netCDF writes with it.

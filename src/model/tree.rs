@@ -206,6 +206,9 @@ pub struct Var {
     /// The `zarr.json` a Zarr v3 array was read from: kept as it is (codecs, extensions and
     /// all) when its metadata is written again, but for what the model changes.
     pub v3_stored: Option<StoredObject>,
+    /// The array stores numpy structured records, served as values of a compound type:
+    /// [`Var::ty`] is then only a stand-in (`ubyte`), and [`Var::endian`] native.
+    pub record: Option<super::records::VarRecord>,
 }
 
 /// A metadata object as a store held it (JSON), kept to be written back with changes.
@@ -247,13 +250,16 @@ impl Var {
             stored_fill: None,
             complex: false,
             v3_stored: None,
+            record: None,
         }
     }
 
     /// Element size of the values as the codecs see them (for strings, [`Var::string_slot`]
     /// of the width; 2 for 16-bit floats).
     pub fn stored_esize(&self) -> usize {
-        if self.half_floats.is_some() {
+        if let Some(r) = &self.record {
+            r.plan.stored_size
+        } else if self.half_floats.is_some() {
             2
         } else {
             self.decoded_esize()
@@ -263,7 +269,9 @@ impl Var {
     /// Element size of the decoded values, as read and written (for strings,
     /// [`Var::string_slot`] of the width).
     pub fn decoded_esize(&self) -> usize {
-        if self.ty == NcType::String {
+        if let Some(r) = &self.record {
+            r.plan.memory_size
+        } else if self.ty == NcType::String {
             self.string_slot(self.maxstrlen)
         } else {
             self.ty.size()
@@ -413,6 +421,8 @@ impl Group {
 pub struct Tree {
     pub groups: Vec<Group>,
     pub dims: Vec<Dim>,
+    /// The compound types of variables holding records ([`Tree::list_record_types`]).
+    pub types: super::records::UserTypes,
 }
 
 impl Default for Tree {
@@ -427,7 +437,43 @@ impl Tree {
         Tree {
             groups: vec![Group::new("/", None)],
             dims: Vec::new(),
+            types: super::records::UserTypes::default(),
         }
+    }
+
+    /// Lists the compound type of every variable holding records, in its group, named after
+    /// it (groups in preorder, variables in order), and tells each variable its type's id.
+    /// A record whose type cannot be listed leaves its variable unreadable.
+    pub fn list_record_types(&mut self) {
+        let mut types = super::records::UserTypes::default();
+        for g in self.groups_preorder() {
+            let group = &self.groups[g.0];
+            let taken = |name: &str| {
+                group.var_index(name).is_some()
+                    || group.children.iter().any(|c| self.groups[c.0].name == name)
+                    || group.dims.iter().any(|d| self.dims[d.0].name == name)
+            };
+            let listed: Vec<_> = group
+                .vars
+                .iter()
+                .map(|var| {
+                    var.record
+                        .as_ref()
+                        .map(|r| types.add(&r.record, g, &var.name, &taken))
+                })
+                .collect();
+            for (var, id) in self.groups[g.0].vars.iter_mut().zip(listed) {
+                match (id, var.record.as_mut()) {
+                    (Some(Ok(id)), Some(r)) => r.type_id = id,
+                    (Some(Err(e)), _) => {
+                        var.unreadable.get_or_insert_with(|| e.to_string());
+                        var.record = None;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        self.types = types;
     }
 
     /// The root group's id.

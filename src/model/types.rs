@@ -2,7 +2,7 @@
 
 use crate::error::{Error, Result};
 
-/// One of netCDF-4's atomic types (user-defined types are not part of the NCZarr model).
+/// One of netCDF-4's atomic types (the compound types of records: `super::records`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum NcType {
     Byte,

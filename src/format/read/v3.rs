@@ -577,6 +577,72 @@ fn numpy_dtype(data_type: &Json, big: Option<bool>) -> std::result::Result<Strin
     })
 }
 
+/// The fields of zarr-python's `structured` data type in the form of a v2 structured dtype
+/// (`[["x", "<i4"], ...]`), every field in the byte order `big` (little when not given, as
+/// zarr-python reads them); `None` for another data type.
+fn structured_dtype<'a>(
+    data_type: &Json,
+    big: Option<bool>,
+) -> Option<std::result::Result<Vec<Json<'a>>, String>> {
+    let obj = data_type.as_object()?;
+    if !matches!(
+        obj.get("name").and_then(Json::as_str),
+        Some("structured" | "struct")
+    ) {
+        return None;
+    }
+    Some(structured_fields(obj, big, 0))
+}
+
+fn structured_fields<'a>(
+    obj: &Object,
+    big: Option<bool>,
+    depth: usize,
+) -> std::result::Result<Vec<Json<'a>>, String> {
+    if depth > 16 {
+        return Err("structured data type nested too deep".into());
+    }
+    let fields = obj
+        .get("configuration")
+        .and_then(|c| c.get("fields"))
+        .and_then(Json::as_array)
+        .ok_or_else(|| "structured data type without fields".to_string())?;
+    fields
+        .iter()
+        .map(|field| {
+            // `structured` lists [name, type]; `struct` {"name": ..., "data_type": ...}.
+            let (name, ty) = match (field.as_array(), field.as_object()) {
+                (Some([Json::String(name), ty]), _) => (name.as_ref(), ty),
+                (_, Some(o)) => match (o.get("name").and_then(Json::as_str), o.get("data_type")) {
+                    (Some(name), Some(ty)) => (name, ty),
+                    _ => return Err(format!("struct field {field} has no name and data_type")),
+                },
+                _ => return Err(format!("structured field {field} is not [name, type]")),
+            };
+            let raw_bytes = ty
+                .as_object()
+                .filter(|o| o.get("name").and_then(Json::as_str) == Some("raw_bytes"))
+                .map(|o| o.get("configuration").and_then(|c| c.get("length_bytes")));
+            let v2 = match (ty.as_object(), raw_bytes) {
+                (_, Some(length)) => match length.and_then(Json::as_u64) {
+                    Some(n) if n > 0 => text(format!("|V{n}")),
+                    _ => return Err(format!("raw_bytes field {name:?} has no length_bytes")),
+                },
+                (Some(nested), None)
+                    if matches!(
+                        nested.get("name").and_then(Json::as_str),
+                        Some("structured" | "struct")
+                    ) =>
+                {
+                    Json::Array(structured_fields(nested, big, depth + 1)?)
+                }
+                _ => text(numpy_dtype(ty, big)?),
+            };
+            Ok(Json::Array(vec![text(name.to_string()), v2]))
+        })
+        .collect()
+}
+
 /// A v3 fill value in the form a v2 `.zarray` gives it: floats stored as hex bit patterns
 /// (`"0x7fc00000"`) become numbers (or `"NaN"`); the rest is the same in both.
 fn v2_fill<'a>(fill: &Json<'a>, dtype: &str) -> Json<'a> {
@@ -660,18 +726,28 @@ pub(super) fn array<'a>(obj: &Obj<'a>, key: &str) -> Result<Array<'a>> {
     if let Some(why) = &codecs.unreadable {
         refuse(why.clone());
     }
-    let dtype = match numpy_dtype(data_type, codecs.big_endian) {
-        Ok(d) => d,
-        Err(why) => {
+    let dtype = match structured_dtype(data_type, codecs.big_endian) {
+        Some(Ok(fields)) => Json::Array(fields),
+        Some(Err(why)) => {
             refuse(why);
-            "|u1".to_string()
+            text("|u1".into())
         }
+        None => match numpy_dtype(data_type, codecs.big_endian) {
+            Ok(d) => text(d),
+            Err(why) => {
+                refuse(why);
+                text("|u1".into())
+            }
+        },
     };
-    let fill = v2_fill(obj.get("fill_value").unwrap_or(&Json::Null), &dtype);
+    let fill = v2_fill(
+        obj.get("fill_value").unwrap_or(&Json::Null),
+        dtype.as_str().unwrap_or(""),
+    );
     let mut zarray = Obj::default();
     zarray.insert("shape", lengths_json(&shape));
     zarray.insert("chunks", lengths_json(&chunks));
-    zarray.insert("dtype", text(dtype));
+    zarray.insert("dtype", dtype);
     zarray.insert("fill_value", fill);
     zarray.insert("order", text(if codecs.fortran { "F" } else { "C" }.into()));
     zarray.insert("filters", Json::Array(codecs.filters));

@@ -1,0 +1,55 @@
+//! Reading and writing the values of a variable holding records (numpy structured dtypes),
+//! as values of its compound type: bytes moved as they are, no conversion to another type
+//! (netCDF has none between compound and atomic types). What turns stored records into
+//! compound values is the first codec of the variable's chain (see `codec_chain`).
+
+use super::{Dataset, Slab, product, scalar_slab};
+use crate::chunk::copy::c_order_strides;
+use crate::error::{Error, Result};
+use crate::model::GroupId;
+
+impl Dataset {
+    /// The compound type id of variable `v` of group `g`, when it holds records.
+    pub fn record_type(&self, g: GroupId, v: usize) -> Option<i32> {
+        self.tree.group(g).vars[v]
+            .record
+            .as_ref()
+            .map(|r| r.type_id)
+    }
+
+    /// Reads a hyperslab of a variable holding records into `out` as compound values, laid
+    /// out with element strides `mem_strides` (C order over `count` when `None`).
+    pub fn get_records(
+        &mut self,
+        g: GroupId,
+        v: usize,
+        slab: &Slab,
+        mem_strides: Option<&[i64]>,
+        out: &mut [u8],
+    ) -> Result<()> {
+        self.ensure_data_mode()?;
+        self.check_slab(g, v, slab, false)?;
+        if self.record_type(g, v).is_none() {
+            return Err(Error::BadType(0));
+        }
+        let geo = self.geometry(g, v)?;
+        let slab = scalar_slab(geo.scalar, slab);
+        if product(&slab.count)? == 0 {
+            return Ok(());
+        }
+        let strides = match mem_strides {
+            Some(s) => s.to_vec(),
+            None => c_order_strides(&slab.count)?,
+        };
+        self.read_into(g, v, &geo, &slab, out, &strides)
+    }
+
+    /// Writing records is refused: a dataset holding them opens read-only.
+    pub fn put_records(&mut self, g: GroupId, v: usize) -> Result<()> {
+        self.check_writable()?;
+        Err(Error::Unsupported {
+            var: self.tree.group(g).vars[v].name.clone(),
+            why: "writing numpy structured records is not supported yet".into(),
+        })
+    }
+}

@@ -1,0 +1,91 @@
+//! `nc_reclaim_data` and `nc_reclaim_data_all`, interposed on libnetcdf's (preloaded, or linked
+//! ahead of libnetcdf).
+//!
+//! libnetcdf's versions ask its own HDF5-side bookkeeping whether a compound type holds
+//! variable-length parts, which a dataset served here has none of: `ncdump` dumping a compound
+//! variable of ours would crash there. The compound types of our records hold only fixed-size
+//! fields, so their values own no memory: reclaiming them frees nothing (and `_all` frees the
+//! buffer itself). Every other call goes to libnetcdf's definition unchanged.
+
+use super::codes::*;
+use super::install::{is_ours, lookup, netcdf_symbol};
+use super::registry::{guard, with};
+use crate::model::FIRST_USER_TYPE;
+use std::os::raw::{c_int, c_void};
+use std::sync::OnceLock;
+
+type Reclaim = unsafe extern "C" fn(c_int, c_int, *mut c_void, usize) -> c_int;
+
+/// libnetcdf's definition of `name`, looked up once.
+fn real(slot: &'static OnceLock<Option<Reclaim>>, name: &std::ffi::CStr) -> Option<Reclaim> {
+    *slot.get_or_init(|| {
+        let f = netcdf_symbol(name);
+        // SAFETY: libnetcdf's `nc_reclaim_data(_all)` has exactly this signature.
+        (!f.is_null()).then(|| unsafe { std::mem::transmute::<*mut c_void, Reclaim>(f) })
+    })
+}
+
+/// True when calls to `nc_reclaim_data` in this process reach ours (the library preloaded or
+/// linked ahead of libnetcdf); not when it was loaded later (a user-defined format loaded from
+/// `.ncrc`), where compound values must not be handed out: libnetcdf's would crash on them.
+pub(crate) fn interposed() -> bool {
+    static SEEN: OnceLock<bool> = OnceLock::new();
+    *SEEN.get_or_init(|| is_ours(lookup(libc::RTLD_DEFAULT, c"nc_reclaim_data")))
+}
+
+/// True when `ncid` is a dataset of ours and `xtype` one of its compound types.
+fn our_compound(ncid: c_int, xtype: c_int) -> bool {
+    xtype >= FIRST_USER_TYPE
+        && guard(|| with(ncid, |o, _| o.ds.user_type(xtype).map(|_| NC_NOERR))) == NC_NOERR
+}
+
+fn forward(
+    slot: &'static OnceLock<Option<Reclaim>>,
+    name: &std::ffi::CStr,
+    args: (c_int, c_int, *mut c_void, usize),
+) -> c_int {
+    match real(slot, name) {
+        // SAFETY: the caller's arguments, passed on unchanged to the function they meant.
+        Some(f) => unsafe { f(args.0, args.1, args.2, args.3) },
+        None => NC_ENOTBUILT,
+    }
+}
+
+/// `nc_reclaim_data`: frees what `count` values of type `xtype` at `memory` own.
+///
+/// # Safety
+/// As libnetcdf's: `memory` holds `count` values of `xtype` read from `ncid`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nc_reclaim_data(
+    ncid: c_int,
+    xtype: c_int,
+    memory: *mut c_void,
+    count: usize,
+) -> c_int {
+    static REAL: OnceLock<Option<Reclaim>> = OnceLock::new();
+    if our_compound(ncid, xtype) {
+        return NC_NOERR;
+    }
+    forward(&REAL, c"nc_reclaim_data", (ncid, xtype, memory, count))
+}
+
+/// `nc_reclaim_data_all`: as [`nc_reclaim_data`], then frees `memory` itself.
+///
+/// # Safety
+/// As libnetcdf's: `memory` is null or a `malloc`'d buffer of `count` values of `xtype` read
+/// from `ncid`, which the call takes over.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nc_reclaim_data_all(
+    ncid: c_int,
+    xtype: c_int,
+    memory: *mut c_void,
+    count: usize,
+) -> c_int {
+    static REAL: OnceLock<Option<Reclaim>> = OnceLock::new();
+    if our_compound(ncid, xtype) {
+        // SAFETY: `memory` is the caller's malloc'd buffer (or null), handed over to be freed.
+        unsafe { libc::free(memory) };
+        return NC_NOERR;
+    }
+    forward(&REAL, c"nc_reclaim_data_all", (ncid, xtype, memory, count))
+}

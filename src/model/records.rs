@@ -1,0 +1,491 @@
+//! Records: the fields a numpy structured dtype stores, and the netCDF compound types that
+//! serve them.
+//!
+//! Owns a record's field tree ([`Record`]), the C layout of its compound values in memory
+//! (each field at the next offset its alignment allows, as a C compiler places a struct's
+//! members, the layout netcdf-c gives the compound types of files it did not write), the plan
+//! that moves one into the other, and the compound types as the netCDF API lists them
+//! ([`UserType`], ids from `NC_FIRSTUSERTYPEID`). Knows nothing of JSON, stores or C.
+
+use super::tree::{Endian, GroupId};
+use super::types::NcType;
+use crate::codec::{FieldOp, Move, RecordPlan};
+use crate::error::{Error, Result};
+use std::sync::Arc;
+
+/// The first id of a user-defined type (`NC_FIRSTUSERTYPEID`).
+pub const FIRST_USER_TYPE: i32 = 32;
+
+/// The most moves the plan of one record may make (each field of a nested record in a
+/// subarray is one per element).
+const MOST_MOVES: usize = 1 << 16;
+
+/// The largest record served, stored (and, four times that, in memory): a chunk holds many.
+pub const MOST_RECORD_BYTES: usize = 1 << 20;
+
+/// The longest netCDF name, in bytes (`NC_MAX_NAME`).
+const LONGEST_NAME: usize = 256;
+
+/// The fields of one stored record, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    pub fields: Vec<RecordField>,
+    /// Bytes of one stored record (numpy's `itemsize`: the fields packed).
+    pub stored_size: usize,
+}
+
+/// One field of a stored record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordField {
+    pub name: String,
+    /// Byte offset in the stored record.
+    pub stored_offset: usize,
+    /// The field's subarray shape (empty for one value); for text, its last entry is the
+    /// length in bytes.
+    pub dims: Vec<usize>,
+    pub kind: FieldKind,
+}
+
+/// What one value of a field stores.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FieldKind {
+    /// A number of netCDF type `ty` (numpy's bool: `ubyte`) in this byte order.
+    Number { ty: NcType, endian: Endian },
+    /// A 16-bit float, served as `float`.
+    Half { endian: Endian },
+    /// A byte of text (`|S<n>`), served as `char`.
+    Char,
+    /// numpy unicode text of `chars` code points, served as `char` UTF-8 text of `4 * chars`
+    /// bytes.
+    Ucs4 { chars: usize, endian: Endian },
+    /// A nested record, served as a compound type of its own.
+    Nested(Record),
+}
+
+/// Size and alignment of a value in memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Placement {
+    size: usize,
+    align: usize,
+}
+
+fn round_up(n: usize, align: usize) -> Result<usize> {
+    n.checked_next_multiple_of(align.max(1))
+        .ok_or_else(|| too_large("a record"))
+}
+
+fn too_large(what: &str) -> Error {
+    Error::Unsupported {
+        var: String::new(),
+        why: format!("{what} too large for a compound type"),
+    }
+}
+
+fn count(dims: &[usize]) -> Result<usize> {
+    dims.iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(d))
+        .ok_or_else(|| too_large("a field's subarray"))
+}
+
+impl FieldKind {
+    /// The netCDF type of one value in memory (`None` for a nested record).
+    pub fn atomic(&self) -> Option<NcType> {
+        match self {
+            FieldKind::Number { ty, .. } => Some(*ty),
+            FieldKind::Half { .. } => Some(NcType::Float),
+            FieldKind::Char | FieldKind::Ucs4 { .. } => Some(NcType::Char),
+            FieldKind::Nested(_) => None,
+        }
+    }
+
+    fn placement(&self) -> Result<Placement> {
+        Ok(match self {
+            FieldKind::Number { ty, .. } => Placement {
+                size: ty.size(),
+                align: ty.size(),
+            },
+            FieldKind::Half { .. } => Placement { size: 4, align: 4 },
+            FieldKind::Char => Placement { size: 1, align: 1 },
+            FieldKind::Ucs4 { chars, .. } => Placement {
+                size: chars.checked_mul(4).ok_or_else(|| too_large("a text"))?,
+                align: 1,
+            },
+            FieldKind::Nested(r) => r.placement()?,
+        })
+    }
+}
+
+impl RecordField {
+    /// The field's dimensions as the compound type lists them: for numpy unicode text, the
+    /// bytes of its UTF-8 slot last.
+    pub fn memory_dims(&self) -> Vec<usize> {
+        let mut dims = self.dims.clone();
+        if let FieldKind::Ucs4 { chars, .. } = self.kind {
+            dims.push(chars.saturating_mul(4));
+        }
+        dims
+    }
+
+    /// Values the field holds (its subarray's elements; one per text, for numpy unicode).
+    fn values(&self) -> Result<usize> {
+        count(&self.dims)
+    }
+}
+
+impl Record {
+    fn placement(&self) -> Result<Placement> {
+        let (_, size, align) = self.layout()?;
+        Ok(Placement { size, align })
+    }
+
+    /// Each field's offset in a compound value, the value's size and its alignment.
+    fn layout(&self) -> Result<(Vec<usize>, usize, usize)> {
+        let mut at = 0usize;
+        let mut align = 1usize;
+        let mut offsets = Vec::with_capacity(self.fields.len());
+        for f in &self.fields {
+            let p = f.kind.placement()?;
+            at = round_up(at, p.align)?;
+            offsets.push(at);
+            let bytes = p
+                .size
+                .checked_mul(f.values()?)
+                .ok_or_else(|| too_large("a field"))?;
+            at = at.checked_add(bytes).ok_or_else(|| too_large("a record"))?;
+            align = align.max(p.align);
+        }
+        let size = round_up(at.max(1), align)?;
+        if size > 4 * MOST_RECORD_BYTES {
+            return Err(too_large("a record"));
+        }
+        Ok((offsets, size, align))
+    }
+
+    /// Bytes of one compound value in memory.
+    pub fn memory_size(&self) -> Result<usize> {
+        Ok(self.layout()?.1)
+    }
+
+    /// Each field's offset in a compound value.
+    pub fn memory_offsets(&self) -> Result<Vec<usize>> {
+        Ok(self.layout()?.0)
+    }
+
+    /// What moves where between a stored record and a compound value; an error when the
+    /// record names more values than [`MOST_MOVES`] or does not fit its stored size.
+    pub fn plan(&self) -> Result<RecordPlan> {
+        let mut moves = Vec::new();
+        self.add_moves(0, 0, &mut moves)?;
+        Ok(RecordPlan {
+            stored_size: self.stored_size,
+            memory_size: self.memory_size()?,
+            moves,
+        })
+    }
+
+    fn add_moves(&self, stored: usize, memory: usize, moves: &mut Vec<Move>) -> Result<()> {
+        let offsets = self.memory_offsets()?;
+        if self.stored_size == 0 || self.stored_size > MOST_RECORD_BYTES {
+            return Err(Error::Unsupported {
+                var: String::new(),
+                why: format!("a record of {} bytes", self.stored_size),
+            });
+        }
+        let record_end = stored
+            .checked_add(self.stored_size)
+            .ok_or_else(|| too_large("a record"))?;
+        for (f, &offset) in self.fields.iter().zip(&offsets) {
+            let n = f.values()?;
+            let from = stored
+                .checked_add(f.stored_offset)
+                .ok_or_else(|| too_large("a record"))?;
+            let to = memory + offset;
+            let op = match &f.kind {
+                FieldKind::Nested(_) => None,
+                FieldKind::Number { ty, endian }
+                    if ty.size() > 1 && *endian != Endian::native() =>
+                {
+                    Some(FieldOp::Swap { size: ty.size() })
+                }
+                FieldKind::Number { ty, .. } => Some(FieldOp::Copy { size: ty.size() }),
+                FieldKind::Half { endian } => Some(FieldOp::Half {
+                    big: *endian == Endian::Big,
+                }),
+                FieldKind::Char => Some(FieldOp::Copy { size: 1 }),
+                FieldKind::Ucs4 { chars, endian } => Some(FieldOp::Ucs4 {
+                    chars: *chars,
+                    big: *endian == Endian::Big,
+                }),
+            };
+            let value_size = match (&f.kind, op) {
+                (FieldKind::Nested(inner), _) => inner.stored_size,
+                (_, Some(op)) => op.stored_size(),
+                (_, None) => 0,
+            };
+            let end = value_size
+                .checked_mul(n)
+                .and_then(|b| b.checked_add(from))
+                .ok_or_else(|| too_large("a field"))?;
+            if end > record_end {
+                return Err(Error::Unsupported {
+                    var: String::new(),
+                    why: format!("field {:?} ends past its record", f.name),
+                });
+            }
+            if moves.len() > MOST_MOVES {
+                return Err(too_large("a record of so many fields"));
+            }
+            match (&f.kind, op) {
+                (FieldKind::Nested(inner), _) => {
+                    let size = inner.memory_size()?;
+                    if n > MOST_MOVES {
+                        return Err(too_large("a record of so many fields"));
+                    }
+                    for k in 0..n {
+                        if moves.len() > MOST_MOVES {
+                            return Err(too_large("a record of so many fields"));
+                        }
+                        inner.add_moves(from + k * inner.stored_size, to + k * size, moves)?;
+                    }
+                }
+                (_, Some(op)) => moves.push(Move {
+                    stored: from,
+                    memory: to,
+                    count: n,
+                    op,
+                }),
+                (_, None) => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How a variable's values are records: what they store, the plan that serves them and the
+/// id of their compound type (set when the dataset's types are listed).
+#[derive(Debug, Clone, PartialEq)]
+pub struct VarRecord {
+    pub record: Arc<Record>,
+    pub plan: Arc<RecordPlan>,
+    pub type_id: i32,
+}
+
+impl VarRecord {
+    /// The record and its plan, or why its values cannot be served.
+    pub fn new(record: Record) -> Result<VarRecord> {
+        let plan = record.plan()?;
+        Ok(VarRecord {
+            record: Arc::new(record),
+            plan: Arc::new(plan),
+            type_id: 0,
+        })
+    }
+}
+
+/// A compound type as the netCDF API lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UserType {
+    pub name: String,
+    /// The group that defines it.
+    pub group: GroupId,
+    /// Bytes of one value in memory.
+    pub size: usize,
+    pub fields: Vec<TypeField>,
+}
+
+/// One field of a compound type.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TypeField {
+    pub name: String,
+    pub offset: usize,
+    /// An atomic type's id or a compound type's.
+    pub type_id: i32,
+    pub dims: Vec<usize>,
+}
+
+/// The compound types of records, as listed: nested records' types before the types that
+/// hold them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UserTypes {
+    pub types: Vec<UserType>,
+}
+
+impl UserTypes {
+    /// The type with this id.
+    pub fn get(&self, id: i32) -> Option<&UserType> {
+        let index = usize::try_from(id.checked_sub(FIRST_USER_TYPE)?).ok()?;
+        self.types.get(index)
+    }
+
+    /// Lists the compound type of `record` (and first those of its nested records) in group
+    /// `g`, named `name` unless `taken` says a name is in use there; returns its id.
+    pub fn add(
+        &mut self,
+        record: &Record,
+        g: GroupId,
+        name: &str,
+        taken: &dyn Fn(&str) -> bool,
+    ) -> Result<i32> {
+        let offsets = record.memory_offsets()?;
+        let mut fields = Vec::with_capacity(record.fields.len());
+        for (f, offset) in record.fields.iter().zip(offsets) {
+            let type_id = match &f.kind {
+                FieldKind::Nested(inner) => {
+                    self.add(inner, g, &format!("{name}_{}", f.name), taken)?
+                }
+                kind => kind.atomic().map_or(0, NcType::id),
+            };
+            fields.push(TypeField {
+                name: f.name.clone(),
+                offset,
+                type_id,
+                dims: f.memory_dims(),
+            });
+        }
+        // Short enough for netCDF with any suffix.
+        let mut cut = name.len().min(LONGEST_NAME - 16);
+        while !name.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let base = &name[..cut];
+        let mut type_name = format!("{base}_t");
+        let mut n = 1;
+        while taken(&type_name)
+            || self
+                .types
+                .iter()
+                .any(|t| t.group == g && t.name == type_name)
+        {
+            type_name = format!("{base}_t{n}");
+            n += 1;
+        }
+        self.types.push(UserType {
+            name: type_name,
+            group: g,
+            size: record.memory_size()?,
+            fields,
+        });
+        i32::try_from(self.types.len() - 1)
+            .ok()
+            .and_then(|i| i.checked_add(FIRST_USER_TYPE))
+            .ok_or_else(|| too_large("a dataset of so many types"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn number(name: &str, stored_offset: usize, ty: NcType, endian: Endian) -> RecordField {
+        RecordField {
+            name: name.into(),
+            stored_offset,
+            dims: Vec::new(),
+            kind: FieldKind::Number { ty, endian },
+        }
+    }
+
+    /// numpy `[('a','u1'),('b','<f8'),('c','>i2',(3,)),('d',[('x','u1'),('y','<i4')])]`:
+    /// stored packed in 1 + 8 + 6 + 5 = 20 bytes.
+    fn record() -> Record {
+        let inner = Record {
+            fields: vec![
+                number("x", 0, NcType::UByte, Endian::Little),
+                number("y", 1, NcType::Int, Endian::Little),
+            ],
+            stored_size: 5,
+        };
+        let mut c = number("c", 9, NcType::Short, Endian::Big);
+        c.dims = vec![3];
+        Record {
+            fields: vec![
+                number("a", 0, NcType::UByte, Endian::Little),
+                number("b", 1, NcType::Double, Endian::Little),
+                c,
+                RecordField {
+                    name: "d".into(),
+                    stored_offset: 15,
+                    dims: Vec::new(),
+                    kind: FieldKind::Nested(inner),
+                },
+            ],
+            stored_size: 20,
+        }
+    }
+
+    #[test]
+    fn fields_are_placed_as_a_c_struct_places_them() {
+        let r = record();
+        // a at 0, b at 8, c (3 shorts) at 16, d (8 bytes, aligned 4) at 24: 32 bytes.
+        assert_eq!(r.memory_offsets().unwrap(), vec![0, 8, 16, 24]);
+        assert_eq!(r.memory_size().unwrap(), 32);
+        let plan = r.plan().unwrap();
+        assert_eq!(plan.stored_size, 20);
+        let ops: Vec<_> = plan
+            .moves
+            .iter()
+            .map(|m| (m.stored, m.memory, m.count))
+            .collect();
+        assert_eq!(
+            ops,
+            vec![(0, 0, 1), (1, 8, 1), (9, 16, 3), (15, 24, 1), (16, 28, 1)]
+        );
+        assert_eq!(
+            plan.moves[2].op,
+            if Endian::native() == Endian::Big {
+                FieldOp::Copy { size: 2 }
+            } else {
+                FieldOp::Swap { size: 2 }
+            }
+        );
+    }
+
+    #[test]
+    fn nested_types_are_listed_first_and_names_in_use_are_avoided() {
+        let mut types = UserTypes::default();
+        let taken = |n: &str| n == "rec_t";
+        let id = types.add(&record(), GroupId(0), "rec", &taken).unwrap();
+        assert_eq!(id, FIRST_USER_TYPE + 1);
+        let inner = types.get(FIRST_USER_TYPE).unwrap();
+        assert_eq!(inner.name, "rec_d_t");
+        assert_eq!(inner.size, 8);
+        let outer = types.get(id).unwrap();
+        assert_eq!(outer.name, "rec_t1");
+        assert_eq!(outer.fields[3].type_id, FIRST_USER_TYPE);
+        assert_eq!(outer.fields[2].dims, vec![3]);
+        assert!(types.get(FIRST_USER_TYPE + 2).is_none());
+        assert!(types.get(1).is_none());
+    }
+
+    #[test]
+    fn type_names_stay_within_netcdf_names() {
+        let mut types = UserTypes::default();
+        let long = "\u{e9}".repeat(200);
+        let id = types.add(&record(), GroupId(0), &long, &|_| false).unwrap();
+        let outer = &types.get(id).unwrap().name;
+        let inner = &types.get(FIRST_USER_TYPE).unwrap().name;
+        assert!(outer.len() <= LONGEST_NAME && inner.len() <= LONGEST_NAME);
+        assert_ne!(outer, inner);
+    }
+
+    #[test]
+    fn fields_past_the_record_and_absurd_subarrays_are_refused() {
+        let mut r = record();
+        r.stored_size = 19;
+        assert!(r.plan().is_err());
+        let mut r = record();
+        r.fields[2].dims = vec![usize::MAX, 4];
+        assert!(r.plan().is_err());
+        let mut r = record();
+        if let FieldKind::Nested(inner) = &r.fields[3].kind {
+            let inner = inner.clone();
+            r.fields[3].dims = vec![1 << 20];
+            r.fields[3].kind = FieldKind::Nested(inner);
+            r.stored_size = 15 + 5 * (1 << 20);
+        }
+        assert!(
+            r.plan().is_err(),
+            "a million nested records are too many moves"
+        );
+    }
+}
