@@ -9,8 +9,10 @@
 //! stock `ncdump` prints of that file; `nccopy` through the library must copy the store into a
 //! file that dumps the same; netCDF4-python through the library must read the dtypes (field
 //! offsets included) and values netCDF4-python reads from the file, whole, in parts and
-//! strided, from a directory and from a zip archive. The datasets open read-only, and an
-//! array whose records netCDF cannot hold leaves the others readable.
+//! strided, from a directory and from a zip archive. netCDF4-python writes records into them
+//! (into a chunk never written too), which zarr-python then reads with their dtypes
+//! unchanged; an array whose records netCDF cannot hold leaves the others readable, and the
+//! dataset read-only.
 
 mod common;
 
@@ -155,6 +157,40 @@ if "bad" in ours.variables:
         print("bad:", e)
 "#;
 
+/// With netCDF4-python through the library: writes two points into `points[3:5]`, copies
+/// `rec[1:3, 0]` into `rec[4, 0:2]` (a chunk never written), and sets an attribute.
+const WRITE_BACK: &str = r#"
+import sys, numpy as np, netCDF4
+with netCDF4.Dataset(sys.argv[1], "a") as ds:
+    p = ds["points"]
+    p[3:5] = np.array([(7, 7.5), (8, -8.5)], dtype=p.dtype)
+    r = ds["rec"]
+    r.set_auto_chartostring(False)
+    r[4, 0:2] = r[1:3, 0]
+    ds.setncattr("note", "written")
+"#;
+
+/// With zarr-python: prints how the arrays of argv[1] differ from the values saved beside it
+/// with the writes of [`WRITE_BACK`] applied (nothing when they do not), dtypes included.
+const READ_BACK: &str = r#"
+import sys, warnings, numpy as np, zarr
+warnings.simplefilter("ignore")
+path = sys.argv[1]
+g = zarr.open_group(path, mode="r")
+points = np.load(path + ".points.npy")
+points[3:5] = np.array([(7, 7.5), (8, -8.5)], dtype=points.dtype)
+rec = np.load(path + ".rec.npy")
+rec[4, 0:2] = rec[1:3, 0]
+for name, want in (("points", points), ("rec", rec)):
+    got = g[name][...]
+    if got.dtype != want.dtype:
+        print(name, "dtype", got.dtype, "!=", want.dtype)
+    elif not (got == want).all():
+        print(name, "reads", got, "not", want)
+if g.attrs.get("note") != "written":
+    print("attributes", dict(g.attrs))
+"#;
+
 /// Writes the store (and the values beside it) in Zarr format `format`, and the oracle file.
 fn write(dir: &Path, format: &str) -> (std::path::PathBuf, std::path::PathBuf) {
     let store = dir.join("records.zarr");
@@ -252,11 +288,12 @@ fn records_read_as_compound_values() {
         let through_zip = compare(&url(&zipped, "zarr,zip"), &oracle);
         assert_eq!(through_zip, "", "v{format} from a zip archive");
 
-        let refused = common::python::netcdf4_writes(&store).unwrap();
-        assert!(
-            refused.is_some_and(|why| why.contains("Write to read only")),
-            "v{format}: a dataset of records was opened for writing"
-        );
+        common::python::run_netcdf4_preloaded(WRITE_BACK, &[store.to_str().unwrap()])
+            .unwrap_or_else(|e| panic!("v{format}: {e}"));
+        let env = if format == "2" { "zarr2" } else { "zarr3" };
+        let read_back = common::python::run_script(env, READ_BACK, &[store.to_str().unwrap()])
+            .unwrap_or_else(|e| panic!("v{format}: {e}"));
+        assert_eq!(read_back, "", "v{format}: zarr-python reads back");
     }
 }
 
@@ -279,6 +316,11 @@ fn records_netcdf_cannot_hold_leave_the_other_arrays_readable() {
     assert!(
         said.starts_with("bad:") && said.contains("NCZarr error"),
         "{said}"
+    );
+    let refused = common::python::netcdf4_writes(&store).unwrap();
+    assert!(
+        refused.is_some_and(|why| why.contains("Write to read only")),
+        "a dataset with records that cannot be read was opened for writing"
     );
     let dumped = run(
         Host::Ours,

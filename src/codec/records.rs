@@ -80,17 +80,19 @@ impl RecordPlan {
         }
     }
 
-    /// Narrows compound values into stored records (`out` holds as many).
-    fn narrow(&self, memory: &[u8], out: &mut [u8]) {
+    /// Narrows compound values into stored records (`out` holds as many); text that is not
+    /// UTF-8 or has more characters than its field holds is an error, never cut.
+    fn narrow(&self, memory: &[u8], out: &mut [u8]) -> Result<()> {
         out.fill(0);
         let records = memory
             .chunks_exact(self.memory_size)
             .zip(out.chunks_exact_mut(self.stored_size));
         for (from, to) in records {
             for m in &self.moves {
-                narrow_values(*m, from, to);
+                narrow_values(*m, from, to)?;
             }
         }
+        Ok(())
     }
 }
 
@@ -152,7 +154,7 @@ fn widen_values(m: Move, from: &[u8], to: &mut [u8]) {
     }
 }
 
-fn narrow_values(m: Move, from: &[u8], to: &mut [u8]) {
+fn narrow_values(m: Move, from: &[u8], to: &mut [u8]) -> Result<()> {
     let (ss, ms) = (m.op.stored_size(), m.op.memory_size());
     let src = &from[m.memory..m.memory + ms * m.count];
     let dst = &mut to[m.stored..m.stored + ss * m.count];
@@ -174,7 +176,14 @@ fn narrow_values(m: Move, from: &[u8], to: &mut [u8]) {
                 .zip(dst.chunks_exact_mut(4 * chars))
             {
                 let end = s.iter().position(|&b| b == 0).unwrap_or(s.len());
-                let text = String::from_utf8_lossy(&s[..end]);
+                let text = std::str::from_utf8(&s[..end])
+                    .map_err(|_| failed(ID, "text of a numpy unicode field is not UTF-8"))?;
+                if text.chars().count() > chars {
+                    return Err(failed(
+                        ID,
+                        format!("text {text:?} is longer than its field's {chars} characters"),
+                    ));
+                }
                 for (c, unit) in text.chars().zip(d.chunks_exact_mut(4)) {
                     let code = u32::from(c);
                     unit.copy_from_slice(&if big {
@@ -186,6 +195,7 @@ fn narrow_values(m: Move, from: &[u8], to: &mut [u8]) {
             }
         }
     }
+    Ok(())
 }
 
 /// Records stored as [`RecordPlan`] says, served as compound values.
@@ -226,8 +236,7 @@ impl Codec for Records {
         let n = self.whole(raw.len(), self.plan.memory_size, "compound values")?;
         out.clear();
         out.resize(n * self.plan.stored_size, 0);
-        self.plan.narrow(raw, out);
-        Ok(())
+        self.plan.narrow(raw, out)
     }
 
     fn decode(&self, encoded: &[u8], limit: usize) -> Result<Vec<u8>> {
@@ -346,6 +355,22 @@ mod tests {
         assert!(codec.decode(&[0; 32], 39).is_err());
         assert!(codec.decode_into(&[0; 32], &mut [0; 39]).is_err());
         assert!(codec.encode(&[0; 21]).is_err());
+    }
+
+    #[test]
+    fn text_a_field_cannot_hold_is_refused_not_cut() {
+        let codec = plan();
+        let mut values = codec.decode(&stored_record(1, 2, 0.5, "ab"), 20).unwrap();
+        values[12..15].copy_from_slice(b"abc");
+        assert!(
+            codec.encode(&values).is_err(),
+            "three characters in a field of two"
+        );
+        values[12..15].copy_from_slice(&[0xff, 0, 0]);
+        assert!(codec.encode(&values).is_err(), "not UTF-8");
+        values[12..15].copy_from_slice(&[0xc3, 0xa9, 0]);
+        let stored = codec.encode(&values).unwrap();
+        assert_eq!(&stored[8..12], &0xe9u32.to_le_bytes());
     }
 
     #[test]

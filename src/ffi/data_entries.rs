@@ -131,7 +131,11 @@ fn call(
                     o.ds.get_records(g, v, &slab, imap.as_deref(), out)?;
                     Ok(NC_NOERR)
                 }
-                Buf::Put(_) => o.ds.put_records(g, v).map(|()| NC_NOERR),
+                Buf::Put(p) => {
+                    let data = cmem::bytes(p, bytes)?;
+                    o.ds.put_records(g, v, &slab, imap.as_deref(), data)?;
+                    Ok(NC_NOERR)
+                }
             };
         }
         let mt = if memtype == NC_NAT {

@@ -191,8 +191,9 @@ struct Reader<'a> {
     numpy_times: bool,
     /// Some array holds numpy complex numbers (the dataset then opens read-only).
     numpy_complex: bool,
-    /// Some array holds numpy structured records (the dataset then opens read-only).
-    numpy_records: bool,
+    /// Some array holds numpy structured records that cannot be served (the dataset then
+    /// opens read-only).
+    unread_records: bool,
     /// Listings the search for Zarr objects below groups may still make.
     search_budget: Cell<usize>,
     /// Zarr v3: groups and arrays are `zarr.json` objects.
@@ -217,7 +218,7 @@ impl<'a> Reader<'a> {
             pending_vars: Vec::new(),
             numpy_times: false,
             numpy_complex: false,
-            numpy_records: false,
+            unread_records: false,
             search_budget: Cell::new(SEARCH_LISTINGS),
             v3: false,
             v3_arrays: HashMap::new(),
@@ -232,8 +233,8 @@ impl<'a> Reader<'a> {
             Some("writing numpy datetime arrays is not supported yet".to_string())
         } else if self.numpy_complex {
             Some("writing numpy complex arrays is not supported yet".to_string())
-        } else if self.numpy_records {
-            Some("writing numpy structured arrays is not supported yet".to_string())
+        } else if self.unread_records {
+            Some("an array of numpy structured records cannot be read".to_string())
         } else {
             None
         }
@@ -461,7 +462,15 @@ impl<'a> Reader<'a> {
             // stand-in.
             Some(Json::Array(fields)) => {
                 match super::structured::parse(fields).and_then(VarRecord::new) {
-                    Ok(r) => {
+                    Ok(mut r) => {
+                        let fill = zarray
+                            .get("fill_value")
+                            .map_or(serde_json::Value::Null, Json::to_value);
+                        let listed = fields.iter().map(Json::to_value).collect();
+                        r.stored_dtype = Some(std::sync::Arc::new((
+                            serde_json::Value::Array(listed),
+                            fill,
+                        )));
                         record = Some(r);
                         dtype::parse("|u1", false)
                     }
@@ -509,8 +518,9 @@ impl<'a> Reader<'a> {
         var.complex = dt.complex;
         var.stored_path = Some(path.to_string());
         var.unreadable = unreadable;
-        // Even records that cannot be served: writing would store the stand-in dtype.
-        self.numpy_records |= matches!(zarray.get("dtype"), Some(Json::Array(_)));
+        // Records that cannot be served: writing would store the stand-in dtype.
+        self.unread_records |=
+            record.is_none() && matches!(zarray.get("dtype"), Some(Json::Array(_)));
         var.record = record;
         var.atts = read_atts(&zattrs, &ak)?;
         if let Some(time) = dt.time {

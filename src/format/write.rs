@@ -161,6 +161,9 @@ fn group_objects(tree: &Tree, g: GroupId, layout: Layout, out: &mut Vec<(String,
 
 /// The `fill_value` JSON of a variable (`nczarr` false: pure Zarr, byte strings in base64).
 pub fn fill_json(var: &Var, nczarr: bool) -> Value {
+    if let Some(stored) = var.record.as_ref().and_then(|r| r.stored_dtype.as_ref()) {
+        return stored.1.clone();
+    }
     if var.no_fill {
         return Value::Null;
     }
@@ -228,21 +231,24 @@ fn var_objects(tree: &Tree, g: GroupId, var: &Var, layout: Layout, out: &mut Vec
     zarray.insert("zarr_format".into(), Value::from(2));
     zarray.insert("shape".into(), Value::from(shape));
     let dt = match var.strings {
+        _ if let Some(stored) = var.record.as_ref().and_then(|r| r.stored_dtype.as_ref()) => {
+            stored.0.clone()
+        }
         StringStorage::Ucs4 => {
             let order = if var.endian == crate::model::Endian::Big {
                 '>'
             } else {
                 '<'
             };
-            format!("{order}U{}", var.maxstrlen / 4)
+            Value::from(format!("{order}U{}", var.maxstrlen / 4))
         }
-        StringStorage::Objects => "|O".to_string(),
-        StringStorage::Bytes => match var.half_floats {
+        StringStorage::Objects => Value::from("|O"),
+        StringStorage::Bytes => Value::from(match var.half_floats {
             Some(order) => dtype::half_floats(order),
             None => dtype::format(var.ty, var.endian, var.maxstrlen, layout.nczarr),
-        },
+        }),
     };
-    zarray.insert("dtype".into(), Value::from(dt));
+    zarray.insert("dtype".into(), dt);
     zarray.insert("chunks".into(), Value::from(chunks));
     zarray.insert("fill_value".into(), fill_json(var, layout.nczarr));
     zarray.insert(

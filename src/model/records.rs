@@ -268,6 +268,9 @@ pub struct VarRecord {
     pub record: Arc<Record>,
     pub plan: Arc<RecordPlan>,
     pub type_id: i32,
+    /// The array's `dtype` and `fill_value` as its Zarr v2 metadata gives them, written back
+    /// as they are (a bool field stays a bool, a padded dtype keeps its padding).
+    pub stored_dtype: Option<Arc<(serde_json::Value, serde_json::Value)>>,
 }
 
 impl VarRecord {
@@ -278,6 +281,7 @@ impl VarRecord {
             record: Arc::new(record),
             plan: Arc::new(plan),
             type_id: 0,
+            stored_dtype: None,
         })
     }
 }

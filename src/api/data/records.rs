@@ -3,7 +3,7 @@
 //! (netCDF has none between compound and atomic types). What turns stored records into
 //! compound values is the first codec of the variable's chain (see `codec_chain`).
 
-use super::{Dataset, Slab, product, scalar_slab};
+use super::{Dataset, Slab, gather, product, scalar_slab};
 use crate::chunk::copy::c_order_strides;
 use crate::error::{Error, Result};
 use crate::model::GroupId;
@@ -44,12 +44,45 @@ impl Dataset {
         self.read_into(g, v, &geo, &slab, out, &strides)
     }
 
-    /// Writing records is refused: a dataset holding them opens read-only.
-    pub fn put_records(&mut self, g: GroupId, v: usize) -> Result<()> {
+    /// Writes a hyperslab of a variable holding records from `data`, compound values laid out
+    /// with element strides `mem_strides` (C order over `count` when `None`).
+    pub fn put_records(
+        &mut self,
+        g: GroupId,
+        v: usize,
+        slab: &Slab,
+        mem_strides: Option<&[i64]>,
+        data: &[u8],
+    ) -> Result<()> {
         self.check_writable()?;
-        Err(Error::Unsupported {
-            var: self.tree.group(g).vars[v].name.clone(),
-            why: "writing numpy structured records is not supported yet".into(),
-        })
+        if self.record_type(g, v).is_none() {
+            return Err(Error::BadType(0));
+        }
+        self.ensure_data_mode()?;
+        self.check_slab(g, v, slab, true)?;
+        let geo = self.geometry(g, v)?;
+        let slab = scalar_slab(geo.scalar, slab);
+        let n = product(&slab.count)?;
+        if n == 0 {
+            return Ok(());
+        }
+        let bytes = n
+            .checked_mul(geo.esize)
+            .ok_or_else(|| Error::TooLarge(format!("{n} compound values")))?;
+        let gathered;
+        let values: &[u8] = match mem_strides {
+            Some(strides) => {
+                let mut tmp = vec![0u8; bytes];
+                gather(data, strides, &slab.count, &mut tmp, geo.esize)?;
+                gathered = tmp;
+                &gathered
+            }
+            None => data
+                .get(..bytes)
+                .ok_or_else(|| Error::Invalid("input buffer too small".into()))?,
+        };
+        let c_strides = c_order_strides(&slab.count)?;
+        self.grow_unlimited(g, v, &slab);
+        self.write_from(g, v, geo, &slab, values, &c_strides)
     }
 }
