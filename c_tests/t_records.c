@@ -4,7 +4,8 @@
  * at the root. Checks the type listing and inquiry calls (nc_inq_typeids, nc_inq_user_type,
  * nc_inq_compound_field, nc_inq_compound_fieldindex, nc_inq_typeid by name, full name and
  * from another group, nc_inq_type, nc_inq_type_equal), reads whole, strided and refused,
- * nc_inq_var_fill, writes refused, and nc_reclaim_data(_all) on the values read. */
+ * nc_inq_var_fill, a write refused (opened read-only), and nc_reclaim_data(_all) on the values
+ * read. */
 #include "harness.h"
 
 #include <stdint.h>

@@ -64,6 +64,8 @@ a[:4, :] = rec
 p[:2] = np.array([(1, 1.5), (2, 2.5)], dtype=point_t)
 for name in ("rec", "points"):
     np.save(path + "." + name + ".npy", g[name][...])
+if v2:
+    zarr.consolidate_metadata(path)
 "#;
 
 /// Writes the netCDF-4 file argv[2] holding the values saved beside the store argv[1], under
@@ -167,21 +169,43 @@ with netCDF4.Dataset(sys.argv[1], "a") as ds:
     r = ds["rec"]
     r.set_auto_chartostring(False)
     r[4, 0:2] = r[1:3, 0]
+    # Three characters for a field of two: refused, nothing stored.
+    long = r[0, 0]
+    long["u"] = np.frombuffer(b"abc".ljust(8, b"\0"), "S1")
+    try:
+        r[4, 2] = long
+        print("too long text written")
+    except Exception as e:
+        pass
     ds.setncattr("note", "written")
+    ds.renameVariable("points", "pts")
 "#;
 
 /// With zarr-python: prints how the arrays of argv[1] differ from the values saved beside it
 /// with the writes of [`WRITE_BACK`] applied (nothing when they do not), dtypes included.
 const READ_BACK: &str = r#"
-import sys, warnings, numpy as np, zarr
+import json, os, sys, warnings, numpy as np, zarr
 warnings.simplefilter("ignore")
-path = sys.argv[1]
+path, before = sys.argv[1], sys.argv[2]
 g = zarr.open_group(path, mode="r")
 points = np.load(path + ".points.npy")
 points[3:5] = np.array([(7, 7.5), (8, -8.5)], dtype=points.dtype)
 rec = np.load(path + ".rec.npy")
 rec[4, 0:2] = rec[1:3, 0]
-for name, want in (("points", points), ("rec", rec)):
+# The renamed array's metadata says what it said, dtype and fill value alike.
+for meta in (".zarray", "zarr.json"):
+    if os.path.exists(os.path.join(before, meta)):
+        old = json.load(open(os.path.join(before, meta)))
+        new = json.load(open(os.path.join(path, "pts", meta)))
+        for key in ("dtype", "data_type", "fill_value"):
+            if old.get(key) != new.get(key):
+                print(key, new.get(key), "was", old.get(key))
+if os.path.exists(os.path.join(path, ".zmetadata")):
+    listed = json.load(open(os.path.join(path, ".zmetadata")))["metadata"]
+    if listed.get("pts/.zarray", {}).get("dtype") != json.load(open(os.path.join(before, ".zarray")))["dtype"]:
+        print("consolidated", listed.get("pts/.zarray"))
+    g = zarr.open_consolidated(path, mode="r")
+for name, want in (("pts", points), ("rec", rec)):
     got = g[name][...]
     if got.dtype != want.dtype:
         print(name, "dtype", got.dtype, "!=", want.dtype)
@@ -288,10 +312,14 @@ fn records_read_as_compound_values() {
         let through_zip = compare(&url(&zipped, "zarr,zip"), &oracle);
         assert_eq!(through_zip, "", "v{format} from a zip archive");
 
-        common::python::run_netcdf4_preloaded(WRITE_BACK, &[store.to_str().unwrap()])
+        let before = dir.path().join("points-before");
+        common::copy_tree(&store.join("points"), &before);
+        let wrote = common::python::run_netcdf4_preloaded(WRITE_BACK, &[store.to_str().unwrap()])
             .unwrap_or_else(|e| panic!("v{format}: {e}"));
+        assert_eq!(wrote, "", "v{format}");
         let env = if format == "2" { "zarr2" } else { "zarr3" };
-        let read_back = common::python::run_script(env, READ_BACK, &[store.to_str().unwrap()])
+        let args = [store.to_str().unwrap(), before.to_str().unwrap()];
+        let read_back = common::python::run_script(env, READ_BACK, &args)
             .unwrap_or_else(|e| panic!("v{format}: {e}"));
         assert_eq!(read_back, "", "v{format}: zarr-python reads back");
     }
@@ -304,6 +332,8 @@ fn records_netcdf_cannot_hold_leave_the_other_arrays_readable() {
     }
     let dir = scratch("records-bad");
     let (store, oracle) = write(dir.path(), "2");
+    // An array added behind zarr-python's back: its consolidated metadata would not list it.
+    std::fs::remove_file(store.join(".zmetadata")).unwrap();
     let bad = store.join("bad");
     std::fs::create_dir(&bad).unwrap();
     let zarray = std::fs::read_to_string(store.join("points/.zarray")).unwrap();

@@ -427,6 +427,12 @@ fn scalar_slab(scalar: bool, slab: &Slab) -> Slab {
 /// never written hold.
 fn fill_element(var: &Var) -> Vec<u8> {
     let esize = var.decoded_esize();
+    if var.record.is_some() {
+        // No attribute holds a compound value (a ubyte one renamed `_FillValue` included).
+        let mut fill = var.stored_fill.clone().unwrap_or_default();
+        fill.resize(esize, 0);
+        return fill;
+    }
     if var.strings == StringStorage::Objects && var.ty == NcType::String {
         let text = match var.att("_FillValue").map(|a| &a.values) {
             Some(crate::model::Values::Strings(s)) if !var.zarr_v3 => s.first().cloned(),

@@ -81,6 +81,19 @@ impl Dataset {
                 .get(..bytes)
                 .ok_or_else(|| Error::Invalid("input buffer too small".into()))?,
         };
+        // Text the records cannot hold is refused now, before anything is stored (chunks
+        // written in part are encoded only when they leave the cache).
+        let narrowing = crate::codec::Records {
+            plan: self.tree.group(g).vars[v]
+                .record
+                .as_ref()
+                .map(|r| r.plan.clone())
+                .ok_or(Error::BadType(0))?,
+        };
+        crate::codec::Codec::encode(&narrowing, values).map_err(|e| match e {
+            Error::Filter { why, .. } => Error::Invalid(why),
+            other => other,
+        })?;
         let c_strides = c_order_strides(&slab.count)?;
         self.grow_unlimited(g, v, &slab);
         self.write_from(g, v, geo, &slab, values, &c_strides)
