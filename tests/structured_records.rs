@@ -11,7 +11,8 @@
 //! offsets included) and values netCDF4-python reads from the file, whole, in parts and
 //! strided, from a directory and from a zip archive. netCDF4-python writes records into them
 //! (into a chunk never written too), which zarr-python then reads with their dtypes
-//! unchanged; an array whose records netCDF cannot hold leaves the others readable, and the
+//! unchanged (text too long for its field refused, a 16-bit float past its range stored as an
+//! infinity and reported); an array whose records netCDF cannot hold leaves the others readable, and the
 //! dataset read-only.
 
 mod common;
@@ -177,6 +178,15 @@ with netCDF4.Dataset(sys.argv[1], "a") as ds:
         print("too long text written")
     except Exception as e:
         pass
+    # Past the range of a 16-bit float: stored as an infinity, as numpy stores it, and told.
+    big = r[0, 0]
+    big["h"] = 70000
+    try:
+        r[4, 2] = big
+        print("no range error")
+    except Exception as e:
+        if "not representable" not in str(e):
+            print(e)
     ds.setncattr("note", "written")
     ds.renameVariable("points", "pts")
 "#;
@@ -192,6 +202,8 @@ points = np.load(path + ".points.npy")
 points[3:5] = np.array([(7, 7.5), (8, -8.5)], dtype=points.dtype)
 rec = np.load(path + ".rec.npy")
 rec[4, 0:2] = rec[1:3, 0]
+rec[4, 2] = rec[0, 0]
+rec[4, 2]["h"] = np.inf
 # The renamed array's metadata says what it said, dtype and fill value alike.
 for meta in (".zarray", "zarr.json"):
     if os.path.exists(os.path.join(before, meta)):

@@ -67,6 +67,26 @@ pub struct RecordPlan {
 }
 
 impl RecordPlan {
+    /// True when some 16-bit float field of the compound values `memory` holds a finite value
+    /// that rounds past the largest 16-bit float, so is stored as an infinity.
+    pub fn past_half_range(&self, memory: &[u8]) -> bool {
+        let halves: Vec<&Move> = self
+            .moves
+            .iter()
+            .filter(|m| matches!(m.op, FieldOp::Half { .. }))
+            .collect();
+        if halves.is_empty() || self.memory_size == 0 {
+            return false;
+        }
+        memory.chunks_exact(self.memory_size).any(|value| {
+            halves.iter().any(|m| {
+                value
+                    .get(m.memory..m.memory + 4 * m.count)
+                    .is_some_and(super::past_half_range)
+            })
+        })
+    }
+
     /// Widens stored records into compound values (`out` holds as many, zeroed padding).
     fn widen(&self, stored: &[u8], out: &mut [u8]) {
         out.fill(0);
@@ -355,6 +375,20 @@ mod tests {
         assert!(codec.decode(&[0; 32], 39).is_err());
         assert!(codec.decode_into(&[0; 32], &mut [0; 39]).is_err());
         assert!(codec.encode(&[0; 21]).is_err());
+    }
+
+    #[test]
+    fn half_floats_past_their_range_are_told() {
+        let codec = plan();
+        let mut values = codec.decode(&stored_record(1, 2, 0.5, "ab"), 20).unwrap();
+        assert!(!codec.plan.past_half_range(&values));
+        values[8..12].copy_from_slice(&70000f32.to_ne_bytes());
+        assert!(codec.plan.past_half_range(&values));
+        values[8..12].copy_from_slice(&f32::INFINITY.to_ne_bytes());
+        assert!(
+            !codec.plan.past_half_range(&values),
+            "an infinity is in range"
+        );
     }
 
     #[test]

@@ -133,8 +133,8 @@ fn call(
                 }
                 Buf::Put(p) => {
                     let data = cmem::bytes(p, bytes)?;
-                    o.ds.put_records(g, v, &slab, imap.as_deref(), data)?;
-                    Ok(NC_NOERR)
+                    let range = o.ds.put_records(g, v, &slab, imap.as_deref(), data)?;
+                    Ok(if range { NC_ERANGE } else { NC_NOERR })
                 }
             };
         }

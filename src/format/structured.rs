@@ -236,8 +236,11 @@ fn put_fields(record: &Record, fields: &Object, out: &mut [u8]) -> Result<()> {
             }
             FieldKind::Ucs4 { chars, .. } => {
                 let text = value.as_str().ok_or_else(bad)?;
+                if text.chars().count() > *chars {
+                    return Err(bad());
+                }
                 let mut at = 0;
-                for c in text.chars().take(*chars) {
+                for c in text.chars() {
                     at += c.encode_utf8(&mut slot[at..]).len();
                 }
             }
@@ -378,6 +381,7 @@ mod tests {
             r#"{"c": [1, 2, 3]}"#,
             r#"{"in": 4}"#,
             r#"{"s": 1}"#,
+            r#"{"u": "abc"}"#,
         ] {
             let json = parse_json(bad.as_bytes()).unwrap();
             assert!(

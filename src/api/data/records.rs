@@ -45,7 +45,8 @@ impl Dataset {
     }
 
     /// Writes a hyperslab of a variable holding records from `data`, compound values laid out
-    /// with element strides `mem_strides` (C order over `count` when `None`).
+    /// with element strides `mem_strides` (C order over `count` when `None`). Returns true
+    /// when a 16-bit float field was given a value past its range (stored as an infinity).
     pub fn put_records(
         &mut self,
         g: GroupId,
@@ -53,7 +54,7 @@ impl Dataset {
         slab: &Slab,
         mem_strides: Option<&[i64]>,
         data: &[u8],
-    ) -> Result<()> {
+    ) -> Result<bool> {
         self.check_writable()?;
         if self.record_type(g, v).is_none() {
             return Err(Error::BadType(0));
@@ -64,7 +65,7 @@ impl Dataset {
         let slab = scalar_slab(geo.scalar, slab);
         let n = product(&slab.count)?;
         if n == 0 {
-            return Ok(());
+            return Ok(false);
         }
         let bytes = n
             .checked_mul(geo.esize)
@@ -94,8 +95,10 @@ impl Dataset {
             Error::Filter { why, .. } => Error::Invalid(why),
             other => other,
         })?;
+        let range = narrowing.plan.past_half_range(values);
         let c_strides = c_order_strides(&slab.count)?;
         self.grow_unlimited(g, v, &slab);
-        self.write_from(g, v, geo, &slab, values, &c_strides)
+        self.write_from(g, v, geo, &slab, values, &c_strides)?;
+        Ok(range)
     }
 }
