@@ -425,7 +425,7 @@ fn scalar_slab(scalar: bool, slab: &Slab) -> Slab {
 
 /// The fill element of a variable in native order (`decoded_esize` bytes): what its chunks
 /// never written hold.
-fn fill_element(var: &Var) -> Vec<u8> {
+pub(super) fn fill_element(var: &Var) -> Vec<u8> {
     let esize = var.decoded_esize();
     if var.record.is_some() {
         // No attribute holds a compound value (a ubyte one renamed `_FillValue` included).

@@ -138,10 +138,8 @@ impl Dataset {
     }
 
     fn fill_value_of(&self, var: &crate::model::Var) -> Vec<u8> {
-        if let Some(r) = &var.record {
-            let mut fill = var.stored_fill.clone().unwrap_or_default();
-            fill.resize(r.plan.memory_size, 0);
-            return fill;
+        if var.record.is_some() {
+            return super::data::fill_element(var);
         }
         match var.att("_FillValue").map(|a| &a.values) {
             Some(crate::model::Values::Fixed { bytes, .. }) => bytes.clone(),

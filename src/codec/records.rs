@@ -67,6 +67,31 @@ pub struct RecordPlan {
 }
 
 impl RecordPlan {
+    /// Checks that compound values `memory` can be stored: the text of every numpy unicode
+    /// field is UTF-8 and fits it (nothing else can fail to narrow). Reads only those fields.
+    pub fn check_text(&self, memory: &[u8]) -> Result<()> {
+        let texts: Vec<&Move> = self
+            .moves
+            .iter()
+            .filter(|m| matches!(m.op, FieldOp::Ucs4 { .. }))
+            .collect();
+        if texts.is_empty() || self.memory_size == 0 {
+            return Ok(());
+        }
+        for value in memory.chunks_exact(self.memory_size) {
+            for m in &texts {
+                let FieldOp::Ucs4 { chars, .. } = m.op else {
+                    continue;
+                };
+                let field = &value[m.memory..m.memory + 4 * chars * m.count];
+                for slot in field.chunks_exact(4 * chars) {
+                    field_text(slot, chars)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// True when some 16-bit float field of the compound values `memory` holds a finite value
     /// that rounds past the largest 16-bit float, so is stored as an infinity.
     pub fn past_half_range(&self, memory: &[u8]) -> bool {
@@ -174,6 +199,21 @@ fn widen_values(m: Move, from: &[u8], to: &mut [u8]) {
     }
 }
 
+/// The text of a numpy unicode field's UTF-8 slot (up to its first NUL), or the error of
+/// text that is not UTF-8 or has more than the `chars` characters the field stores.
+fn field_text(slot: &[u8], chars: usize) -> Result<&str> {
+    let end = slot.iter().position(|&b| b == 0).unwrap_or(slot.len());
+    let text = std::str::from_utf8(&slot[..end])
+        .map_err(|_| failed(ID, "text of a numpy unicode field is not UTF-8"))?;
+    if text.chars().count() > chars {
+        return Err(failed(
+            ID,
+            format!("text {text:?} is longer than its field's {chars} characters"),
+        ));
+    }
+    Ok(text)
+}
+
 fn narrow_values(m: Move, from: &[u8], to: &mut [u8]) -> Result<()> {
     let (ss, ms) = (m.op.stored_size(), m.op.memory_size());
     let src = &from[m.memory..m.memory + ms * m.count];
@@ -195,16 +235,7 @@ fn narrow_values(m: Move, from: &[u8], to: &mut [u8]) -> Result<()> {
                 .chunks_exact(4 * chars)
                 .zip(dst.chunks_exact_mut(4 * chars))
             {
-                let end = s.iter().position(|&b| b == 0).unwrap_or(s.len());
-                let text = std::str::from_utf8(&s[..end])
-                    .map_err(|_| failed(ID, "text of a numpy unicode field is not UTF-8"))?;
-                if text.chars().count() > chars {
-                    return Err(failed(
-                        ID,
-                        format!("text {text:?} is longer than its field's {chars} characters"),
-                    ));
-                }
-                for (c, unit) in text.chars().zip(d.chunks_exact_mut(4)) {
+                for (c, unit) in field_text(s, chars)?.chars().zip(d.chunks_exact_mut(4)) {
                     let code = u32::from(c);
                     unit.copy_from_slice(&if big {
                         code.to_be_bytes()
@@ -400,9 +431,12 @@ mod tests {
             codec.encode(&values).is_err(),
             "three characters in a field of two"
         );
+        assert!(codec.plan.check_text(&values).is_err());
         values[12..15].copy_from_slice(&[0xff, 0, 0]);
         assert!(codec.encode(&values).is_err(), "not UTF-8");
+        assert!(codec.plan.check_text(&values).is_err());
         values[12..15].copy_from_slice(&[0xc3, 0xa9, 0]);
+        assert!(codec.plan.check_text(&values).is_ok());
         let stored = codec.encode(&values).unwrap();
         assert_eq!(&stored[8..12], &0xe9u32.to_le_bytes());
     }

@@ -698,7 +698,7 @@ impl<'a> Reader<'a> {
             // No attribute holds a compound value: the stored fill is the fill.
             var.atts.retain(|a| a.name != "_FillValue");
             match record_fill(record, zarray.get("fill_value")) {
-                Ok(fill) => var.stored_fill = fill,
+                Ok(fill) => var.stored_fill = Some(fill),
                 Err(why) => {
                     var.unreadable.get_or_insert(format!("{key}: {why}"));
                 }
@@ -1214,12 +1214,9 @@ pub fn read_dataset_as(
 
 /// The fill value of records, as compound values: what zarr-python stores (the record's bytes
 /// in base64, or 0 for a record of zeros), zeros for none.
-fn record_fill(
-    record: &VarRecord,
-    fill: Option<&Json>,
-) -> std::result::Result<Option<Vec<u8>>, String> {
+fn record_fill(record: &VarRecord, fill: Option<&Json>) -> std::result::Result<Vec<u8>, String> {
     let stored = match fill {
-        None | Some(Json::Null) => return Ok(Some(vec![0; record.plan.memory_size])),
+        None | Some(Json::Null) => return Ok(vec![0; record.plan.memory_size]),
         Some(Json::Number(_)) if fill.and_then(Json::as_u64) == Some(0) => {
             vec![0; record.plan.stored_size]
         }
@@ -1227,7 +1224,6 @@ fn record_fill(
             .ok_or_else(|| format!("fill_value {text:?} of records is not base64"))?,
         Some(Json::Object(fields)) => {
             return super::structured::fill_of_fields(&record.record, fields)
-                .map(Some)
                 .map_err(|e| e.to_string());
         }
         Some(other) => return Err(format!("fill_value {other:?} is no record")),
@@ -1242,9 +1238,7 @@ fn record_fill(
     let widen = crate::codec::Records {
         plan: record.plan.clone(),
     };
-    crate::codec::Codec::decode(&widen, &stored, record.plan.memory_size)
-        .map(Some)
-        .map_err(|e| e.to_string())
+    crate::codec::Codec::decode(&widen, &stored, record.plan.memory_size).map_err(|e| e.to_string())
 }
 
 /// The quantize mode and precision recorded by the attribute netCDF writes with it.

@@ -84,18 +84,15 @@ impl Dataset {
         };
         // Text the records cannot hold is refused now, before anything is stored (chunks
         // written in part are encoded only when they leave the cache).
-        let narrowing = crate::codec::Records {
-            plan: self.tree.group(g).vars[v]
-                .record
-                .as_ref()
-                .map(|r| r.plan.clone())
-                .ok_or(Error::BadType(0))?,
+        let plan = match &self.tree.group(g).vars[v].record {
+            Some(r) => r.plan.clone(),
+            None => return Err(Error::BadType(0)),
         };
-        crate::codec::Codec::encode(&narrowing, values).map_err(|e| match e {
+        plan.check_text(values).map_err(|e| match e {
             Error::Filter { why, .. } => Error::Invalid(why),
             other => other,
         })?;
-        let range = narrowing.plan.past_half_range(values);
+        let range = plan.past_half_range(values);
         let c_strides = c_order_strides(&slab.count)?;
         self.grow_unlimited(g, v, &slab);
         self.write_from(g, v, geo, &slab, values, &c_strides)?;
