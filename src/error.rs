@@ -38,6 +38,13 @@ pub enum Error {
     /// A compound type has no field of this number or name.
     #[error("compound field not found: {0}")]
     BadField(String),
+    /// No user-defined type of the dataset has this id (`NC_EBADTYPID`, where netCDF asks for
+    /// a type to change rather than a type of values).
+    #[error("no user-defined type has id {0}")]
+    BadTypeId(i32),
+    /// A compound type a variable already uses cannot be given more fields.
+    #[error("type already in use, its fields fixed: {0}")]
+    TypeDefined(String),
 
     // ---- names and definitions ----------------------------------------------------------
     /// The name is already used by another object of the same group.

@@ -6,15 +6,16 @@
 pub mod records;
 pub mod tree;
 pub mod types;
+pub mod user_types;
 pub mod values;
 
-pub use records::{
-    FIRST_USER_TYPE, FieldKind, MOST_RECORD_BYTES, Record, RecordField, TypeField, UserType,
-    UserTypes, VarRecord,
-};
+pub use records::{FieldKind, MOST_RECORD_BYTES, MemoryLayout, Record, RecordField, VarRecord};
 pub use tree::{
     Att, COMPLEX_DIMENSION, CacheSettings, Dim, DimId, Endian, Filter, Group, GroupId, Storage,
     StringStorage, Tree, Var,
 };
 pub use types::NcType;
+pub use user_types::{
+    DeclaredField, DeclaredType, FIRST_USER_TYPE, TypeField, UserType, UserTypes,
+};
 pub use values::Values;

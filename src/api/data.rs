@@ -74,7 +74,7 @@ mod encoded;
 #[cfg(test)]
 mod object_limit_tests;
 pub(crate) mod read_ahead;
-mod records;
+pub(super) mod records;
 mod remote_parts;
 mod rows;
 mod split;

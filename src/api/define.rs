@@ -24,7 +24,8 @@ impl Dataset {
                 .children
                 .iter()
                 .any(|c| self.tree.group(*c).name == name)
-            || grp.dims.iter().any(|d| self.tree.dim(*d).name == name);
+            || grp.dims.iter().any(|d| self.tree.dim(*d).name == name)
+            || self.tree.types.named(g, name).is_some();
         if used {
             Err(Error::NameInUse(name.to_string()))
         } else {
@@ -67,9 +68,22 @@ impl Dataset {
 
     /// `nc_def_var`.
     pub fn def_var(&mut self, g: GroupId, name: &str, ty: NcType, dims: &[i32]) -> Result<usize> {
+        self.define_var(g, name, ty, dims, None)
+    }
+
+    /// A new variable of type `ty`, or holding `record`s (`ty` a stand-in).
+    pub(super) fn define_var(
+        &mut self,
+        g: GroupId,
+        name: &str,
+        ty: NcType,
+        dims: &[i32],
+        record: Option<crate::model::VarRecord>,
+    ) -> Result<usize> {
         self.ensure_define_mode()?;
         names::check_node(name, self.layout.zarr_v3)?;
-        if self.tree.group(g).var_index(name).is_some() {
+        if self.tree.group(g).var_index(name).is_some() || self.tree.types.named(g, name).is_some()
+        {
             return Err(Error::NameInUse(name.to_string()));
         }
         if self.classic_model
@@ -112,11 +126,12 @@ impl Dataset {
                 });
             }
         }
-        let esize = if ty == NcType::String {
-            var.maxstrlen
-        } else {
-            ty.size()
+        let esize = match &record {
+            Some(r) => r.plan.stored_size,
+            None if ty == NcType::String => var.maxstrlen,
+            None => ty.size(),
         };
+        var.record = record;
         let dims: Vec<(u64, bool)> = var
             .dims
             .iter()
@@ -387,7 +402,8 @@ impl Dataset {
     pub fn rename_var(&mut self, g: GroupId, v: usize, name: &str) -> Result<()> {
         self.check_writable()?;
         names::check_node(name, self.layout.zarr_v3)?;
-        if self.tree.group(g).var_index(name).is_some() {
+        if self.tree.group(g).var_index(name).is_some() || self.tree.types.named(g, name).is_some()
+        {
             return Err(Error::NameInUse(name.to_string()));
         }
         if self.classic_model

@@ -6,7 +6,7 @@
 use super::codes::NC_MAX_NAME;
 use crate::error::{Error, Result};
 use std::ffi::CStr;
-use std::os::raw::{c_char, c_void};
+use std::os::raw::{c_char, c_int, c_void};
 
 /// A name from C (`NULL` -> invalid argument, non-UTF-8 -> bad name).
 pub(crate) fn name<'a>(p: *const c_char) -> Result<&'a str> {
@@ -180,6 +180,17 @@ pub(crate) fn slice<'a, T>(p: *const T, n: usize) -> Option<&'a [T]> {
     }
     // SAFETY: the caller passes arrays of one entry per dimension.
     Some(unsafe { std::slice::from_raw_parts(p, n) })
+}
+
+/// The `n` ints of a C array that netCDF passes with its length (dimension ids, field
+/// sizes): none when `n` is 0 (the pointer may then be `NULL`), else an error for a negative
+/// `n` or a `NULL` array.
+pub(crate) fn counted<'a>(p: *const c_int, n: c_int, what: &str) -> Result<&'a [c_int]> {
+    let n = usize::try_from(n).map_err(|_| Error::Invalid(format!("{n} {what}")))?;
+    if n == 0 {
+        return Ok(&[]);
+    }
+    slice(p, n).ok_or_else(|| Error::Invalid(format!("NULL {what}")))
 }
 
 /// A writable slice of `n` values (`NULL` -> `None`).

@@ -1,5 +1,6 @@
 //! Entry points for groups, type inquiry (compound types of records included), and the calls
-//! defining user-defined types, which are refused.
+//! defining user-defined types: compound types are defined; enum, opaque and variable-length
+//! types are refused.
 
 use super::cmem::{self, put};
 use super::codes::*;
@@ -189,33 +190,56 @@ fn not_nc4(what: &str) -> c_int {
 }
 
 pub(crate) extern "C" fn def_compound(
-    _: c_int,
-    _: usize,
-    _: *const c_char,
-    _: *mut c_int,
+    ncid: c_int,
+    size: usize,
+    name: *const c_char,
+    typeidp: *mut c_int,
 ) -> c_int {
-    not_nc4("nc_def_compound")
+    guard(|| {
+        let name = cmem::name(name)?;
+        let id = with(ncid, |o, g| o.ds.def_compound(g, size, name))?;
+        put(typeidp, id);
+        Ok(NC_NOERR)
+    })
 }
+
 pub(crate) extern "C" fn insert_compound(
-    _: c_int,
-    _: c_int,
-    _: *const c_char,
-    _: usize,
-    _: c_int,
+    ncid: c_int,
+    xtype: c_int,
+    name: *const c_char,
+    offset: usize,
+    field_type: c_int,
 ) -> c_int {
-    not_nc4("nc_insert_compound")
+    guard(|| {
+        let name = cmem::name(name)?;
+        with(ncid, |o, _| {
+            o.ds.insert_compound(xtype, name, offset, field_type, &[])
+        })?;
+        Ok(NC_NOERR)
+    })
 }
+
 #[allow(clippy::too_many_arguments)]
 pub(crate) extern "C" fn insert_array_compound(
-    _: c_int,
-    _: c_int,
-    _: *const c_char,
-    _: usize,
-    _: c_int,
-    _: c_int,
-    _: *const c_int,
+    ncid: c_int,
+    xtype: c_int,
+    name: *const c_char,
+    offset: usize,
+    field_type: c_int,
+    ndims: c_int,
+    dim_sizes: *const c_int,
 ) -> c_int {
-    not_nc4("nc_insert_array_compound")
+    guard(|| {
+        let name = cmem::name(name)?;
+        let dims = cmem::counted(dim_sizes, ndims, "field dimensions")?
+            .iter()
+            .map(|&d| usize::try_from(d).map_err(|_| Error::Invalid(format!("field size {d}"))))
+            .collect::<Result<Vec<usize>, Error>>()?;
+        with(ncid, |o, _| {
+            o.ds.insert_compound(xtype, name, offset, field_type, &dims)
+        })?;
+        Ok(NC_NOERR)
+    })
 }
 #[allow(clippy::too_many_arguments)]
 pub(crate) extern "C" fn inq_compound_field(

@@ -15,6 +15,8 @@ pub fn code(e: &Error) -> c_int {
         Error::NoGroup(_) => NC_ENOGRP,
         Error::BadType(_) => NC_EBADTYPE,
         Error::BadField(_) => NC_EBADFIELD,
+        Error::TypeDefined(_) => NC_ETYPDEFINED,
+        Error::BadTypeId(_) => NC_EBADTYPID,
         Error::NameInUse(_) => NC_ENAMEINUSE,
         Error::BadName(_) => NC_EBADNAME,
         Error::MaxName(_) => NC_EMAXNAME,

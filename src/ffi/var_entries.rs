@@ -17,14 +17,14 @@ pub(crate) extern "C" fn def_var(
 ) -> c_int {
     guard(|| {
         let name = cmem::name(name)?;
-        let ty = NcType::from_id(xtype)?;
-        let n = usize::try_from(ndims).map_err(|_| Error::Invalid(format!("ndims {ndims}")))?;
-        let dims = if n == 0 {
-            &[][..]
-        } else {
-            cmem::slice(dimids, n).ok_or_else(|| Error::Invalid("NULL dimids".into()))?
-        };
-        let v = with(ncid, |o, g| o.ds.def_var(g, name, ty, dims))?;
+        let dims = cmem::counted(dimids, ndims, "dimids")?;
+        let v = with(ncid, |o, g| match NcType::from_id(xtype) {
+            Ok(ty) => o.ds.def_var(g, name, ty, dims),
+            Err(_) if xtype >= crate::model::FIRST_USER_TYPE => {
+                o.ds.def_record_var(g, name, xtype, dims)
+            }
+            Err(e) => Err(e),
+        })?;
         put(varidp, v as c_int);
         Ok(NC_NOERR)
     })
@@ -146,6 +146,14 @@ pub(crate) extern "C" fn def_var_fill(
     guard(|| {
         with(ncid, |o, g| {
             let v = o.ds.var_index(g, varid)?;
+            if let Some(size) = o.ds.record_value_size(g, v) {
+                let value = if fill.is_null() {
+                    None
+                } else {
+                    Some(cmem::bytes(fill, size)?)
+                };
+                return o.ds.def_record_fill(g, v, no_fill != 0, value);
+            }
             let ty = o.ds.tree.group(g).vars[v].ty;
             let value = if fill.is_null() {
                 None

@@ -125,6 +125,53 @@ struct GroupInfo {
     dims: Vec<(String, u64, bool)>,
     arrays: Vec<String>,
     groups: Vec<String>,
+    /// The compound types the group declares (its `types`; group ids not yet set).
+    types: Vec<crate::model::DeclaredType>,
+}
+
+/// The compound types an NCZarr group declares (`[{"name", "size", "fields": [{"name",
+/// "offset", "type", "dimensions"}]}]`). A declaration that is not of this form is left out:
+/// the variables of its type are then served under types of their own.
+fn declared_types(info: &Json) -> Vec<crate::model::DeclaredType> {
+    let Some(Json::Array(types)) = info.get("types") else {
+        return Vec::new();
+    };
+    let size = |v: Option<&Json>| {
+        v.and_then(Json::as_u64)
+            .and_then(|n| usize::try_from(n).ok())
+    };
+    let field = |f: &Json| {
+        let f = f.as_object()?;
+        let dims = match f.get("dimensions") {
+            None => Vec::new(),
+            Some(Json::Array(d)) => d
+                .iter()
+                .map(|n| size(Some(n)))
+                .collect::<Option<Vec<usize>>>()?,
+            Some(_) => return None,
+        };
+        Some(crate::model::DeclaredField {
+            name: f.get("name")?.as_str()?.to_string(),
+            offset: size(f.get("offset"))?,
+            type_name: f.get("type")?.as_str()?.to_string(),
+            dims,
+        })
+    };
+    types
+        .iter()
+        .filter_map(|t| {
+            let t = t.as_object()?;
+            let Some(Json::Array(fields)) = t.get("fields") else {
+                return None;
+            };
+            Some(crate::model::DeclaredType {
+                group: GroupId(0),
+                name: t.get("name")?.as_str()?.to_string(),
+                size: size(t.get("size"))?,
+                fields: fields.iter().map(field).collect::<Option<Vec<_>>>()?,
+            })
+        })
+        .collect()
 }
 
 fn nczarr_group_info(zattrs: &Obj, zgroup: &Obj, key: &str) -> Result<Option<GroupInfo>> {
@@ -175,6 +222,7 @@ fn nczarr_group_info(zattrs: &Obj, zgroup: &Obj, key: &str) -> Result<Option<Gro
         dims,
         arrays: names(&["arrays", "vars"])?,
         groups: names(&["groups"])?,
+        types: declared_types(info),
     }))
 }
 
@@ -273,6 +321,10 @@ impl<'a> Reader<'a> {
             Some(info) => {
                 for (name, len, unlim) in info.dims {
                     self.tree.add_dim(g, &name, len, unlim);
+                }
+                for mut declared in info.types {
+                    declared.group = g;
+                    self.tree.declared_types.push(declared);
                 }
                 (info.arrays, info.groups)
             }
@@ -499,6 +551,12 @@ impl<'a> Reader<'a> {
         };
         let ainfo =
             get_alt(&zattrs, &[ARRAY]).or_else(|| get_alt(&zarray, &[ARRAY, "_NCZARR_ARRAY"]));
+        if let Some(r) = record.as_mut() {
+            r.declared_type = ainfo
+                .and_then(|i| i.get("type"))
+                .and_then(Json::as_str)
+                .map(String::from);
+        }
         let scalar_flag = ainfo.is_some_and(|i| {
             i.get("scalar")
                 .is_some_and(|s| s.as_u64() == Some(1) || s.as_bool() == Some(true))

@@ -1,5 +1,5 @@
 //! numpy structured dtypes as Zarr v2 stores them (`[["x", "<i4"], ["v", "<f4", [3]],
-//! ["inner", [...]]]`) -> the records of the model.
+//! ["inner", [...]]]`) <-> the records of the model.
 //!
 //! Each field's own dtype string is read as [`super::dtype::parse`] reads an array's; what
 //! netCDF has no compound field for (numpy objects) is refused with the reason, which leaves
@@ -132,6 +132,7 @@ fn record(fields: &[Json], depth: usize) -> Result<Record> {
     Ok(Record {
         fields: out,
         stored_size: at,
+        memory: None,
     })
 }
 
@@ -204,6 +205,51 @@ fn field_kind(name: &str, text: &str, dims: &mut Vec<usize>) -> Result<(FieldKin
             ty.size(),
         ),
     })
+}
+
+/// The Zarr v2 dtype of `record`: its fields in the order they are stored, numbers in their
+/// byte order, text a byte (`|S1`) per character, and numpy's padding (`["", "|V<n>"]`, as it
+/// lists an aligned dtype) wherever no field is stored.
+pub fn to_json(record: &Record) -> serde_json::Value {
+    use serde_json::Value;
+    let order = |endian: crate::model::Endian| match endian {
+        crate::model::Endian::Little => '<',
+        crate::model::Endian::Big => '>',
+    };
+    let mut fields: Vec<&RecordField> = record.fields.iter().collect();
+    fields.sort_by_key(|f| f.stored_offset);
+    let mut listed = Vec::with_capacity(fields.len());
+    let mut at = 0usize;
+    let pad = |listed: &mut Vec<Value>, from: usize, to: usize| {
+        if to > from {
+            listed.push(serde_json::json!(["", format!("|V{}", to - from)]));
+        }
+    };
+    for f in fields {
+        pad(&mut listed, at, f.stored_offset);
+        let (dt, size) = match &f.kind {
+            FieldKind::Number { ty, endian } => (
+                Value::from(dtype::format(*ty, *endian, 1, false)),
+                ty.size(),
+            ),
+            FieldKind::Char => (Value::from("|S1"), 1),
+            FieldKind::Half { endian } => (Value::from(dtype::half_floats(*endian)), 2),
+            FieldKind::Ucs4 { chars, endian } => (
+                Value::from(format!("{}U{chars}", order(*endian))),
+                chars.saturating_mul(4),
+            ),
+            FieldKind::Nested(inner) => (to_json(inner), inner.stored_size),
+        };
+        let mut entry = vec![Value::from(f.name.as_str()), dt];
+        if !f.dims.is_empty() {
+            entry.push(Value::from(f.dims.clone()));
+        }
+        listed.push(Value::Array(entry));
+        let values: usize = f.dims.iter().product();
+        at = at.max(f.stored_offset + values.saturating_mul(size));
+    }
+    pad(&mut listed, at, record.stored_size);
+    Value::Array(listed)
 }
 
 /// The fill value of records given field by field (zarr-python's Zarr v3 form: each field's
@@ -350,6 +396,42 @@ mod tests {
         assert_eq!(inner.fields.len(), 2);
         assert_eq!(r.fields[10].name, "a_b");
         assert_eq!(r.fields[10].dims, Vec::<usize>::new());
+    }
+
+    #[test]
+    fn a_record_written_as_a_dtype_reads_back_as_itself() {
+        let text = r#"[["x", "<i4"], ["b", ">i2", [3]], ["s", "|S1", [5]], ["h", "<f2"],
+                ["u", "<U2"], ["in", [["a", "|u1"], ["", "|V7"], ["b", "<f8"]], [2]]]"#;
+        let r = fields(text).unwrap();
+        let written = to_json(&r);
+        let expected: serde_json::Value = serde_json::from_str(text).unwrap();
+        assert_eq!(written, expected);
+        // Fields defined out of order, with room between and after them.
+        let mut r = fields(r#"[["a", "<i4"], ["b", "|u1"]]"#).unwrap();
+        r.fields[0].stored_offset = 8;
+        r.fields[1].stored_offset = 2;
+        r.stored_size = 16;
+        let written = to_json(&r);
+        assert_eq!(
+            written,
+            serde_json::json!([
+                ["", "|V2"],
+                ["b", "|u1"],
+                ["", "|V5"],
+                ["a", "<i4"],
+                ["", "|V4"]
+            ])
+        );
+        let text = written.to_string();
+        let json = parse_json(text.as_bytes()).unwrap();
+        let back = parse(json.as_array().unwrap()).unwrap();
+        let placed: Vec<_> = back
+            .fields
+            .iter()
+            .map(|f| (f.name.as_str(), f.stored_offset))
+            .collect();
+        assert_eq!(placed, vec![("b", 2), ("a", 8)]);
+        assert_eq!(back.stored_size, 16);
     }
 
     #[test]

@@ -140,15 +140,47 @@ fn group_attributes(tree: &Tree, g: GroupId, layout: Layout, superblock: Value) 
             .iter()
             .map(|c| tree.group(*c).name.as_str())
             .collect();
-        map.insert(
-            GROUP.into(),
-            json!({ "dimensions": dims, "arrays": arrays, "groups": groups }),
-        );
+        let mut info = json!({ "dimensions": dims, "arrays": arrays, "groups": groups });
+        let types = declared_types(tree, g);
+        if !types.is_empty() {
+            info["types"] = Value::from(types);
+        }
+        map.insert(GROUP.into(), info);
         if g == Tree::ROOT {
             map.insert(SUPERBLOCK.into(), superblock);
         }
     }
     close_attrs(map, types, layout)
+}
+
+/// The compound types group `g` defines, as NCZarr declares them: each one's name, size
+/// and fields (name, offset, type and dimensions; a field's type is an atomic type's CDL
+/// name or a compound type's full name). Types without fields are left out.
+fn declared_types(tree: &Tree, g: GroupId) -> Vec<Value> {
+    let type_name = |id: i32| match NcType::from_id(id) {
+        Ok(t) => t.name().to_string(),
+        Err(_) => tree.type_full_name(id).unwrap_or_default(),
+    };
+    tree.types
+        .types
+        .iter()
+        .filter(|t| t.group == g && !t.fields.is_empty())
+        .map(|t| {
+            let fields: Vec<Value> = t
+                .fields
+                .iter()
+                .map(|f| {
+                    json!({
+                        "name": f.name,
+                        "offset": f.offset,
+                        "type": type_name(f.type_id),
+                        "dimensions": f.dims,
+                    })
+                })
+                .collect();
+            json!({ "name": t.name, "size": t.size, "fields": fields })
+        })
+        .collect()
 }
 
 fn group_objects(tree: &Tree, g: GroupId, layout: Layout, out: &mut Vec<(String, Value)>) {
@@ -161,8 +193,27 @@ fn group_objects(tree: &Tree, g: GroupId, layout: Layout, out: &mut Vec<(String,
 
 /// The `fill_value` JSON of a variable (`nczarr` false: pure Zarr, byte strings in base64).
 pub fn fill_json(var: &Var, nczarr: bool) -> Value {
-    if let Some(stored) = var.record.as_ref().and_then(|r| r.stored_dtype.as_ref()) {
-        return stored.1.clone();
+    if let Some(record) = &var.record {
+        return match &record.stored_dtype {
+            Some(stored) => stored.1.clone(),
+            None if var.no_fill => Value::Null,
+            // The record of the fill (netCDF's: zeros), in base64 as zarr-python writes it.
+            None => {
+                let memory = var
+                    .stored_fill
+                    .clone()
+                    .unwrap_or_else(|| vec![0; record.plan.memory_size]);
+                let narrow = crate::codec::Records {
+                    plan: record.plan.clone(),
+                };
+                let mut stored = Vec::new();
+                // A fill is checked when it is given: it always narrows.
+                match crate::codec::Codec::encode_into(&narrow, &memory, &mut stored) {
+                    Ok(()) => Value::from(super::base64::encode(&stored)),
+                    Err(_) => Value::Null,
+                }
+            }
+        };
     }
     if var.no_fill {
         return Value::Null;
@@ -231,9 +282,10 @@ fn var_objects(tree: &Tree, g: GroupId, var: &Var, layout: Layout, out: &mut Vec
     zarray.insert("zarr_format".into(), Value::from(2));
     zarray.insert("shape".into(), Value::from(shape));
     let dt = match var.strings {
-        _ if let Some(stored) = var.record.as_ref().and_then(|r| r.stored_dtype.as_ref()) => {
-            stored.0.clone()
-        }
+        _ if let Some(record) = &var.record => match &record.stored_dtype {
+            Some(stored) => stored.0.clone(),
+            None => super::structured::to_json(&record.record),
+        },
         StringStorage::Ucs4 => {
             let order = if var.endian == crate::model::Endian::Big {
                 '>'
@@ -329,6 +381,11 @@ fn array_attributes(tree: &Tree, var: &Var, layout: Layout, fill: FillAttribute)
         if let Some(position) = left_at {
             // The `fill_value` is the attribute.
             info["fill_attribute"] = Value::from(position);
+        }
+        if let Some(record) = &var.record
+            && let Some(name) = tree.type_full_name(record.type_id)
+        {
+            info["type"] = Value::from(name);
         }
         map.insert(ARRAY.into(), info);
     }

@@ -1,20 +1,17 @@
-//! Records: the fields a numpy structured dtype stores, and the netCDF compound types that
-//! serve them.
+//! Records: the fields a numpy structured dtype stores, and how their compound values sit in
+//! memory.
 //!
-//! Owns a record's field tree ([`Record`]), the C layout of its compound values in memory
-//! (each field at the next offset its alignment allows, as a C compiler places a struct's
-//! members, the layout netcdf-c gives the compound types of files it did not write), the plan
-//! that moves one into the other, and the compound types as the netCDF API lists them
-//! ([`UserType`], ids from `NC_FIRSTUSERTYPEID`). Knows nothing of JSON, stores or C.
+//! Owns a record's field tree ([`Record`]), the layout of its compound values in memory (the
+//! one its compound type's definition gives, or else each field at the next offset its
+//! alignment allows, as a C compiler places a struct's members, the layout netcdf-c gives the
+//! compound types of files it did not write) and the plan that moves one into the other. The
+//! compound types themselves are [`super::user_types`]'s. Knows nothing of JSON, stores or C.
 
-use super::tree::{Endian, GroupId};
+use super::tree::Endian;
 use super::types::NcType;
 use crate::codec::{FieldOp, Move, RecordPlan};
 use crate::error::{Error, Result};
 use std::sync::Arc;
-
-/// The first id of a user-defined type (`NC_FIRSTUSERTYPEID`).
-pub const FIRST_USER_TYPE: i32 = 32;
 
 /// The most moves the plan of one record may make (each field of a nested record in a
 /// subarray is one per element).
@@ -23,15 +20,24 @@ const MOST_MOVES: usize = 1 << 16;
 /// The largest record served, stored (and, four times that, in memory): a chunk holds many.
 pub const MOST_RECORD_BYTES: usize = 1 << 20;
 
-/// The longest netCDF name, in bytes (`NC_MAX_NAME`).
-const LONGEST_NAME: usize = 256;
-
 /// The fields of one stored record, in order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Record {
     pub fields: Vec<RecordField>,
     /// Bytes of one stored record (numpy's `itemsize`: the fields packed).
     pub stored_size: usize,
+    /// Where the fields sit in a compound value, when a type's definition says (else the C
+    /// layout).
+    pub memory: Option<MemoryLayout>,
+}
+
+/// The layout a compound type's definition gives its values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoryLayout {
+    /// Each field's offset, in the record's field order.
+    pub offsets: Vec<usize>,
+    /// Bytes of one value.
+    pub size: usize,
 }
 
 /// One field of a stored record.
@@ -74,14 +80,14 @@ fn round_up(n: usize, align: usize) -> Result<usize> {
         .ok_or_else(|| too_large("a record"))
 }
 
-fn too_large(what: &str) -> Error {
+pub(super) fn too_large(what: &str) -> Error {
     Error::Unsupported {
         var: String::new(),
         why: format!("{what} too large for a compound type"),
     }
 }
 
-fn count(dims: &[usize]) -> Result<usize> {
+pub(super) fn count(dims: &[usize]) -> Result<usize> {
     dims.iter()
         .try_fold(1usize, |n, &d| n.checked_mul(d))
         .ok_or_else(|| too_large("a field's subarray"))
@@ -140,6 +146,16 @@ impl Record {
 
     /// Each field's offset in a compound value, the value's size and its alignment.
     fn layout(&self) -> Result<(Vec<usize>, usize, usize)> {
+        if let Some(given) = &self.memory {
+            if given.offsets.len() != self.fields.len() || given.size > 4 * MOST_RECORD_BYTES {
+                return Err(too_large("a record"));
+            }
+            let mut align = 1usize;
+            for f in &self.fields {
+                align = align.max(f.kind.placement()?.align);
+            }
+            return Ok((given.offsets.clone(), given.size, align));
+        }
         let mut at = 0usize;
         let mut align = 1usize;
         let mut offsets = Vec::with_capacity(self.fields.len());
@@ -184,7 +200,7 @@ impl Record {
     }
 
     fn add_moves(&self, stored: usize, memory: usize, moves: &mut Vec<Move>) -> Result<()> {
-        let offsets = self.memory_offsets()?;
+        let (offsets, memory_size, _) = self.layout()?;
         if self.stored_size == 0 || self.stored_size > MOST_RECORD_BYTES {
             return Err(Error::Unsupported {
                 var: String::new(),
@@ -226,7 +242,16 @@ impl Record {
                 .checked_mul(n)
                 .and_then(|b| b.checked_add(from))
                 .ok_or_else(|| too_large("a field"))?;
-            if end > record_end {
+            let memory_value_size = match (&f.kind, op) {
+                (FieldKind::Nested(inner), _) => inner.memory_size()?,
+                (_, Some(op)) => op.memory_size(),
+                (_, None) => 0,
+            };
+            let memory_end = memory_value_size
+                .checked_mul(n)
+                .and_then(|b| b.checked_add(offset))
+                .ok_or_else(|| too_large("a field"))?;
+            if end > record_end || memory_end > memory_size {
                 return Err(Error::Unsupported {
                     var: String::new(),
                     why: format!("field {:?} ends past its record", f.name),
@@ -271,6 +296,9 @@ pub struct VarRecord {
     /// The array's `dtype` and `fill_value` as its Zarr v2 metadata gives them, written back
     /// as they are (a bool field stays a bool, a padded dtype keeps its padding).
     pub stored_dtype: Option<Arc<(serde_json::Value, serde_json::Value)>>,
+    /// The full name of the compound type the dataset's metadata says the values are of
+    /// (NCZarr keeps the types a dataset defines), when it says.
+    pub declared_type: Option<String>,
 }
 
 impl VarRecord {
@@ -282,105 +310,39 @@ impl VarRecord {
             plan: Arc::new(plan),
             type_id: 0,
             stored_dtype: None,
+            declared_type: None,
         })
     }
-}
 
-/// A compound type as the netCDF API lists it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct UserType {
-    pub name: String,
-    /// The group that defines it.
-    pub group: GroupId,
-    /// Bytes of one value in memory.
-    pub size: usize,
-    pub fields: Vec<TypeField>,
-}
-
-/// One field of a compound type.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TypeField {
-    pub name: String,
-    pub offset: usize,
-    /// An atomic type's id or a compound type's.
-    pub type_id: i32,
-    pub dims: Vec<usize>,
-}
-
-/// The compound types of records, as listed: nested records' types before the types that
-/// hold them.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct UserTypes {
-    pub types: Vec<UserType>,
-}
-
-impl UserTypes {
-    /// The type with this id.
-    pub fn get(&self, id: i32) -> Option<&UserType> {
-        let index = usize::try_from(id.checked_sub(FIRST_USER_TYPE)?).ok()?;
-        self.types.get(index)
-    }
-
-    /// Lists the compound type of `record` (and first those of its nested records) in group
-    /// `g`, named `name` unless `taken` says a name is in use there; returns its id.
-    pub fn add(
-        &mut self,
-        record: &Record,
-        g: GroupId,
-        name: &str,
-        taken: &dyn Fn(&str) -> bool,
-    ) -> Result<i32> {
-        let offsets = record.memory_offsets()?;
-        let mut fields = Vec::with_capacity(record.fields.len());
-        for (f, offset) in record.fields.iter().zip(offsets) {
-            let type_id = match &f.kind {
-                FieldKind::Nested(inner) => {
-                    self.add(inner, g, &format!("{name}_{}", f.name), taken)?
-                }
-                kind => kind.atomic().map_or(0, NcType::id),
-            };
-            fields.push(TypeField {
-                name: f.name.clone(),
-                offset,
-                type_id,
-                dims: f.memory_dims(),
-            });
-        }
-        // Short enough for netCDF with any suffix.
-        let mut cut = name.len().min(LONGEST_NAME - 16);
-        while !name.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        let base = &name[..cut];
-        let mut type_name = format!("{base}_t");
-        let mut n = 1;
-        while taken(&type_name)
-            || self
-                .types
-                .iter()
-                .any(|t| t.group == g && t.name == type_name)
-        {
-            type_name = format!("{base}_t{n}");
-            n += 1;
-        }
-        self.types.push(UserType {
-            name: type_name,
-            group: g,
-            size: record.memory_size()?,
-            fields,
-        });
-        i32::try_from(self.types.len() - 1)
-            .ok()
-            .and_then(|i| i.checked_add(FIRST_USER_TYPE))
-            .ok_or_else(|| too_large("a dataset of so many types"))
+    /// A compound value laid out as this record's values are, laid out as `other`'s (the same
+    /// stored record served under another type), or `None` when it cannot be stored.
+    pub fn relaid(&self, value: &[u8], other: &VarRecord) -> Option<Vec<u8>> {
+        use crate::codec::{Codec, Records};
+        let mut stored = Vec::new();
+        let narrow = Records {
+            plan: self.plan.clone(),
+        };
+        narrow.encode_into(value, &mut stored).ok()?;
+        let widen = Records {
+            plan: other.plan.clone(),
+        };
+        widen.decode(&stored, other.plan.memory_size).ok()
     }
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod fixtures {
     use super::*;
 
-    fn number(name: &str, stored_offset: usize, ty: NcType, endian: Endian) -> RecordField {
+    /// Where each move of `plan` goes: (stored offset, memory offset, count).
+    pub fn placed(plan: &RecordPlan) -> Vec<(usize, usize, usize)> {
+        plan.moves
+            .iter()
+            .map(|m| (m.stored, m.memory, m.count))
+            .collect()
+    }
+
+    pub fn number(name: &str, stored_offset: usize, ty: NcType, endian: Endian) -> RecordField {
         RecordField {
             name: name.into(),
             stored_offset,
@@ -391,13 +353,14 @@ mod tests {
 
     /// numpy `[('a','u1'),('b','<f8'),('c','>i2',(3,)),('d',[('x','u1'),('y','<i4')])]`:
     /// stored packed in 1 + 8 + 6 + 5 = 20 bytes.
-    fn record() -> Record {
+    pub fn record() -> Record {
         let inner = Record {
             fields: vec![
                 number("x", 0, NcType::UByte, Endian::Little),
                 number("y", 1, NcType::Int, Endian::Little),
             ],
             stored_size: 5,
+            memory: None,
         };
         let mut c = number("c", 9, NcType::Short, Endian::Big);
         c.dims = vec![3];
@@ -414,8 +377,15 @@ mod tests {
                 },
             ],
             stored_size: 20,
+            memory: None,
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixtures::{placed, record};
+    use super::*;
 
     #[test]
     fn fields_are_placed_as_a_c_struct_places_them() {
@@ -425,13 +395,8 @@ mod tests {
         assert_eq!(r.memory_size().unwrap(), 32);
         let plan = r.plan().unwrap();
         assert_eq!(plan.stored_size, 20);
-        let ops: Vec<_> = plan
-            .moves
-            .iter()
-            .map(|m| (m.stored, m.memory, m.count))
-            .collect();
         assert_eq!(
-            ops,
+            placed(&plan),
             vec![(0, 0, 1), (1, 8, 1), (9, 16, 3), (15, 24, 1), (16, 28, 1)]
         );
         assert_eq!(
@@ -445,31 +410,29 @@ mod tests {
     }
 
     #[test]
-    fn nested_types_are_listed_first_and_names_in_use_are_avoided() {
-        let mut types = UserTypes::default();
-        let taken = |n: &str| n == "rec_t";
-        let id = types.add(&record(), GroupId(0), "rec", &taken).unwrap();
-        assert_eq!(id, FIRST_USER_TYPE + 1);
-        let inner = types.get(FIRST_USER_TYPE).unwrap();
-        assert_eq!(inner.name, "rec_d_t");
-        assert_eq!(inner.size, 8);
-        let outer = types.get(id).unwrap();
-        assert_eq!(outer.name, "rec_t1");
-        assert_eq!(outer.fields[3].type_id, FIRST_USER_TYPE);
-        assert_eq!(outer.fields[2].dims, vec![3]);
-        assert!(types.get(FIRST_USER_TYPE + 2).is_none());
-        assert!(types.get(1).is_none());
-    }
-
-    #[test]
-    fn type_names_stay_within_netcdf_names() {
-        let mut types = UserTypes::default();
-        let long = "\u{e9}".repeat(200);
-        let id = types.add(&record(), GroupId(0), &long, &|_| false).unwrap();
-        let outer = &types.get(id).unwrap().name;
-        let inner = &types.get(FIRST_USER_TYPE).unwrap().name;
-        assert!(outer.len() <= LONGEST_NAME && inner.len() <= LONGEST_NAME);
-        assert_ne!(outer, inner);
+    fn a_layout_a_definition_gives_is_kept_and_must_hold_its_fields() {
+        let mut r = record();
+        // Packed, the nested record (C layout: 8 bytes) last.
+        r.memory = Some(MemoryLayout {
+            offsets: vec![0, 1, 9, 15],
+            size: 23,
+        });
+        assert_eq!(r.memory_size().unwrap(), 23);
+        let plan = r.plan().unwrap();
+        assert_eq!(
+            placed(&plan),
+            vec![(0, 0, 1), (1, 1, 1), (9, 9, 3), (15, 15, 1), (16, 19, 1)]
+        );
+        r.memory = Some(MemoryLayout {
+            offsets: vec![0, 1, 9, 15],
+            size: 22,
+        });
+        assert!(r.plan().is_err(), "the nested record ends past the value");
+        r.memory = Some(MemoryLayout {
+            offsets: vec![0, 1, 9],
+            size: 64,
+        });
+        assert!(r.plan().is_err(), "an offset for every field");
     }
 
     #[test]

@@ -421,8 +421,11 @@ impl Group {
 pub struct Tree {
     pub groups: Vec<Group>,
     pub dims: Vec<Dim>,
-    /// The compound types of variables holding records ([`Tree::list_record_types`]).
-    pub types: super::records::UserTypes,
+    /// The compound types: those the dataset declares and those of variables holding
+    /// records ([`Tree::list_record_types`]), and those the program defines.
+    pub types: super::user_types::UserTypes,
+    /// The compound types the dataset's metadata declares, as read, until they are listed.
+    pub declared_types: Vec<super::user_types::DeclaredType>,
 }
 
 impl Default for Tree {
@@ -437,15 +440,28 @@ impl Tree {
         Tree {
             groups: vec![Group::new("/", None)],
             dims: Vec::new(),
-            types: super::records::UserTypes::default(),
+            types: super::user_types::UserTypes::default(),
+            declared_types: Vec::new(),
         }
     }
 
-    /// Lists the compound type of every variable holding records, in its group, named after
-    /// it (groups in preorder, variables in order), and tells each variable its type's id.
-    /// A record whose type cannot be listed leaves its variable unreadable.
+    /// Lists the compound types the dataset declares (groups in preorder), then gives every
+    /// variable holding records its type: the one declared for it, when its records fit it,
+    /// else a type of its own in its group, named after it (variables in order). A declared
+    /// type that breaks a rule of a definition is not listed; a record whose type cannot be
+    /// listed leaves its variable unreadable.
     pub fn list_record_types(&mut self) {
-        let mut types = super::records::UserTypes::default();
+        let mut types = super::user_types::UserTypes::default();
+        let declared = std::mem::take(&mut self.declared_types);
+        let declared = &declared[..declared.len().min(super::user_types::MOST_DECLARED_TYPES)];
+        for g in self.groups_preorder() {
+            for decl in declared.iter().filter(|d| d.group == g) {
+                let named =
+                    |types: &super::user_types::UserTypes, full: &str| self.type_named(types, full);
+                // Not listed: its variables get types of their own.
+                let _ = types.declare(decl, &named);
+            }
+        }
         for g in self.groups_preorder() {
             let group = &self.groups[g.0];
             let taken = |name: &str| {
@@ -457,23 +473,64 @@ impl Tree {
                 .vars
                 .iter()
                 .map(|var| {
-                    var.record
-                        .as_ref()
-                        .map(|r| types.add(&r.record, g, &var.name, &taken))
+                    let r = var.record.as_ref()?;
+                    let fitted = r.declared_type.as_deref().and_then(|full| {
+                        let id = self.type_named(&types, full)?;
+                        let record = types.fit(id, &r.record)?;
+                        let mut fitted = super::records::VarRecord::new(record).ok()?;
+                        fitted.type_id = id;
+                        fitted.stored_dtype = r.stored_dtype.clone();
+                        fitted.declared_type = r.declared_type.clone();
+                        Some(fitted)
+                    });
+                    Some(match fitted {
+                        Some(fitted) => {
+                            // The fill, read in the layout of the type the record would have
+                            // had, in its declared type's.
+                            let fill = var.stored_fill.as_ref().map(|f| r.relaid(f, &fitted));
+                            Ok((fitted, fill))
+                        }
+                        None => types.add(&r.record, g, &var.name, &taken).map(|id| {
+                            let mut own = r.clone();
+                            own.type_id = id;
+                            (own, None)
+                        }),
+                    })
                 })
                 .collect();
-            for (var, id) in self.groups[g.0].vars.iter_mut().zip(listed) {
-                match (id, var.record.as_mut()) {
-                    (Some(Ok(id)), Some(r)) => r.type_id = id,
-                    (Some(Err(e)), _) => {
+            for (var, listed) in self.groups[g.0].vars.iter_mut().zip(listed) {
+                match listed {
+                    Some(Ok((r, fill))) => {
+                        var.record = Some(r);
+                        if let Some(fill) = fill {
+                            var.stored_fill = fill;
+                        }
+                    }
+                    Some(Err(e)) => {
                         var.unreadable.get_or_insert_with(|| e.to_string());
                         var.record = None;
                     }
-                    _ => {}
+                    None => {}
                 }
             }
         }
         self.types = types;
+    }
+
+    /// The full name of compound type `id` (`/name` in the root, `/g/h/name` below).
+    pub fn type_full_name(&self, id: i32) -> Option<String> {
+        let t = self.types.get(id)?;
+        Some(self.qualified(t.group, &t.name))
+    }
+
+    /// The id of the type of `types` with this full name.
+    fn type_named(&self, types: &super::user_types::UserTypes, full: &str) -> Option<i32> {
+        types
+            .types
+            .iter()
+            .position(|t| self.qualified(t.group, &t.name) == full)
+            .and_then(|i| i32::try_from(i).ok())
+            .map(|i| i + super::user_types::FIRST_USER_TYPE)
     }
 
     /// The root group's id.
@@ -560,11 +617,16 @@ impl Tree {
     /// Fully qualified name of a dimension ("/g/x").
     pub fn dim_fqn(&self, d: DimId) -> String {
         let dim = self.dim(d);
-        let gp = self.group_path(dim.group);
+        self.qualified(dim.group, &dim.name)
+    }
+
+    /// The full name of object `name` of group `g` ("/x" in the root, "/g/x" below).
+    pub fn qualified(&self, g: GroupId, name: &str) -> String {
+        let gp = self.group_path(g);
         if gp.is_empty() {
-            format!("/{}", dim.name)
+            format!("/{name}")
         } else {
-            format!("/{gp}/{}", dim.name)
+            format!("/{gp}/{name}")
         }
     }
 

@@ -88,14 +88,20 @@ impl Dataset {
             Some(r) => r.plan.clone(),
             None => return Err(Error::BadType(0)),
         };
-        plan.check_text(values).map_err(|e| match e {
-            Error::Filter { why, .. } => Error::Invalid(why),
-            other => other,
-        })?;
+        check_storable(&plan, values)?;
         let range = plan.past_half_range(values);
         let c_strides = c_order_strides(&slab.count)?;
         self.grow_unlimited(g, v, &slab);
         self.write_from(g, v, geo, &slab, values, &c_strides)?;
         Ok(range)
     }
+}
+
+/// Refuses compound values whose text their records cannot hold (`NC_EINVAL`), before
+/// anything is stored.
+pub(in crate::api) fn check_storable(plan: &crate::codec::RecordPlan, values: &[u8]) -> Result<()> {
+    plan.check_text(values).map_err(|e| match e {
+        Error::Filter { why, .. } => Error::Invalid(why),
+        other => other,
+    })
 }

@@ -1,0 +1,124 @@
+//! Definitions of compound types (`nc_def_compound`, `nc_insert_compound`,
+//! `nc_insert_array_compound`) and of variables holding their values. The rules a definition
+//! keeps are the model's ([`crate::model::UserTypes`]); this adds netCDF's: names, define
+//! mode, the classic model, and the layouts that can store records (Zarr v2's).
+
+use super::dataset::Dataset;
+use super::names;
+use crate::error::{Error, Result};
+use crate::model::{GroupId, NcType, TypeField, VarRecord};
+
+impl Dataset {
+    /// Refuses compound types where they cannot be kept: the classic model has none, and
+    /// Zarr v3 has no data type for records that other readers share.
+    fn check_compound_allowed(&self, name: &str) -> Result<()> {
+        if self.classic_model {
+            return Err(Error::StrictNc3("compound types".into()));
+        }
+        if self.layout.zarr_v3 {
+            return Err(Error::Unsupported {
+                var: name.to_string(),
+                why: "compound types are stored in Zarr v2 datasets only".into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// `nc_def_compound`: a compound type of `size` bytes in group `g`, its fields inserted
+    /// next; returns its id.
+    pub fn def_compound(&mut self, g: GroupId, size: usize, name: &str) -> Result<i32> {
+        self.check_compound_allowed(name)?;
+        self.ensure_define_mode()?;
+        names::check(name)?;
+        let grp = self.tree.group(g);
+        if grp.var_index(name).is_some()
+            || grp
+                .children
+                .iter()
+                .any(|c| self.tree.group(*c).name == name)
+        {
+            return Err(Error::NameInUse(name.to_string()));
+        }
+        self.tree.types.define(g, name, size)
+    }
+
+    /// `nc_insert_compound` (no `dims`) and `nc_insert_array_compound`: a field of type
+    /// `field_type` at `offset` in the values of compound type `id`.
+    pub fn insert_compound(
+        &mut self,
+        id: i32,
+        name: &str,
+        offset: usize,
+        field_type: i32,
+        dims: &[usize],
+    ) -> Result<()> {
+        self.check_writable()?;
+        names::check(name)?;
+        self.tree.types.insert(
+            id,
+            TypeField {
+                name: name.to_string(),
+                offset,
+                type_id: field_type,
+                dims: dims.to_vec(),
+            },
+        )
+    }
+
+    /// `nc_def_var` of compound type `id`: a variable whose values are stored as numpy
+    /// records, each field where the type's definition places it. The type takes no more
+    /// fields.
+    pub fn def_record_var(
+        &mut self,
+        g: GroupId,
+        name: &str,
+        id: i32,
+        dims: &[i32],
+    ) -> Result<usize> {
+        self.check_compound_allowed(name)?;
+        if NcType::from_id(id).is_ok() {
+            return Err(Error::BadType(id));
+        }
+        let mut record = VarRecord::new(self.tree.types.record_of(id)?)?;
+        record.type_id = id;
+        let v = self.define_var(g, name, NcType::UByte, dims, Some(record))?;
+        self.tree.types.close(id);
+        Ok(v)
+    }
+
+    /// `nc_def_var_fill` of a variable holding records: its fill, one compound value (no
+    /// attribute holds compound values), or netCDF's (zeros) when `value` is `None`.
+    pub fn def_record_fill(
+        &mut self,
+        g: GroupId,
+        v: usize,
+        no_fill: bool,
+        value: Option<&[u8]>,
+    ) -> Result<()> {
+        self.ensure_define_mode()?;
+        let var = self.var_mut_for_definition(g, v)?;
+        let Some(record) = &var.record else {
+            return Err(Error::BadType(0));
+        };
+        if let Some(bytes) = value {
+            let bytes = bytes
+                .get(..record.plan.memory_size)
+                .ok_or_else(|| Error::Invalid("fill value shorter than its type".into()))?;
+            super::data::records::check_storable(&record.plan, bytes)?;
+            // As it is stored: the bytes between fields (which a C struct leaves undefined)
+            // are zeros.
+            let stored = record
+                .relaid(bytes, record)
+                .ok_or_else(|| Error::Invalid("fill value cannot be stored".into()))?;
+            var.stored_fill = Some(stored);
+        }
+        var.no_fill = no_fill;
+        Ok(())
+    }
+
+    /// Bytes of one compound value of variable `v` of group `g`, when it holds records.
+    pub fn record_value_size(&self, g: GroupId, v: usize) -> Option<usize> {
+        let var = &self.tree.group(g).vars[v];
+        var.record.as_ref().map(|r| r.plan.memory_size)
+    }
+}

@@ -1,0 +1,711 @@
+//! The compound types of a dataset as the netCDF API lists them ([`UserType`], ids from
+//! `NC_FIRSTUSERTYPEID`): those of variables holding records, named after them; those a
+//! program defines (`nc_def_compound`, `nc_insert_compound`); and those a dataset's metadata
+//! declares ([`DeclaredType`]).
+//!
+//! Owns the rules a definition keeps (fields inside the value and apart from each other,
+//! named once, nested no deeper than records are read), the record a defined type's values
+//! are stored as, and how a stored record is fitted to the type declared for it. Knows
+//! nothing of JSON, stores, names' character rules or C.
+
+use super::records::{
+    FieldKind, MOST_RECORD_BYTES, MemoryLayout, Record, RecordField, count, too_large,
+};
+use super::tree::{Endian, GroupId};
+use super::types::NcType;
+use crate::error::{Error, Result};
+
+/// The first id of a user-defined type (`NC_FIRSTUSERTYPEID`).
+pub const FIRST_USER_TYPE: i32 = 32;
+
+/// The longest netCDF name, in bytes (`NC_MAX_NAME`).
+const LONGEST_NAME: usize = 256;
+
+/// Compound types nested deeper than this are refused (as records nested deeper are).
+const DEEPEST: usize = 16;
+
+/// Fields one compound type may have (as many as a record read may).
+const MOST_FIELDS: usize = 4096;
+
+/// Dimensions one field may have (HDF5's most).
+const MOST_FIELD_DIMS: usize = 32;
+
+/// Atomic fields a compound type may hold, nested types' counted once each time they are
+/// used (a type nests others by reference, so without a bound a short definition could
+/// stand for an enormous record).
+const MOST_LEAVES: usize = 1 << 16;
+
+/// Compound types a dataset's metadata may declare; more are not listed.
+pub const MOST_DECLARED_TYPES: usize = 4096;
+
+/// A compound type as the netCDF API lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UserType {
+    pub name: String,
+    /// The group that defines it.
+    pub group: GroupId,
+    /// Bytes of one value in memory.
+    pub size: usize,
+    pub fields: Vec<TypeField>,
+    /// Fields may still be inserted: the type was defined by the program and no variable
+    /// or other type uses it yet.
+    pub open: bool,
+    /// How deep compound types nest in it (1: its fields are atomic).
+    pub depth: usize,
+    /// Its atomic fields, nested types' counted each time they are used.
+    pub leaves: usize,
+}
+
+/// One field of a compound type.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TypeField {
+    pub name: String,
+    pub offset: usize,
+    /// An atomic type's id or a compound type's.
+    pub type_id: i32,
+    pub dims: Vec<usize>,
+}
+
+/// A compound type as a dataset's metadata declares it: its fields' types by name (an atomic
+/// type's CDL name, or the full name of a compound type declared before it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeclaredType {
+    pub group: GroupId,
+    pub name: String,
+    pub size: usize,
+    pub fields: Vec<DeclaredField>,
+}
+
+/// One field of a [`DeclaredType`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeclaredField {
+    pub name: String,
+    pub offset: usize,
+    pub type_name: String,
+    pub dims: Vec<usize>,
+}
+
+/// The compound types of a dataset, in id order: a type's nested types before it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UserTypes {
+    pub types: Vec<UserType>,
+}
+
+/// Refuses a name netCDF cannot give a type or a field: empty, longer than `NC_MAX_NAME`, or
+/// holding a `/`.
+fn plain_name(name: &str) -> Result<()> {
+    if name.is_empty() || name.contains('/') {
+        return Err(Error::BadName(name.to_string()));
+    }
+    if name.len() > LONGEST_NAME {
+        return Err(Error::MaxName(name.to_string()));
+    }
+    Ok(())
+}
+
+impl UserTypes {
+    /// The type with this id.
+    pub fn get(&self, id: i32) -> Option<&UserType> {
+        let index = usize::try_from(id.checked_sub(FIRST_USER_TYPE)?).ok()?;
+        self.types.get(index)
+    }
+
+    fn get_mut(&mut self, id: i32) -> Option<&mut UserType> {
+        let index = usize::try_from(id.checked_sub(FIRST_USER_TYPE)?).ok()?;
+        self.types.get_mut(index)
+    }
+
+    fn push(&mut self, t: UserType) -> Result<i32> {
+        let id = i32::try_from(self.types.len())
+            .ok()
+            .and_then(|i| i.checked_add(FIRST_USER_TYPE))
+            .ok_or_else(|| too_large("a dataset of so many types"))?;
+        self.types.push(t);
+        Ok(id)
+    }
+
+    /// Lists the compound type of `record` (and first those of its nested records) in group
+    /// `g`, named `name` unless `taken` says a name is in use there; returns its id.
+    pub fn add(
+        &mut self,
+        record: &Record,
+        g: GroupId,
+        name: &str,
+        taken: &dyn Fn(&str) -> bool,
+    ) -> Result<i32> {
+        let offsets = record.memory_offsets()?;
+        let mut fields = Vec::with_capacity(record.fields.len());
+        let mut depth = 1;
+        let mut leaves = 0usize;
+        for (f, offset) in record.fields.iter().zip(offsets) {
+            let type_id = match &f.kind {
+                FieldKind::Nested(inner) => {
+                    let id = self.add(inner, g, &format!("{name}_{}", f.name), taken)?;
+                    let t = self.get(id);
+                    depth = depth.max(t.map_or(0, |t| t.depth) + 1);
+                    leaves = leaves.saturating_add(t.map_or(0, |t| t.leaves));
+                    id
+                }
+                kind => {
+                    leaves = leaves.saturating_add(1);
+                    kind.atomic().map_or(0, NcType::id)
+                }
+            };
+            fields.push(TypeField {
+                name: f.name.clone(),
+                offset,
+                type_id,
+                dims: f.memory_dims(),
+            });
+        }
+        // Short enough for netCDF with any suffix.
+        let mut cut = name.len().min(LONGEST_NAME - 16);
+        while !name.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let base = &name[..cut];
+        let mut type_name = format!("{base}_t");
+        let mut n = 1;
+        while taken(&type_name) || self.named(g, &type_name).is_some() {
+            type_name = format!("{base}_t{n}");
+            n += 1;
+        }
+        self.push(UserType {
+            name: type_name,
+            group: g,
+            size: record.memory_size()?,
+            fields,
+            open: false,
+            depth,
+            leaves,
+        })
+    }
+
+    /// The id of the type group `g` defines under `name`.
+    pub fn named(&self, g: GroupId, name: &str) -> Option<i32> {
+        self.types
+            .iter()
+            .position(|t| t.group == g && t.name == name)
+            .and_then(|i| i32::try_from(i).ok())
+            .and_then(|i| i.checked_add(FIRST_USER_TYPE))
+    }
+
+    /// `nc_def_compound`: a compound type of `size` bytes and no fields yet, in group `g`.
+    pub fn define(&mut self, g: GroupId, name: &str, size: usize) -> Result<i32> {
+        plain_name(name)?;
+        if self.named(g, name).is_some() {
+            return Err(Error::NameInUse(name.to_string()));
+        }
+        if size == 0 || size > MOST_RECORD_BYTES {
+            return Err(Error::Invalid(format!(
+                "a compound type of {size} bytes (at most {MOST_RECORD_BYTES} are stored)"
+            )));
+        }
+        self.push(UserType {
+            name: name.to_string(),
+            group: g,
+            size,
+            fields: Vec::new(),
+            open: true,
+            depth: 1,
+            leaves: 0,
+        })
+    }
+
+    /// Bytes of one value of type `id`, how deep compound types nest in it (0 for an atomic
+    /// type) and its atomic fields. Variable-length strings have no place in a stored record.
+    fn field_type(&self, id: i32) -> Result<(usize, usize, usize)> {
+        if id >= FIRST_USER_TYPE {
+            let t = self.get(id).ok_or(Error::BadType(id))?;
+            if t.fields.is_empty() {
+                return Err(Error::Invalid(format!(
+                    "compound type {} has no fields yet",
+                    t.name
+                )));
+            }
+            return Ok((t.size, t.depth, t.leaves));
+        }
+        match NcType::from_id(id)? {
+            NcType::String => Err(Error::BadType(id)),
+            ty => Ok((ty.size(), 0, 1)),
+        }
+    }
+
+    /// `nc_insert_compound`, `nc_insert_array_compound`: a field of type `id`, which must be
+    /// open; the field's own compound type, if any, can take no more fields after it.
+    pub fn insert(&mut self, id: i32, field: TypeField) -> Result<()> {
+        plain_name(&field.name)?;
+        let t = self.get(id).ok_or(Error::BadTypeId(id))?;
+        if !t.open {
+            return Err(Error::TypeDefined(t.name.clone()));
+        }
+        if field.type_id == id {
+            return Err(Error::BadType(id));
+        }
+        if t.fields.iter().any(|f| f.name == field.name) {
+            return Err(Error::NameInUse(field.name));
+        }
+        if t.fields.len() >= MOST_FIELDS {
+            return Err(Error::Invalid(format!(
+                "compound type {} would have more than {MOST_FIELDS} fields",
+                t.name
+            )));
+        }
+        if field.dims.len() > MOST_FIELD_DIMS || field.dims.contains(&0) {
+            return Err(Error::Invalid(format!(
+                "field {:?} of dimensions {:?}",
+                field.name, field.dims
+            )));
+        }
+        let (value_size, depth, leaves) = self.field_type(field.type_id)?;
+        if depth >= DEEPEST {
+            return Err(Error::Invalid(format!(
+                "compound types nested more than {DEEPEST} deep"
+            )));
+        }
+        let leaves = t.leaves.saturating_add(leaves);
+        if leaves > MOST_LEAVES {
+            return Err(Error::Invalid(format!(
+                "compound type {} would hold more than {MOST_LEAVES} fields, nested ones counted",
+                t.name
+            )));
+        }
+        let extent = |offset: usize, value_size: usize, dims: &[usize]| {
+            count(dims)
+                .ok()
+                .and_then(|n| n.checked_mul(value_size))
+                .and_then(|bytes| offset.checked_add(bytes))
+        };
+        let end = extent(field.offset, value_size, &field.dims)
+            .filter(|&end| end <= t.size)
+            .ok_or_else(|| {
+                Error::Invalid(format!(
+                    "field {:?} at offset {} does not fit compound type {} of {} bytes",
+                    field.name, field.offset, t.name, t.size
+                ))
+            })?;
+        for f in &t.fields {
+            let (size, _, _) = self.field_type(f.type_id)?;
+            let other_end = extent(f.offset, size, &f.dims).unwrap_or(usize::MAX);
+            if field.offset < other_end && f.offset < end {
+                return Err(Error::Invalid(format!(
+                    "field {:?} overlaps field {:?} of compound type {}",
+                    field.name, f.name, t.name
+                )));
+            }
+        }
+        if field.type_id >= FIRST_USER_TYPE
+            && let Some(inner) = self.get_mut(field.type_id)
+        {
+            inner.open = false;
+        }
+        if let Some(t) = self.get_mut(id) {
+            t.depth = t.depth.max(depth + 1);
+            t.leaves = leaves;
+            t.fields.push(field);
+        }
+        Ok(())
+    }
+
+    /// Takes no more fields into type `id` (a variable now uses it).
+    pub fn close(&mut self, id: i32) {
+        if let Some(t) = self.get_mut(id) {
+            t.open = false;
+        }
+    }
+
+    /// The record the values of defined type `id` are stored as: its fields packed in the
+    /// order they were defined (as numpy packs a dtype, no padding for other readers to
+    /// see), numbers in this machine's byte order, text as bytes; in memory, each field where
+    /// the definition places it.
+    pub fn record_of(&self, id: i32) -> Result<Record> {
+        let t = self.get(id).ok_or(Error::BadType(id))?;
+        if t.fields.is_empty() {
+            return Err(Error::Invalid(format!(
+                "compound type {} has no fields",
+                t.name
+            )));
+        }
+        let mut fields = Vec::with_capacity(t.fields.len());
+        let mut at = 0usize;
+        for f in &t.fields {
+            let (kind, size) = if f.type_id >= FIRST_USER_TYPE {
+                let inner = self.record_of(f.type_id)?;
+                let size = inner.stored_size;
+                (FieldKind::Nested(inner), size)
+            } else {
+                match NcType::from_id(f.type_id)? {
+                    NcType::Char => (FieldKind::Char, 1),
+                    NcType::String => return Err(Error::BadType(f.type_id)),
+                    ty => (
+                        FieldKind::Number {
+                            ty,
+                            endian: Endian::native(),
+                        },
+                        ty.size(),
+                    ),
+                }
+            };
+            fields.push(RecordField {
+                name: f.name.clone(),
+                stored_offset: at,
+                dims: f.dims.clone(),
+                kind,
+            });
+            at = count(&f.dims)?
+                .checked_mul(size)
+                .and_then(|bytes| at.checked_add(bytes))
+                .ok_or_else(|| too_large("a record"))?;
+        }
+        Ok(Record {
+            fields,
+            stored_size: at,
+            memory: Some(MemoryLayout {
+                offsets: t.fields.iter().map(|f| f.offset).collect(),
+                size: t.size,
+            }),
+        })
+    }
+
+    /// `record` laid out as type `id` lays out its values, or `None` when they do not match:
+    /// the same field names, each of the same type (nested types matched in turn) and
+    /// number of values.
+    pub fn fit(&self, id: i32, record: &Record) -> Option<Record> {
+        let t = self.get(id)?;
+        if t.fields.len() != record.fields.len() {
+            return None;
+        }
+        let mut fields = Vec::with_capacity(t.fields.len());
+        for tf in &t.fields {
+            let rf = record.fields.iter().find(|f| f.name == tf.name)?;
+            let values = count(&tf.dims).ok()?;
+            let kind = match &rf.kind {
+                FieldKind::Nested(inner) if tf.type_id >= FIRST_USER_TYPE => {
+                    if count(&rf.dims).ok()? != values {
+                        return None;
+                    }
+                    FieldKind::Nested(self.fit(tf.type_id, inner)?)
+                }
+                kind if kind.atomic() == NcType::from_id(tf.type_id).ok()
+                    && count(&rf.memory_dims()).ok()? == values =>
+                {
+                    kind.clone()
+                }
+                _ => return None,
+            };
+            fields.push(RecordField {
+                name: rf.name.clone(),
+                stored_offset: rf.stored_offset,
+                dims: rf.dims.clone(),
+                kind,
+            });
+        }
+        Some(Record {
+            fields,
+            stored_size: record.stored_size,
+            memory: Some(MemoryLayout {
+                offsets: t.fields.iter().map(|f| f.offset).collect(),
+                size: t.size,
+            }),
+        })
+    }
+
+    /// Lists a type a dataset's metadata declares, its fields' compound types found by
+    /// `named` (full name -> id); a declaration that breaks a rule of [`UserTypes::insert`]
+    /// lists nothing.
+    pub fn declare(
+        &mut self,
+        decl: &DeclaredType,
+        named: &dyn Fn(&UserTypes, &str) -> Option<i32>,
+    ) -> Result<i32> {
+        let id = self.define(decl.group, &decl.name, decl.size)?;
+        let filled = decl.fields.iter().try_for_each(|f| {
+            let type_id = match NcType::ALL.iter().find(|t| t.name() == f.type_name) {
+                Some(t) => t.id(),
+                None => named(self, &f.type_name).ok_or(Error::BadType(0))?,
+            };
+            self.insert(
+                id,
+                TypeField {
+                    name: f.name.clone(),
+                    offset: f.offset,
+                    type_id,
+                    dims: f.dims.clone(),
+                },
+            )
+        });
+        let filled = filled.and_then(|()| self.record_of(id).and_then(|r| r.plan()));
+        if let Err(e) = filled {
+            self.types.pop();
+            return Err(e);
+        }
+        self.close(id);
+        Ok(id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::records::fixtures::{placed, record};
+    use super::*;
+
+    /// Type `name` of `size` bytes with these fields (name, offset, type, dimensions).
+    fn defined(
+        types: &mut UserTypes,
+        name: &str,
+        size: usize,
+        fields: &[(&str, usize, i32, &[usize])],
+    ) -> i32 {
+        let id = types.define(GroupId(0), name, size).unwrap();
+        for (name, offset, type_id, dims) in fields {
+            types
+                .insert(id, field(name, *offset, *type_id, dims))
+                .unwrap();
+        }
+        id
+    }
+
+    #[test]
+    fn nested_types_are_listed_first_and_names_in_use_are_avoided() {
+        let mut types = UserTypes::default();
+        let taken = |n: &str| n == "rec_t";
+        let id = types.add(&record(), GroupId(0), "rec", &taken).unwrap();
+        assert_eq!(id, FIRST_USER_TYPE + 1);
+        let inner = types.get(FIRST_USER_TYPE).unwrap();
+        assert_eq!(inner.name, "rec_d_t");
+        assert_eq!(inner.size, 8);
+        let outer = types.get(id).unwrap();
+        assert_eq!(outer.name, "rec_t1");
+        assert_eq!(outer.fields[3].type_id, FIRST_USER_TYPE);
+        assert_eq!(outer.fields[2].dims, vec![3]);
+        assert!(types.get(FIRST_USER_TYPE + 2).is_none());
+        assert!(types.get(1).is_none());
+    }
+
+    #[test]
+    fn type_names_stay_within_netcdf_names() {
+        let mut types = UserTypes::default();
+        let long = "\u{e9}".repeat(200);
+        let id = types.add(&record(), GroupId(0), &long, &|_| false).unwrap();
+        let outer = &types.get(id).unwrap().name;
+        let inner = &types.get(FIRST_USER_TYPE).unwrap().name;
+        assert!(outer.len() <= LONGEST_NAME && inner.len() <= LONGEST_NAME);
+        assert_ne!(outer, inner);
+    }
+
+    fn field(name: &str, offset: usize, type_id: i32, dims: &[usize]) -> TypeField {
+        TypeField {
+            name: name.into(),
+            offset,
+            type_id,
+            dims: dims.to_vec(),
+        }
+    }
+
+    #[test]
+    fn a_definition_keeps_its_fields_inside_the_value_and_apart() {
+        let mut types = UserTypes::default();
+        let id = types.define(GroupId(0), "obs_t", 16).unwrap();
+        let int = NcType::Int.id();
+        types.insert(id, field("a", 0, int, &[])).unwrap();
+        types
+            .insert(id, field("b", 4, NcType::Char.id(), &[3]))
+            .unwrap();
+        let refused = [
+            field("a", 8, int, &[]),
+            field("c", 6, int, &[]),
+            field("c", 12, int, &[2]),
+            field("c", usize::MAX, int, &[]),
+            field("c", 8, int, &[usize::MAX, 2]),
+            field("c", 8, NcType::String.id(), &[]),
+            field("c", 8, id, &[]),
+            field("c", 8, 99, &[]),
+            field("", 8, int, &[]),
+            field("c/d", 8, int, &[]),
+        ];
+        for f in refused {
+            assert!(types.insert(id, f.clone()).is_err(), "{f:?}");
+        }
+        types
+            .insert(id, field("c", 8, NcType::Double.id(), &[]))
+            .unwrap();
+        assert!(types.define(GroupId(0), "obs_t", 4).is_err());
+        assert!(
+            types
+                .define(GroupId(0), "big", MOST_RECORD_BYTES + 1)
+                .is_err()
+        );
+        assert!(types.define(GroupId(0), "none", 0).is_err());
+
+        let outer = types.define(GroupId(0), "pair_t", 40).unwrap();
+        assert!(types.get(id).unwrap().open);
+        types.insert(outer, field("o", 8, id, &[2])).unwrap();
+        assert!(
+            !types.get(id).unwrap().open,
+            "a nested type takes no more fields"
+        );
+        assert!(matches!(
+            types.insert(id, field("d", 12, int, &[])),
+            Err(Error::TypeDefined(_))
+        ));
+        let r = types.record_of(outer).unwrap();
+        // Stored packed: obs_t in 4 + 3 + 8 bytes, twice.
+        assert_eq!(r.stored_size, 30);
+        assert_eq!(r.memory_size().unwrap(), 40);
+        assert_eq!(
+            placed(&r.plan().unwrap()),
+            vec![
+                (0, 8, 1),
+                (4, 12, 3),
+                (7, 16, 1),
+                (15, 24, 1),
+                (19, 28, 3),
+                (22, 32, 1)
+            ]
+        );
+    }
+
+    #[test]
+    fn nesting_is_bounded() {
+        let mut types = UserTypes::default();
+        let mut inner = types.define(GroupId(0), "t0", 1).unwrap();
+        types
+            .insert(inner, field("x", 0, NcType::UByte.id(), &[]))
+            .unwrap();
+        let mut refused = false;
+        for depth in 1..40 {
+            let t = types.define(GroupId(0), &format!("t{depth}"), 1).unwrap();
+            if types.insert(t, field("x", 0, inner, &[])).is_err() {
+                refused = true;
+                break;
+            }
+            inner = t;
+        }
+        assert!(refused);
+        assert!(types.record_of(inner).unwrap().plan().is_ok());
+    }
+
+    #[test]
+    fn types_nested_by_reference_cannot_stand_for_enormous_records() {
+        let mut types = UserTypes::default();
+        let leaf = types.define(GroupId(0), "t0", 64).unwrap();
+        for i in 0..64 {
+            types
+                .insert(leaf, field(&format!("f{i}"), i, NcType::UByte.id(), &[]))
+                .unwrap();
+        }
+        let mid = types.define(GroupId(0), "t1", 64 * 1024).unwrap();
+        for i in 0..1024 {
+            types
+                .insert(mid, field(&format!("f{i}"), 64 * i, leaf, &[]))
+                .unwrap();
+        }
+        let top = types.define(GroupId(0), "t2", 8 * 64 * 1024).unwrap();
+        let mut refused = false;
+        for i in 0..8 {
+            if types
+                .insert(top, field(&format!("f{i}"), 64 * 1024 * i, mid, &[]))
+                .is_err()
+            {
+                refused = true;
+                break;
+            }
+        }
+        assert!(refused, "8 * 1024 * 64 atomic fields");
+    }
+
+    #[test]
+    fn a_stored_record_fits_the_type_declared_for_it_or_none() {
+        let (byte, short, int, double) = (
+            NcType::UByte.id(),
+            NcType::Short.id(),
+            NcType::Int.id(),
+            NcType::Double.id(),
+        );
+        let mut types = UserTypes::default();
+        let d = defined(
+            &mut types,
+            "d_t",
+            8,
+            &[("y", 0, int, &[]), ("x", 4, byte, &[])],
+        );
+        let outer = [
+            ("c", 8, short, &[3][..]),
+            ("b", 16, double, &[]),
+            ("a", 24, byte, &[]),
+        ];
+        let outer = defined(
+            &mut types,
+            "rec_t",
+            40,
+            &[&[("d", 0, d, &[][..])][..], &outer].concat(),
+        );
+        let fitted = types.fit(outer, &record()).unwrap();
+        let names: Vec<_> = fitted.fields.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["d", "c", "b", "a"]);
+        assert_eq!(fitted.memory_offsets().unwrap(), vec![0, 8, 16, 24]);
+        assert_eq!(fitted.memory_size().unwrap(), 40);
+        assert_eq!(fitted.fields[0].stored_offset, 15);
+        assert_eq!(
+            placed(&fitted.plan().unwrap()),
+            vec![(16, 0, 1), (15, 4, 1), (9, 8, 3), (1, 16, 1), (0, 24, 1)]
+        );
+
+        let wrong = [
+            ("c", 8, int, &[3][..]),
+            ("b", 24, double, &[]),
+            ("a", 32, byte, &[]),
+        ];
+        let wrong = defined(
+            &mut types,
+            "wrong_t",
+            40,
+            &[&[("d", 0, d, &[][..])][..], &wrong].concat(),
+        );
+        assert!(types.fit(wrong, &record()).is_none(), "c is short, not int");
+        assert!(types.fit(d, &record()).is_none());
+    }
+
+    #[test]
+    fn a_declaration_that_breaks_a_rule_lists_nothing() {
+        let mut types = UserTypes::default();
+        let decl = |fields: Vec<DeclaredField>| DeclaredType {
+            group: GroupId(0),
+            name: "t".into(),
+            size: 8,
+            fields,
+        };
+        let f = |name: &str, offset, type_name: &str| DeclaredField {
+            name: name.into(),
+            offset,
+            type_name: type_name.into(),
+            dims: Vec::new(),
+        };
+        let none = |_: &UserTypes, _: &str| None::<i32>;
+        assert!(types.declare(&decl(vec![]), &none).is_err());
+        assert!(
+            types
+                .declare(&decl(vec![f("a", 0, "int"), f("b", 2, "int")]), &none)
+                .is_err()
+        );
+        assert!(
+            types
+                .declare(&decl(vec![f("a", 0, "/nowhere_t")]), &none)
+                .is_err()
+        );
+        assert!(types.types.is_empty());
+        let id = types
+            .declare(&decl(vec![f("a", 0, "int"), f("b", 4, "float")]), &none)
+            .unwrap();
+        assert!(!types.get(id).unwrap().open);
+        let inner = |_: &UserTypes, name: &str| (name == "/t").then_some(id);
+        let outer = DeclaredType {
+            group: GroupId(0),
+            name: "u".into(),
+            size: 16,
+            fields: vec![f("t", 8, "/t")],
+        };
+        let outer = types.declare(&outer, &inner).unwrap();
+        assert_eq!(types.get(outer).unwrap().depth, 2);
+    }
+}
