@@ -135,8 +135,8 @@ static void insert_obs_fields(trace *tr, int ncid, nc_type obs, nc_type pos, int
 }
 
 static void scenario(const target *t, trace *tr) {
-    int ncid, g, n, u, v_obs, v_where, v_pair, v_more, tmp;
-    nc_type pos, obs, pair, wrong;
+    int ncid, g, n, u, v_obs, v_where, v_pair, v_more, v_quiet, tmp;
+    nc_type pos, obs, pair, wrong, spare;
 
     /* The classic model has no user-defined types. */
     CHECK(nc_create(t->path, NC_NETCDF4 | NC_CLASSIC_MODEL | NC_CLOBBER, &ncid));
@@ -159,11 +159,22 @@ static void scenario(const target *t, trace *tr) {
     /* Names in use, types that are none. */
     TRACE_RC(tr, nc_def_compound(ncid, 8, "pos_t", &wrong));
     TRACE_RC(tr, nc_insert_compound(ncid, 999, "z", 0, NC_INT));
+    TRACE_RC(tr, nc_insert_compound(ncid, NC_INT, "z", 0, NC_INT));
+    TRACE_RC(tr, nc_insert_compound(ncid, -5, "z", 0, NC_INT));
+    TRACE_RC(tr, nc_def_compound(ncid, 0, "pos_t", &wrong));
     TRACE_RC(tr, nc_def_var(ncid, "bad", 999, 1, &n, &tmp));
+    /* No variable uses it: its fields are fixed only when the definitions end. */
+    TRACE_RC(tr, nc_def_compound(ncid, 8, "spare_t", &spare));
+    TRACE_RC(tr, nc_insert_compound(ncid, spare, "d", 0, NC_DOUBLE));
 
     TRACE_RC(tr, nc_def_var(ncid, "obs", obs, 1, &n, &v_obs));
     TRACE_RC(tr, nc_def_var(g, "where", pos, 1, &u, &v_where));
     TRACE_RC(tr, nc_def_var(ncid, "pair", pair, 1, &n, &v_pair));
+    TRACE_RC(tr, nc_def_var(g, "quiet", pos, 1, &u, &v_quiet));
+    TRACE_RC(tr, nc_def_var_fill(g, v_quiet, NC_NOFILL, NULL));
+    /* A compound variable's fill is no ubyte. */
+    unsigned char byte = 1;
+    TRACE_RC(tr, nc_put_att_uchar(ncid, v_pair, "_FillValue", NC_UBYTE, 1, &byte));
     /* Padding too is defined, as valgrind wants what HDF5 writes to be. */
     pair_t pair_fill;
     memset(&pair_fill, 0, sizeof pair_fill);
@@ -172,6 +183,7 @@ static void scenario(const target *t, trace *tr) {
     TRACE_RC(tr, nc_def_var_fill(ncid, v_pair, NC_FILL, &pair_fill));
     trace_types(tr, ncid);
     CHECK(nc_enddef(ncid));
+    TRACE_RC(tr, nc_insert_compound(ncid, spare, "late", 0, NC_BYTE));
 
     obs_t o[3], back[3];
     fill_obs(o, 3, 1);
@@ -212,6 +224,10 @@ static void scenario(const target *t, trace *tr) {
     TRACE_RC(tr, nc_inq_var_fill(ncid, v_pair, &no_fill, pairs));
     trace_add(tr, "pair fill '%c' %d, no_fill %d", pairs[0].c, pairs[0].i, no_fill);
     CHECK(nc_inq_ncid(ncid, "g", &g));
+    CHECK(nc_inq_varid(g, "quiet", &v_quiet));
+    no_fill = -1;
+    TRACE_RC(tr, nc_inq_var_fill(g, v_quiet, &no_fill, NULL));
+    trace_add(tr, "quiet: no_fill %d", no_fill);
     CHECK(nc_inq_varid(g, "where", &v_where));
     pos_t where_back[2] = {{0}};
     TRACE_RC(tr, nc_get_var(g, v_where, where_back));
@@ -245,7 +261,8 @@ static void scenario(const target *t, trace *tr) {
 /* The layout a definition gives, kept however unusual: netCDF-4 files give back a type of
  * their own making instead (each field at the next aligned offset, in the order they were
  * inserted), which no longer fits the program's struct. Here fields are inserted out of offset
- * order and a packed type puts an int at offset 1; both come back as defined, values included. */
+ * order, a packed type puts an int at offset 1, and a type is defined before the type (of a
+ * group below) it holds; all come back as defined, values included. */
 static int layouts_kept(const target *zr) {
     int ncid, n, v_obs, v_packed, before = explicit_failures;
     nc_type pos, obs, packed;
@@ -260,6 +277,17 @@ static int layouts_kept(const target *zr) {
     CHECK(nc_def_compound(ncid, PACKED_SIZE, "packed_t", &packed));
     CHECK(nc_insert_compound(ncid, packed, "c", 0, NC_CHAR));
     CHECK(nc_insert_compound(ncid, packed, "i", 1, NC_INT));
+    /* A type defined before the type it holds, which a group below defines (netCDF-4 files
+     * fail at nc_enddef, NC_EHDFERR). */
+    int g, v_pairs, two[1] = {2};
+    nc_type outer, inner;
+    CHECK(nc_def_grp(ncid, "g", &g));
+    CHECK(nc_def_compound(ncid, 2 * sizeof(pair_t), "outer_t", &outer));
+    CHECK(nc_def_compound(g, sizeof(pair_t), "inner_t", &inner));
+    CHECK(nc_insert_compound(g, inner, "c", offsetof(pair_t, c), NC_CHAR));
+    CHECK(nc_insert_compound(g, inner, "i", offsetof(pair_t, i), NC_INT));
+    CHECK(nc_insert_array_compound(ncid, outer, "in", 0, inner, 1, two));
+    CHECK(nc_def_var(ncid, "pairs", outer, 0, NULL, &v_pairs));
     CHECK(nc_def_var(ncid, "obs", obs, 1, &n, &v_obs));
     CHECK(nc_def_var(ncid, "packed", packed, 1, &n, &v_packed));
     const unsigned char packed_fill[PACKED_SIZE] = {'z', 0xf9, 0xff, 0xff, 0xff};
@@ -271,6 +299,13 @@ static int layouts_kept(const target *zr) {
     const unsigned char one_packed[PACKED_SIZE] = {'q', 1, 2, 3, 4};
     size_t start = 1, count = 1;
     CHECK(nc_put_vara(ncid, v_packed, &start, &count, one_packed));
+    pair_t pairs[2], pairs_back[2];
+    memset(pairs, 0, sizeof pairs);
+    pairs[0].c = 'a';
+    pairs[0].i = 1;
+    pairs[1].c = 'b';
+    pairs[1].i = -2;
+    CHECK(nc_put_var(ncid, v_pairs, pairs));
     CHECK(nc_close(ncid));
 
     CHECK(nc_open(zr->path, NC_NOWRITE, &ncid));
@@ -291,6 +326,18 @@ static int layouts_kept(const target *zr) {
     CHECK(nc_get_var(ncid, v_packed, packed_back));
     EXPECT(memcmp(packed_back, packed_fill, PACKED_SIZE) == 0);
     EXPECT(memcmp(packed_back + PACKED_SIZE, one_packed, PACKED_SIZE) == 0);
+    char full[2 * NC_MAX_NAME + 2];
+    size_t nfields_inner;
+    CHECK(nc_inq_varid(ncid, "pairs", &v_pairs));
+    CHECK(nc_inq_vartype(ncid, v_pairs, &outer));
+    CHECK(nc_inq_compound(ncid, outer, name, &size, &nfields));
+    EXPECT(strcmp(name, "outer_t") == 0 && size == 2 * sizeof(pair_t) && nfields == 1);
+    CHECK(nc_inq_compound_field(ncid, outer, 0, name, &offset, &inner, NULL, NULL));
+    CHECK(nc_inq_compound(ncid, inner, full, &size, &nfields_inner));
+    EXPECT(strcmp(full, "inner_t") == 0 && size == sizeof(pair_t) && nfields_inner == 2);
+    memset(pairs_back, 0, sizeof pairs_back);
+    CHECK(nc_get_var(ncid, v_pairs, pairs_back));
+    EXPECT(memcmp(pairs, pairs_back, sizeof pairs) == 0);
     CHECK(nc_close(ncid));
     trace_free(&tr);
     return explicit_failures - before;

@@ -236,3 +236,61 @@ for name in want.dtype.names:
         common::python::run_script("zarr2", READ, &args).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(differences, "");
 }
+
+/// An NCZarr store holding records that name no type (here: their types' names taken out of
+/// the metadata, as an older writer or another tool leaves them): each rewrite of the
+/// metadata keeps them so, and the dataset keeps one type per such variable, however often it
+/// is rewritten; the declared types and their variables come back as defined.
+#[test]
+fn types_of_records_no_definition_gave_are_not_stored_nor_multiplied() {
+    use nczarr_rs::api::{Dataset, Owner};
+    use nczarr_rs::model::{NcType, Tree, Values};
+    use nczarr_rs::url::DatasetUrl;
+    if common::reference_only() {
+        return;
+    }
+    let dir = scratch("compound-undeclared");
+    let store = dir.path().join("s.zarr");
+    let target = url(&store, "nczarr,file");
+    ncgen(Host::Ours, &cdl("compound"), &target).unwrap_or_else(|e| panic!("{e}"));
+    // The array `obs` names no type any more.
+    let attrs = store.join("obs/.zattrs");
+    let mut meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&attrs).unwrap()).unwrap();
+    meta["_nczarr_array"]
+        .as_object_mut()
+        .unwrap()
+        .remove("type")
+        .expect("a type named");
+    std::fs::write(&attrs, meta.to_string()).unwrap();
+
+    let dataset_url = DatasetUrl::parse(&target).unwrap();
+    let listing = |ds: &Dataset| -> Vec<String> {
+        let mut names: Vec<String> = ds.tree.types.types.iter().map(|t| t.name.clone()).collect();
+        names.sort();
+        names
+    };
+    let mut seen = Vec::new();
+    for round in 0..3 {
+        let mut ds = Dataset::open(&dataset_url, true).unwrap();
+        seen.push(listing(&ds));
+        let text = Values::fixed(NcType::Char, format!("round {round}").into_bytes());
+        ds.put_att(Owner::Group(Tree::ROOT), "history", NcType::Char, text)
+            .unwrap();
+        ds.close().unwrap();
+    }
+    assert!(seen.windows(2).all(|w| w[0] == w[1]), "{seen:?}");
+    // The declared types, and the undeclared records' own (named after `obs`, whose name
+    // the declared `obs_t` has taken).
+    assert_eq!(
+        seen[0],
+        [
+            "obs_pos_t",
+            "obs_t",
+            "obs_t1",
+            "other_t",
+            "pos_t",
+            "unused_t"
+        ]
+    );
+}

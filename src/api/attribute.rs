@@ -203,7 +203,9 @@ impl Dataset {
             && let Owner::Var(g, v) = owner
         {
             let var = &self.tree.group(g).vars[v];
-            if file_type != var.ty {
+            // A compound variable's fill is given with `nc_def_var_fill`: no attribute holds
+            // a compound value.
+            if file_type != var.ty || var.record.is_some() {
                 return Err(Error::BadType(file_type.id()));
             }
             if stored.len() != 1 {

@@ -216,7 +216,14 @@ impl Dataset {
         if !self.define_mode {
             return Err(Error::NotInDefine);
         }
+        self.leave_define_mode()
+    }
+
+    /// Ends define mode: every compound type defined takes no more fields (netCDF commits
+    /// them), and the definitions are stored.
+    fn leave_define_mode(&mut self) -> Result<()> {
         self.define_mode = false;
+        self.tree.types.close_all();
         self.sync_all()
     }
 
@@ -226,8 +233,7 @@ impl Dataset {
             if self.classic_model {
                 return Err(Error::InDefine);
             }
-            self.define_mode = false;
-            self.sync_all()?;
+            self.leave_define_mode()?;
         }
         Ok(())
     }

@@ -30,6 +30,9 @@ impl Dataset {
         self.check_compound_allowed(name)?;
         self.ensure_define_mode()?;
         names::check(name)?;
+        if size == 0 {
+            return Err(Error::Invalid("a compound type of no bytes".into()));
+        }
         let grp = self.tree.group(g);
         if grp.var_index(name).is_some()
             || grp
@@ -76,6 +79,7 @@ impl Dataset {
         dims: &[i32],
     ) -> Result<usize> {
         self.check_compound_allowed(name)?;
+        self.ensure_define_mode()?;
         if NcType::from_id(id).is_ok() {
             return Err(Error::BadType(id));
         }

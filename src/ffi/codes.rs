@@ -55,6 +55,7 @@ pub const NC_STRING: c_int = 12;
 pub const NC_COMPOUND: c_int = 16;
 pub const NC_UNLIMITED: usize = 0;
 pub const NC_MAX_NAME: usize = 256;
+pub const NC_MAX_VAR_DIMS: c_int = 1024;
 
 pub const NC_WRITE: c_int = 0x0001;
 pub const NC_NOCLOBBER: c_int = 0x0004;

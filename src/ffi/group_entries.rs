@@ -231,6 +231,9 @@ pub(crate) extern "C" fn insert_array_compound(
 ) -> c_int {
     guard(|| {
         let name = cmem::name(name)?;
+        if ndims > NC_MAX_VAR_DIMS {
+            return Err(Error::Invalid(format!("a field of {ndims} dimensions")));
+        }
         let dims = cmem::counted(dim_sizes, ndims, "field dimensions")?
             .iter()
             .map(|&d| usize::try_from(d).map_err(|_| Error::Invalid(format!("field size {d}"))))

@@ -753,8 +753,10 @@ impl<'a> Reader<'a> {
     /// default of 0 is the epoch, a time like any other, as xarray reads it).
     fn read_fill(&self, zarray: &Obj, var: &mut Var, key: &str, time: bool) -> Result<()> {
         if let Some(record) = &var.record {
-            // No attribute holds a compound value: the stored fill is the fill.
+            // No attribute holds a compound value: the stored fill is the fill (zeros, and
+            // `NC_NOFILL`, when there is none).
             var.atts.retain(|a| a.name != "_FillValue");
+            var.no_fill = matches!(zarray.get("fill_value"), None | Some(Json::Null));
             match record_fill(record, zarray.get("fill_value")) {
                 Ok(fill) => var.stored_fill = Some(fill),
                 Err(why) => {

@@ -155,7 +155,8 @@ fn group_attributes(tree: &Tree, g: GroupId, layout: Layout, superblock: Value) 
 
 /// The compound types group `g` defines, as NCZarr declares them: each one's name, size
 /// and fields (name, offset, type and dimensions; a field's type is an atomic type's CDL
-/// name or a compound type's full name). Types without fields are left out.
+/// name or a compound type's full name). Left out: types without fields, and the types of
+/// variables holding records that no definition gave (their records tell them again).
 fn declared_types(tree: &Tree, g: GroupId) -> Vec<Value> {
     let type_name = |id: i32| match NcType::from_id(id) {
         Ok(t) => t.name().to_string(),
@@ -164,7 +165,7 @@ fn declared_types(tree: &Tree, g: GroupId) -> Vec<Value> {
     tree.types
         .types
         .iter()
-        .filter(|t| t.group == g && !t.fields.is_empty())
+        .filter(|t| t.group == g && !t.fields.is_empty() && !t.implicit)
         .map(|t| {
             let fields: Vec<Value> = t
                 .fields
@@ -383,6 +384,7 @@ fn array_attributes(tree: &Tree, var: &Var, layout: Layout, fill: FillAttribute)
             info["fill_attribute"] = Value::from(position);
         }
         if let Some(record) = &var.record
+            && tree.types.get(record.type_id).is_some_and(|t| !t.implicit)
             && let Some(name) = tree.type_full_name(record.type_id)
         {
             info["type"] = Value::from(name);

@@ -452,16 +452,21 @@ impl Tree {
     /// listed leaves its variable unreadable.
     pub fn list_record_types(&mut self) {
         let mut types = super::user_types::UserTypes::default();
-        let declared = std::mem::take(&mut self.declared_types);
-        let declared = &declared[..declared.len().min(super::user_types::MOST_DECLARED_TYPES)];
-        for g in self.groups_preorder() {
-            for decl in declared.iter().filter(|d| d.group == g) {
-                let named =
-                    |types: &super::user_types::UserTypes, full: &str| self.type_named(types, full);
-                // Not listed: its variables get types of their own.
-                let _ = types.declare(decl, &named);
-            }
-        }
+        let mut declared = std::mem::take(&mut self.declared_types);
+        // Groups in preorder, each group's types in the order given.
+        let order: std::collections::HashMap<GroupId, usize> = self
+            .groups_preorder()
+            .into_iter()
+            .enumerate()
+            .map(|(i, g)| (g, i))
+            .collect();
+        declared.sort_by_key(|d| order.get(&d.group).copied().unwrap_or(usize::MAX));
+        let full_names: Vec<String> = declared
+            .iter()
+            .map(|d| self.qualified(d.group, &d.name))
+            .collect();
+        // A type not listed leaves its variables types of their own.
+        let listed = types.declare_all(&declared, &full_names);
         for g in self.groups_preorder() {
             let group = &self.groups[g.0];
             let taken = |name: &str| {
@@ -475,7 +480,7 @@ impl Tree {
                 .map(|var| {
                     let r = var.record.as_ref()?;
                     let fitted = r.declared_type.as_deref().and_then(|full| {
-                        let id = self.type_named(&types, full)?;
+                        let id = *listed.get(full)?;
                         let record = types.fit(id, &r.record)?;
                         let mut fitted = super::records::VarRecord::new(record).ok()?;
                         fitted.type_id = id;
@@ -521,16 +526,6 @@ impl Tree {
     pub fn type_full_name(&self, id: i32) -> Option<String> {
         let t = self.types.get(id)?;
         Some(self.qualified(t.group, &t.name))
-    }
-
-    /// The id of the type of `types` with this full name.
-    fn type_named(&self, types: &super::user_types::UserTypes, full: &str) -> Option<i32> {
-        types
-            .types
-            .iter()
-            .position(|t| self.qualified(t.group, &t.name) == full)
-            .and_then(|i| i32::try_from(i).ok())
-            .map(|i| i + super::user_types::FIRST_USER_TYPE)
     }
 
     /// The root group's id.

@@ -14,6 +14,7 @@ use super::records::{
 use super::tree::{Endian, GroupId};
 use super::types::NcType;
 use crate::error::{Error, Result};
+use std::collections::HashMap;
 
 /// The first id of a user-defined type (`NC_FIRSTUSERTYPEID`).
 pub const FIRST_USER_TYPE: i32 = 32;
@@ -36,7 +37,11 @@ const MOST_FIELD_DIMS: usize = 32;
 const MOST_LEAVES: usize = 1 << 16;
 
 /// Compound types a dataset's metadata may declare; more are not listed.
-pub const MOST_DECLARED_TYPES: usize = 4096;
+const MOST_DECLARED_TYPES: usize = 4096;
+
+/// Fields the compound types a dataset's metadata declares may have in all; the types past
+/// them are not listed.
+const MOST_DECLARED_FIELDS: usize = 1 << 16;
 
 /// A compound type as the netCDF API lists it.
 #[derive(Debug, Clone, PartialEq)]
@@ -54,6 +59,8 @@ pub struct UserType {
     pub depth: usize,
     /// Its atomic fields, nested types' counted each time they are used.
     pub leaves: usize,
+    /// A type no definition gives: the one of a variable holding records, named after it.
+    pub implicit: bool,
 }
 
 /// One field of a compound type.
@@ -178,6 +185,7 @@ impl UserTypes {
             open: false,
             depth,
             leaves,
+            implicit: true,
         })
     }
 
@@ -193,13 +201,13 @@ impl UserTypes {
     /// `nc_def_compound`: a compound type of `size` bytes and no fields yet, in group `g`.
     pub fn define(&mut self, g: GroupId, name: &str, size: usize) -> Result<i32> {
         plain_name(name)?;
-        if self.named(g, name).is_some() {
-            return Err(Error::NameInUse(name.to_string()));
-        }
         if size == 0 || size > MOST_RECORD_BYTES {
             return Err(Error::Invalid(format!(
                 "a compound type of {size} bytes (at most {MOST_RECORD_BYTES} are stored)"
             )));
+        }
+        if self.named(g, name).is_some() {
+            return Err(Error::NameInUse(name.to_string()));
         }
         self.push(UserType {
             name: name.to_string(),
@@ -209,6 +217,7 @@ impl UserTypes {
             open: true,
             depth: 1,
             leaves: 0,
+            implicit: false,
         })
     }
 
@@ -235,7 +244,11 @@ impl UserTypes {
     /// open; the field's own compound type, if any, can take no more fields after it.
     pub fn insert(&mut self, id: i32, field: TypeField) -> Result<()> {
         plain_name(&field.name)?;
-        let t = self.get(id).ok_or(Error::BadTypeId(id))?;
+        let t = match id {
+            ..0 => return Err(Error::Invalid(format!("type id {id}"))),
+            0..FIRST_USER_TYPE => return Err(Error::BadType(id)),
+            _ => self.get(id).ok_or(Error::BadTypeId(id))?,
+        };
         if !t.open {
             return Err(Error::TypeDefined(t.name.clone()));
         }
@@ -294,10 +307,8 @@ impl UserTypes {
                 )));
             }
         }
-        if field.type_id >= FIRST_USER_TYPE
-            && let Some(inner) = self.get_mut(field.type_id)
-        {
-            inner.open = false;
+        if field.type_id >= FIRST_USER_TYPE {
+            self.close(field.type_id);
         }
         if let Some(t) = self.get_mut(id) {
             t.depth = t.depth.max(depth + 1);
@@ -307,9 +318,30 @@ impl UserTypes {
         Ok(())
     }
 
-    /// Takes no more fields into type `id` (a variable now uses it).
+    /// Takes no more fields into type `id`: a variable or another type now uses it, which
+    /// a definition gave, so it and the types it holds are kept as defined types.
     pub fn close(&mut self, id: i32) {
-        if let Some(t) = self.get_mut(id) {
+        let nested: Vec<i32> = match self.get_mut(id) {
+            Some(t) => {
+                t.open = false;
+                let was_implicit = std::mem::replace(&mut t.implicit, false);
+                if !was_implicit {
+                    return;
+                }
+                t.fields.iter().map(|f| f.type_id).collect()
+            }
+            None => return,
+        };
+        for f in nested {
+            if f >= FIRST_USER_TYPE {
+                self.close(f);
+            }
+        }
+    }
+
+    /// Takes no more fields into any type (the definitions end).
+    pub fn close_all(&mut self) {
+        for t in &mut self.types {
             t.open = false;
         }
     }
@@ -410,19 +442,74 @@ impl UserTypes {
         })
     }
 
-    /// Lists a type a dataset's metadata declares, its fields' compound types found by
-    /// `named` (full name -> id); a declaration that breaks a rule of [`UserTypes::insert`]
-    /// lists nothing.
-    pub fn declare(
+    /// Lists the types a dataset's metadata declares (`full_names[i]` is `declared[i]`'s full
+    /// name), each after the types its fields name, which may be declared later or in a group
+    /// below (as a program may define them), else in the order given; returns the id of each
+    /// full name listed. A type that breaks a rule of [`UserTypes::insert`], names a type
+    /// that is not listed or holds itself is not listed, nor are types past
+    /// [`MOST_DECLARED_TYPES`] or [`MOST_DECLARED_FIELDS`].
+    pub fn declare_all(
         &mut self,
-        decl: &DeclaredType,
-        named: &dyn Fn(&UserTypes, &str) -> Option<i32>,
-    ) -> Result<i32> {
+        declared: &[DeclaredType],
+        full_names: &[String],
+    ) -> HashMap<String, i32> {
+        let mut fields = 0usize;
+        let n = declared
+            .iter()
+            .take(MOST_DECLARED_TYPES)
+            .take_while(|d| {
+                fields = fields.saturating_add(d.fields.len());
+                fields <= MOST_DECLARED_FIELDS
+            })
+            .count();
+        let mut index: HashMap<&str, usize> = HashMap::new();
+        for (i, name) in full_names.iter().enumerate().take(n) {
+            index.entry(name.as_str()).or_insert(i);
+        }
+        // Kahn's order: a type once every type it names is listed; the first such in the
+        // order given first.
+        let mut waiting_for = vec![0usize; n];
+        let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for (i, decl) in declared.iter().enumerate().take(n) {
+            let mut named: Vec<usize> = decl
+                .fields
+                .iter()
+                .filter_map(|f| index.get(f.type_name.as_str()).copied())
+                .collect();
+            named.sort_unstable();
+            named.dedup();
+            waiting_for[i] = named.len();
+            for j in named {
+                dependents[j].push(i);
+            }
+        }
+        let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<usize>> = (0..n)
+            .filter(|&i| waiting_for[i] == 0)
+            .map(std::cmp::Reverse)
+            .collect();
+        let mut listed = HashMap::new();
+        while let Some(std::cmp::Reverse(i)) = ready.pop() {
+            if let Ok(id) = self.declare(&declared[i], &listed) {
+                listed.insert(full_names[i].clone(), id);
+            }
+            for &d in &dependents[i] {
+                waiting_for[d] -= 1;
+                if waiting_for[d] == 0 {
+                    ready.push(std::cmp::Reverse(d));
+                }
+            }
+        }
+        listed
+    }
+
+    /// Lists one declared type, its fields' compound types found in `listed` (full name ->
+    /// id); a declaration that breaks a rule of [`UserTypes::insert`] lists nothing.
+    fn declare(&mut self, decl: &DeclaredType, listed: &HashMap<String, i32>) -> Result<i32> {
         let id = self.define(decl.group, &decl.name, decl.size)?;
         let filled = decl.fields.iter().try_for_each(|f| {
             let type_id = match NcType::ALL.iter().find(|t| t.name() == f.type_name) {
                 Some(t) => t.id(),
-                None => named(self, &f.type_name).ok_or(Error::BadType(0))?,
+                None => *listed.get(&f.type_name).ok_or(Error::BadType(0))?,
             };
             self.insert(
                 id,
@@ -434,7 +521,13 @@ impl UserTypes {
                 },
             )
         });
-        let filled = filled.and_then(|()| self.record_of(id).and_then(|r| r.plan()));
+        let filled = filled.and_then(|()| match self.get(id) {
+            Some(t) if t.fields.is_empty() => Err(Error::Invalid(format!(
+                "compound type {} has no fields",
+                t.name
+            ))),
+            _ => Ok(()),
+        });
         if let Err(e) = filled {
             self.types.pop();
             return Err(e);
@@ -667,45 +760,73 @@ mod tests {
     }
 
     #[test]
-    fn a_declaration_that_breaks_a_rule_lists_nothing() {
-        let mut types = UserTypes::default();
-        let decl = |fields: Vec<DeclaredField>| DeclaredType {
-            group: GroupId(0),
-            name: "t".into(),
-            size: 8,
-            fields,
-        };
+    fn declarations_are_listed_after_the_types_they_name_or_not_at_all() {
         let f = |name: &str, offset, type_name: &str| DeclaredField {
             name: name.into(),
             offset,
             type_name: type_name.into(),
             dims: Vec::new(),
         };
-        let none = |_: &UserTypes, _: &str| None::<i32>;
-        assert!(types.declare(&decl(vec![]), &none).is_err());
-        assert!(
-            types
-                .declare(&decl(vec![f("a", 0, "int"), f("b", 2, "int")]), &none)
-                .is_err()
-        );
-        assert!(
-            types
-                .declare(&decl(vec![f("a", 0, "/nowhere_t")]), &none)
-                .is_err()
-        );
-        assert!(types.types.is_empty());
-        let id = types
-            .declare(&decl(vec![f("a", 0, "int"), f("b", 4, "float")]), &none)
-            .unwrap();
-        assert!(!types.get(id).unwrap().open);
-        let inner = |_: &UserTypes, name: &str| (name == "/t").then_some(id);
-        let outer = DeclaredType {
+        let decl = |name: &str, size, fields: Vec<DeclaredField>| DeclaredType {
             group: GroupId(0),
-            name: "u".into(),
-            size: 16,
-            fields: vec![f("t", 8, "/t")],
+            name: name.into(),
+            size,
+            fields,
         };
-        let outer = types.declare(&outer, &inner).unwrap();
-        assert_eq!(types.get(outer).unwrap().depth, 2);
+        let declared = vec![
+            // Named before the type it holds, as a program may define it.
+            decl("outer", 16, vec![f("t", 8, "/t")]),
+            decl("empty", 8, vec![]),
+            decl("overlap", 8, vec![f("a", 0, "int"), f("b", 2, "int")]),
+            decl("lost", 8, vec![f("a", 0, "/nowhere")]),
+            decl("t", 8, vec![f("a", 0, "int"), f("b", 4, "float")]),
+            decl("loop_a", 8, vec![f("b", 0, "/loop_b")]),
+            decl("loop_b", 8, vec![f("a", 0, "/loop_a")]),
+            decl("uses_broken", 8, vec![f("o", 0, "/overlap")]),
+        ];
+        let names: Vec<String> = declared.iter().map(|d| format!("/{}", d.name)).collect();
+        let mut types = UserTypes::default();
+        let listed = types.declare_all(&declared, &names);
+        let mut listed: Vec<_> = listed.into_iter().collect();
+        listed.sort();
+        assert_eq!(
+            listed,
+            vec![
+                ("/outer".to_string(), FIRST_USER_TYPE + 1),
+                ("/t".to_string(), FIRST_USER_TYPE)
+            ]
+        );
+        let outer = types.get(FIRST_USER_TYPE + 1).unwrap();
+        assert_eq!((outer.depth, outer.open, outer.implicit), (2, false, false));
+        assert_eq!(outer.fields[0].type_id, FIRST_USER_TYPE);
+        assert_eq!(types.types.len(), 2);
+    }
+
+    #[test]
+    fn a_long_chain_of_declarations_given_backwards_is_listed() {
+        let n = 3000;
+        let declared: Vec<DeclaredType> = (0..n)
+            .map(|i| DeclaredType {
+                group: GroupId(0),
+                name: format!("t{i}"),
+                size: 1,
+                fields: vec![DeclaredField {
+                    name: "x".into(),
+                    offset: 0,
+                    type_name: if i + 1 == n {
+                        "ubyte".into()
+                    } else {
+                        format!("/t{}", i + 1)
+                    },
+                    dims: Vec::new(),
+                }],
+            })
+            .collect();
+        let names: Vec<String> = declared.iter().map(|d| format!("/{}", d.name)).collect();
+        let mut types = UserTypes::default();
+        let listed = types.declare_all(&declared, &names);
+        // Nested 16 deep at most: the last 16 of the chain.
+        assert_eq!(listed.len(), 16);
+        assert!(listed.contains_key(&format!("/t{}", n - 16)));
     }
 }
