@@ -312,6 +312,11 @@ static int layouts_kept(const target *zr) {
     char name[NC_MAX_NAME + 1];
     size_t offset, size, nfields;
     nc_type ftype;
+    /* Found by name: ids are the session's own. */
+    CHECK(nc_inq_typeid(ncid, "obs_t", &obs));
+    CHECK(nc_inq_typeid(ncid, "packed_t", &packed));
+    CHECK(nc_inq_varid(ncid, "obs", &v_obs));
+    CHECK(nc_inq_varid(ncid, "packed", &v_packed));
     CHECK(nc_inq_compound(ncid, obs, name, &size, &nfields));
     EXPECT(size == sizeof(obs_t) && nfields == 5);
     CHECK(nc_inq_compound_field(ncid, obs, 0, name, &offset, &ftype, NULL, NULL));
@@ -335,6 +340,15 @@ static int layouts_kept(const target *zr) {
     CHECK(nc_inq_compound_field(ncid, outer, 0, name, &offset, &inner, NULL, NULL));
     CHECK(nc_inq_compound(ncid, inner, full, &size, &nfields_inner));
     EXPECT(strcmp(full, "inner_t") == 0 && size == sizeof(pair_t) && nfields_inner == 2);
+    /* Defined in the group below, and found there. */
+    nc_type in_g;
+    CHECK(nc_inq_ncid(ncid, "g", &g));
+    CHECK(nc_inq_typeid(ncid, "/g/inner_t", &in_g));
+    EXPECT(in_g == inner);
+    int ntypes_g = -1;
+    nc_type ids_g[4];
+    CHECK(nc_inq_typeids(g, &ntypes_g, ids_g));
+    EXPECT(ntypes_g == 1 && ids_g[0] == inner);
     memset(pairs_back, 0, sizeof pairs_back);
     CHECK(nc_get_var(ncid, v_pairs, pairs_back));
     EXPECT(memcmp(pairs, pairs_back, sizeof pairs) == 0);
@@ -402,6 +416,19 @@ static int zarr_only(const target *zr) {
         snprintf(mode, sizeof v3 - (size_t)(mode - v3), "#mode=nczarr,v3,file");
         CHECK(nc_create(v3, NC_NETCDF4 | NC_CLOBBER, &ncid));
         EXPECT_RC(zr, nc_def_compound(ncid, 8, "t", &t), NC_ENCZARR);
+        CHECK(nc_close(ncid));
+        /* Pure Zarr keeps the records, not the layout: only C's can come back. */
+        snprintf(mode, sizeof v3 - (size_t)(mode - v3), "#mode=zarr,file");
+        CHECK(nc_create(v3, NC_NETCDF4 | NC_CLOBBER, &ncid));
+        CHECK(nc_def_dim(ncid, "n", 2, &n));
+        CHECK(nc_def_compound(ncid, sizeof(pair_t), "pair_t", &t));
+        CHECK(nc_insert_compound(ncid, t, "c", offsetof(pair_t, c), NC_CHAR));
+        CHECK(nc_insert_compound(ncid, t, "i", offsetof(pair_t, i), NC_INT));
+        EXPECT_RC(zr, nc_def_var(ncid, "aligned", t, 1, &n, &tmp), NC_NOERR);
+        CHECK(nc_def_compound(ncid, PACKED_SIZE, "packed_t", &t));
+        CHECK(nc_insert_compound(ncid, t, "c", 0, NC_CHAR));
+        CHECK(nc_insert_compound(ncid, t, "i", 1, NC_INT));
+        EXPECT_RC(zr, nc_def_var(ncid, "packed", t, 1, &n, &tmp), NC_ENCZARR);
         CHECK(nc_close(ncid));
     }
     return explicit_failures - before;

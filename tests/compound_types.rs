@@ -5,7 +5,7 @@
 //! of the parent group, arrays of compound values in a field, char arrays, a scalar, an
 //! unlimited dimension, a type no variable uses) written by stock `ncgen` into an HDF5 file
 //! and dumped by stock `ncdump`. Through the library, into a directory and into a zip archive, `ncgen` must write
-//! and `ncdump` (on 4.9.0 and 4.10.1) must print exactly that; `nccopy` must copy the HDF5 file
+//! and `ncdump` must print exactly that (on 4.10.1 too, from the directory); `nccopy` must copy the HDF5 file
 //! into a store that dumps the same, and the store back into an HDF5 file that stock `ncdump`
 //! prints the same. zarr-python must read from the store the values netCDF4-python reads from
 //! the file, field by field, also from a pure Zarr copy (which keeps no type names); netcdf-c
@@ -240,11 +240,13 @@ for name in want.dtype.names:
 /// An NCZarr store holding records that name no type (here: their types' names taken out of
 /// the metadata, as an older writer or another tool leaves them): each rewrite of the
 /// metadata keeps them so, and the dataset keeps one type per such variable, however often it
-/// is rewritten; the declared types and their variables come back as defined.
+/// is rewritten; the declared types and their variables come back as defined. Once a program
+/// defines a variable of such a type, the type is stored as a defined one, and both variables
+/// come back of it.
 #[test]
 fn types_of_records_no_definition_gave_are_not_stored_nor_multiplied() {
     use nczarr_rs::api::{Dataset, Owner};
-    use nczarr_rs::model::{NcType, Tree, Values};
+    use nczarr_rs::model::{GroupId, NcType, Tree, Values};
     use nczarr_rs::url::DatasetUrl;
     if common::reference_only() {
         return;
@@ -292,5 +294,47 @@ fn types_of_records_no_definition_gave_are_not_stored_nor_multiplied() {
             "pos_t",
             "unused_t"
         ]
+    );
+    let type_of = |ds: &Dataset, g: GroupId, name: &str| {
+        let v = ds.tree.group(g).var_index(name).unwrap();
+        let id = ds.record_type(g, v).unwrap();
+        ds.tree.type_full_name(id).unwrap()
+    };
+    let stored_types = |group: &Path| -> Vec<String> {
+        let attrs: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(group.join(".zattrs")).unwrap()).unwrap();
+        attrs["_nczarr_group"]["types"]
+            .as_array()
+            .map(|t| {
+                t.iter()
+                    .map(|t| t["name"].as_str().unwrap().to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let ds = Dataset::open(&dataset_url, false).unwrap();
+    let sub = ds.tree.child_named(Tree::ROOT, "sub").unwrap();
+    assert_eq!(type_of(&ds, Tree::ROOT, "obs"), "/obs_t1");
+    assert_eq!(type_of(&ds, Tree::ROOT, "here"), "/pos_t");
+    assert_eq!(type_of(&ds, sub, "where"), "/pos_t");
+    assert_eq!(type_of(&ds, sub, "other"), "/sub/other_t");
+    ds.close().unwrap();
+    assert_eq!(stored_types(&store), ["pos_t", "obs_t"]);
+
+    // A variable of the undeclared records' type, defined by a program.
+    let mut ds = Dataset::open(&dataset_url, true).unwrap();
+    let obs_t1 = ds.tree.types.named(Tree::ROOT, "obs_t1").unwrap();
+    let n = ds.dimid(Tree::ROOT, "n").unwrap();
+    ds.def_record_var(Tree::ROOT, "copy", obs_t1, &[n.0 as i32])
+        .unwrap();
+    ds.close().unwrap();
+    let ds = Dataset::open(&dataset_url, false).unwrap();
+    assert_eq!(type_of(&ds, Tree::ROOT, "obs"), "/obs_t1");
+    assert_eq!(type_of(&ds, Tree::ROOT, "copy"), "/obs_t1");
+    assert_eq!(listing(&ds), seen[0]);
+    ds.close().unwrap();
+    assert_eq!(
+        stored_types(&store),
+        ["pos_t", "obs_t", "obs_pos_t", "obs_t1"]
     );
 }

@@ -83,7 +83,17 @@ impl Dataset {
         if NcType::from_id(id).is_ok() {
             return Err(Error::BadType(id));
         }
-        let mut record = VarRecord::new(self.tree.types.record_of(id)?)?;
+        let record = self.tree.types.record_of(id)?;
+        if !self.layout.nczarr && !record.has_c_layout()? {
+            // Read back, such records are laid out as C lays out their fields.
+            return Err(Error::Unsupported {
+                var: name.to_string(),
+                why: "pure Zarr keeps no compound layout but C's, and this type's fields sit \
+                      elsewhere (NCZarr keeps it)"
+                    .into(),
+            });
+        }
+        let mut record = VarRecord::new(record)?;
         record.type_id = id;
         let v = self.define_var(g, name, NcType::UByte, dims, Some(record))?;
         self.tree.types.close(id);

@@ -177,6 +177,28 @@ impl Record {
         Ok((offsets, size, align))
     }
 
+    /// Whether its values, and those of its nested records, sit in memory as a C compiler
+    /// lays out a struct of its fields in their order (as they are served when nothing says
+    /// otherwise).
+    pub fn has_c_layout(&self) -> Result<bool> {
+        for f in &self.fields {
+            if let FieldKind::Nested(inner) = &f.kind
+                && !inner.has_c_layout()?
+            {
+                return Ok(false);
+            }
+        }
+        let Some(given) = &self.memory else {
+            return Ok(true);
+        };
+        let c = Record {
+            memory: None,
+            ..self.clone()
+        };
+        let (offsets, size, _) = c.layout()?;
+        Ok(offsets == given.offsets && size == given.size)
+    }
+
     /// Bytes of one compound value in memory.
     pub fn memory_size(&self) -> Result<usize> {
         Ok(self.layout()?.1)
@@ -413,10 +435,17 @@ mod tests {
     fn a_layout_a_definition_gives_is_kept_and_must_hold_its_fields() {
         let mut r = record();
         // Packed, the nested record (C layout: 8 bytes) last.
+        assert!(r.has_c_layout().unwrap());
+        r.memory = Some(MemoryLayout {
+            offsets: vec![0, 8, 16, 24],
+            size: 32,
+        });
+        assert!(r.has_c_layout().unwrap());
         r.memory = Some(MemoryLayout {
             offsets: vec![0, 1, 9, 15],
             size: 23,
         });
+        assert!(!r.has_c_layout().unwrap());
         assert_eq!(r.memory_size().unwrap(), 23);
         let plan = r.plan().unwrap();
         assert_eq!(

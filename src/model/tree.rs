@@ -469,11 +469,19 @@ impl Tree {
         let listed = types.declare_all(&declared, &full_names);
         for g in self.groups_preorder() {
             let group = &self.groups[g.0];
-            let taken = |name: &str| {
-                group.var_index(name).is_some()
-                    || group.children.iter().any(|c| self.groups[c.0].name == name)
-                    || group.dims.iter().any(|d| self.dims[d.0].name == name)
-            };
+            let names_in_use: std::collections::HashSet<&str> = group
+                .vars
+                .iter()
+                .map(|v| v.name.as_str())
+                .chain(
+                    group
+                        .children
+                        .iter()
+                        .map(|c| self.groups[c.0].name.as_str()),
+                )
+                .chain(group.dims.iter().map(|d| self.dims[d.0].name.as_str()))
+                .collect();
+            let taken = |name: &str| names_in_use.contains(name);
             let listed: Vec<_> = group
                 .vars
                 .iter()
@@ -492,8 +500,13 @@ impl Tree {
                         Some(fitted) => {
                             // The fill, read in the layout of the type the record would have
                             // had, in its declared type's.
-                            let fill = var.stored_fill.as_ref().map(|f| r.relaid(f, &fitted));
-                            Ok((fitted, fill))
+                            match var.stored_fill.as_ref().map(|f| r.relaid(f, &fitted)) {
+                                Some(None) => Err(crate::error::Error::Unsupported {
+                                    var: var.name.clone(),
+                                    why: "its fill value does not fit its type".into(),
+                                }),
+                                fill => Ok((fitted, fill.flatten())),
+                            }
                         }
                         None => types.add(&r.record, g, &var.name, &taken).map(|id| {
                             let mut own = r.clone();
@@ -507,7 +520,7 @@ impl Tree {
                 match listed {
                     Some(Ok((r, fill))) => {
                         var.record = Some(r);
-                        if let Some(fill) = fill {
+                        if fill.is_some() {
                             var.stored_fill = fill;
                         }
                     }

@@ -92,10 +92,18 @@ pub struct DeclaredField {
     pub dims: Vec<usize>,
 }
 
+/// The most compound types a dataset may have (whose records need more are not served).
+const MOST_TYPES: usize = 1 << 16;
+
 /// The compound types of a dataset, in id order: a type's nested types before it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct UserTypes {
     pub types: Vec<UserType>,
+    /// Each type's id by group and name.
+    index: HashMap<(GroupId, String), i32>,
+    /// The next suffix to try for a type named after a variable, by group and base name
+    /// (so naming many alike takes no search).
+    suffixes: HashMap<(GroupId, String), usize>,
 }
 
 /// Refuses a name netCDF cannot give a type or a field: empty, longer than `NC_MAX_NAME`, or
@@ -125,10 +133,19 @@ impl UserTypes {
     fn push(&mut self, t: UserType) -> Result<i32> {
         let id = i32::try_from(self.types.len())
             .ok()
+            .filter(|_| self.types.len() < MOST_TYPES)
             .and_then(|i| i.checked_add(FIRST_USER_TYPE))
             .ok_or_else(|| too_large("a dataset of so many types"))?;
+        self.index.entry((t.group, t.name.clone())).or_insert(id);
         self.types.push(t);
         Ok(id)
+    }
+
+    /// Takes back the type listed last.
+    fn pop(&mut self) {
+        if let Some(t) = self.types.pop() {
+            self.index.remove(&(t.group, t.name));
+        }
     }
 
     /// Lists the compound type of `record` (and first those of its nested records) in group
@@ -171,12 +188,18 @@ impl UserTypes {
             cut -= 1;
         }
         let base = &name[..cut];
-        let mut type_name = format!("{base}_t");
-        let mut n = 1;
+        let key = (g, base.to_string());
+        let mut n = self.suffixes.get(&key).copied().unwrap_or(0);
+        let named = |n: usize| match n {
+            0 => format!("{base}_t"),
+            n => format!("{base}_t{n}"),
+        };
+        let mut type_name = named(n);
         while taken(&type_name) || self.named(g, &type_name).is_some() {
-            type_name = format!("{base}_t{n}");
             n += 1;
+            type_name = named(n);
         }
+        self.suffixes.insert(key, n + 1);
         self.push(UserType {
             name: type_name,
             group: g,
@@ -191,11 +214,7 @@ impl UserTypes {
 
     /// The id of the type group `g` defines under `name`.
     pub fn named(&self, g: GroupId, name: &str) -> Option<i32> {
-        self.types
-            .iter()
-            .position(|t| t.group == g && t.name == name)
-            .and_then(|i| i32::try_from(i).ok())
-            .and_then(|i| i.checked_add(FIRST_USER_TYPE))
+        self.index.get(&(g, name.to_string())).copied()
     }
 
     /// `nc_def_compound`: a compound type of `size` bytes and no fields yet, in group `g`.
@@ -529,7 +548,7 @@ impl UserTypes {
             _ => Ok(()),
         });
         if let Err(e) = filled {
-            self.types.pop();
+            self.pop();
             return Err(e);
         }
         self.close(id);
@@ -573,6 +592,38 @@ mod tests {
         assert_eq!(outer.fields[2].dims, vec![3]);
         assert!(types.get(FIRST_USER_TYPE + 2).is_none());
         assert!(types.get(1).is_none());
+    }
+
+    #[test]
+    fn many_records_of_alike_names_are_named_without_search() {
+        // 20000 nested records whose names agree in the first 240 bytes.
+        let long = "n".repeat(250);
+        let inner = record();
+        let mut outer = inner.clone();
+        outer.fields = (0..20_000)
+            .map(|i| RecordField {
+                name: format!("{long}{i}"),
+                stored_offset: 0,
+                dims: Vec::new(),
+                kind: FieldKind::Nested(inner.clone()),
+            })
+            .collect();
+        let mut types = UserTypes::default();
+        let asked = std::cell::Cell::new(0usize);
+        let taken = |_: &str| {
+            asked.set(asked.get() + 1);
+            false
+        };
+        for f in &outer.fields {
+            let FieldKind::Nested(r) = &f.kind else {
+                unreachable!()
+            };
+            types.add(r, GroupId(0), &f.name, &taken).unwrap();
+        }
+        // One name tried per type (each record and its nested one), not one per type before.
+        assert_eq!(asked.get(), types.types.len());
+        let names: std::collections::HashSet<_> = types.types.iter().map(|t| &t.name).collect();
+        assert_eq!(names.len(), types.types.len(), "every name once");
     }
 
     #[test]
