@@ -92,9 +92,25 @@ static void trace_types(trace *tr, int ncid) {
         nc_type xtype;
         char vname[NC_MAX_NAME + 1], tname[NC_MAX_NAME + 1];
         size_t tsize;
-        CHECK(nc_inq_var(ncid, v, vname, &xtype, NULL, NULL, NULL));
+        int natts;
+        CHECK(nc_inq_var(ncid, v, vname, &xtype, NULL, NULL, &natts));
         CHECK(nc_inq_type(ncid, xtype, tname, &tsize));
-        trace_add(tr, "var '%s' of '%s' (%zu bytes)", vname, tname, tsize);
+        trace_add(tr, "var '%s' of '%s' (%zu bytes), %d attributes", vname, tname, tsize, natts);
+        for (int a = 0; a < natts; a++) {
+            char aname[NC_MAX_NAME + 1], atname[NC_MAX_NAME + 1];
+            nc_type atype;
+            size_t alen, asize;
+            CHECK(nc_inq_attname(ncid, v, a, aname));
+            CHECK(nc_inq_att(ncid, v, aname, &atype, &alen));
+            CHECK(nc_inq_type(ncid, atype, atname, &asize));
+            trace_add(tr, "  att '%s' of '%s' (%zu bytes) len %zu", aname, atname, asize, alen);
+            if (atype == xtype && alen == 1 && asize == sizeof(pair_t)) {
+                pair_t value;
+                memset(&value, 0, sizeof value);
+                TRACE_RC(tr, nc_get_att(ncid, v, aname, &value));
+                trace_add(tr, "  = {'%c', %d}", value.c, value.i);
+            }
+        }
     }
     CHECK(nc_inq_grps(ncid, &ngrps, grps));
     for (int g = 0; g < ngrps; g++) trace_types(tr, grps[g]);

@@ -3,7 +3,7 @@
 //!
 //! The oracle is netCDF-4 itself: the CDL files of `tests/cdl_compound` (nested types, a type
 //! of the parent group, arrays of compound values in a field, char arrays, a scalar, an
-//! unlimited dimension, a type no variable uses) written by stock `ncgen` into an HDF5 file
+//! unlimited dimension, a type no variable uses, a compound `_FillValue`) written by stock `ncgen` into an HDF5 file
 //! and dumped by stock `ncdump`. Through the library, into a directory and into a zip archive, `ncgen` must write
 //! and `ncdump` must print exactly that (on 4.10.1 too, from the directory); `nccopy` must copy the HDF5 file
 //! into a store that dumps the same, and the store back into an HDF5 file that stock `ncdump`

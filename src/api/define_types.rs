@@ -3,10 +3,14 @@
 //! keeps are the model's ([`crate::model::UserTypes`]); this adds netCDF's: names, define
 //! mode, the classic model, and the layouts that can store records (Zarr v2's).
 
+use super::attribute::Owner;
 use super::dataset::Dataset;
 use super::names;
 use crate::error::{Error, Result};
-use crate::model::{GroupId, NcType, TypeField, VarRecord};
+use crate::model::{Att, GroupId, NcType, TypeField, VarRecord};
+
+/// The attribute that holds a compound variable's fill.
+const FILL: &str = "_FillValue";
 
 impl Dataset {
     /// Refuses compound types where they cannot be kept: the classic model has none, and
@@ -125,6 +129,10 @@ impl Dataset {
                 .relaid(bytes, record)
                 .ok_or_else(|| Error::Invalid("fill value cannot be stored".into()))?;
             var.stored_fill = Some(stored);
+            // netCDF lists a fill given as the `_FillValue` attribute.
+            if var.att(FILL).is_none() {
+                var.atts.push(Att::compound_fill());
+            }
         }
         var.no_fill = no_fill;
         Ok(())
@@ -134,5 +142,39 @@ impl Dataset {
     pub fn record_value_size(&self, g: GroupId, v: usize) -> Option<usize> {
         let var = &self.tree.group(g).vars[v];
         var.record.as_ref().map(|r| r.plan.memory_size)
+    }
+
+    /// The `_FillValue` attribute of a variable holding records, when it has one: its
+    /// compound type and its value (the variable's fill).
+    pub fn compound_att(&self, owner: Owner, name: &str) -> Option<(i32, Vec<u8>)> {
+        let Owner::Var(g, v) = owner else {
+            return None;
+        };
+        let var = &self.tree.group(g).vars[v];
+        let record = var.record.as_ref()?;
+        if name != FILL || var.att(FILL).is_none() {
+            return None;
+        }
+        Some((record.type_id, super::data::fill_element(var)))
+    }
+
+    /// `nc_put_att` of compound values: a variable's `_FillValue`, one value of its own type
+    /// (as `nc_def_var_fill` gives it); no other attribute holds compound values.
+    pub fn put_compound_att(
+        &mut self,
+        owner: Owner,
+        name: &str,
+        type_id: i32,
+        values: &[u8],
+    ) -> Result<()> {
+        self.check_writable()?;
+        let Owner::Var(g, v) = owner else {
+            return Err(Error::BadType(type_id));
+        };
+        if name != FILL || self.record_type(g, v) != Some(type_id) {
+            return Err(Error::BadType(type_id));
+        }
+        let no_fill = self.tree.group(g).vars[v].no_fill;
+        self.def_record_fill(g, v, no_fill, Some(values))
     }
 }

@@ -4,7 +4,7 @@ use super::cmem::{self, put};
 use super::codes::*;
 use super::registry::{guard, with};
 use crate::api::{Dataset, Owner};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::model::{GroupId, NcType, Values};
 use std::os::raw::{c_char, c_int, c_void};
 
@@ -27,9 +27,12 @@ pub(crate) extern "C" fn inq_att(
         let name = cmem::name(name)?;
         let (t, n) = with(ncid, |o, g| {
             let ow = owner(&o.ds, g, varid)?;
-            o.ds.inq_att(ow, name)
+            if let Some((id, _)) = o.ds.compound_att(ow, name) {
+                return Ok((id, 1));
+            }
+            o.ds.inq_att(ow, name).map(|(t, n)| (t.id(), n))
         })?;
-        put(typep, t.id());
+        put(typep, t);
         put(lenp, n);
         Ok(NC_NOERR)
     })
@@ -103,6 +106,17 @@ pub(crate) extern "C" fn get_att(
 ) -> c_int {
     guard(|| {
         let name = cmem::name(name)?;
+        let compound = with(ncid, |o, g| {
+            let ow = owner(&o.ds, g, varid)?;
+            Ok(o.ds.compound_att(ow, name))
+        })?;
+        if let Some((id, bytes)) = compound {
+            if memtype != NC_NAT && memtype != id {
+                return Err(Error::BadType(memtype));
+            }
+            cmem::bytes_mut(value, bytes.len())?.copy_from_slice(&bytes);
+            return Ok(NC_NOERR);
+        }
         let mt = if memtype == NC_NAT {
             None
         } else {
@@ -134,6 +148,18 @@ pub(crate) extern "C" fn put_att(
 ) -> c_int {
     guard(|| {
         let name = cmem::name(name)?;
+        if file_type >= crate::model::FIRST_USER_TYPE {
+            return with(ncid, |o, g| {
+                let ow = owner(&o.ds, g, varid)?;
+                let size = o.ds.type_summary(file_type)?.size;
+                if len != 1 || (memtype != NC_NAT && memtype != file_type) {
+                    return Err(Error::BadType(file_type));
+                }
+                let bytes = cmem::bytes(value, size)?;
+                o.ds.put_compound_att(ow, name, file_type, bytes)?;
+                Ok(NC_NOERR)
+            });
+        }
         let ft = NcType::from_id(file_type)?;
         let mt = if memtype == NC_NAT {
             ft

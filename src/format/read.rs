@@ -635,11 +635,20 @@ impl<'a> Reader<'a> {
         if ainfo.and_then(|i| i.get("nofill")).and_then(Json::as_u64) == Some(1) {
             var.no_fill = true;
         }
+        let recorded = ainfo
+            .and_then(|i| i.get("fill_attribute"))
+            .and_then(Json::as_u64);
         if self.v3 {
-            let recorded = ainfo
-                .and_then(|i| i.get("fill_attribute"))
-                .and_then(Json::as_u64);
             restore_fill_attribute(&mut var, recorded, !self.nczarr);
+        }
+        if var.record.is_some()
+            && let Some(at) = recorded
+        {
+            // A compound variable's fill given as its `_FillValue`, listed where it was.
+            let at = usize::try_from(at)
+                .unwrap_or(usize::MAX)
+                .min(var.atts.len());
+            var.atts.insert(at, crate::model::Att::compound_fill());
         }
         if var.strings == StringStorage::Objects {
             // Slots hold the fill value whole from the start.

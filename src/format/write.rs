@@ -197,7 +197,8 @@ pub fn fill_json(var: &Var, nczarr: bool) -> Value {
     if let Some(record) = &var.record {
         return match &record.stored_dtype {
             Some(stored) => stored.1.clone(),
-            None if var.no_fill => Value::Null,
+            // A fill given is kept with `NC_NOFILL` too (NCZarr records that).
+            None if var.no_fill && var.stored_fill.is_none() => Value::Null,
             // The record of the fill (netCDF's: zeros), in base64 as zarr-python writes it.
             None => {
                 let memory = var
@@ -332,7 +333,14 @@ fn var_objects(tree: &Tree, g: GroupId, var: &Var, layout: Layout, out: &mut Vec
     }
     out.push((prefixed(&path, ".zarray"), Value::Object(zarray)));
 
-    let attributes = array_attributes(tree, var, layout, FillAttribute::AsAny);
+    // A compound variable's `_FillValue` is its `fill_value` (NCZarr records where it is
+    // listed).
+    let fill = if var.record.is_some() {
+        FillAttribute::Left
+    } else {
+        FillAttribute::AsAny
+    };
+    let attributes = array_attributes(tree, var, layout, fill);
     out.push((prefixed(&path, ".zattrs"), attributes));
 }
 
@@ -375,8 +383,9 @@ fn array_attributes(tree: &Tree, var: &Var, layout: Layout, fill: FillAttribute)
         if scalar && !layout.zarr_v3 {
             info["scalar"] = Value::from(1);
         }
-        if var.no_fill && layout.zarr_v3 {
-            // Zarr v3 has a fill value for every array (Zarr v2's null one is `NC_NOFILL`).
+        if var.no_fill && (layout.zarr_v3 || fill_json(var, layout.nczarr) != Value::Null) {
+            // Zarr v3 has a fill value for every array (Zarr v2's null one is `NC_NOFILL`),
+            // and a compound variable's fill given is kept with `NC_NOFILL`.
             info["nofill"] = Value::from(1);
         }
         if let Some(position) = left_at {

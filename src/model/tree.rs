@@ -31,6 +31,21 @@ pub struct Att {
     pub values: Values,
 }
 
+impl Att {
+    /// The `_FillValue` attribute of a variable holding records, listed among its attributes
+    /// where it was given: its value is the variable's fill (no attribute value holds a
+    /// compound value), so it holds none here.
+    pub fn compound_fill() -> Att {
+        Att {
+            name: "_FillValue".into(),
+            values: Values::Fixed {
+                ty: NcType::UByte,
+                bytes: Vec::new(),
+            },
+        }
+    }
+}
+
 /// Byte order of a variable's stored data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Endian {
