@@ -250,6 +250,14 @@ impl Dataset {
         if VIRTUAL.contains(&new_name) {
             return Err(Error::AttMeta(new_name.to_string()));
         }
+        // A compound variable's `_FillValue` is its fill: it keeps its name, and no other
+        // attribute takes it.
+        if let Owner::Var(g, v) = owner
+            && self.tree.group(g).vars[v].record.is_some()
+            && (name == "_FillValue" || new_name == "_FillValue")
+        {
+            return Err(Error::BadType(0));
+        }
         let atts = self.atts(owner);
         if atts.iter().any(|a| a.name == new_name) {
             return Err(Error::NameInUse(new_name.to_string()));

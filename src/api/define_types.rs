@@ -104,8 +104,9 @@ impl Dataset {
         Ok(v)
     }
 
-    /// `nc_def_var_fill` of a variable holding records: its fill, one compound value (no
-    /// attribute holds compound values), or netCDF's (zeros) when `value` is `None`.
+    /// `nc_def_var_fill` of a variable holding records: its fill, one compound value, or
+    /// netCDF's (zeros) when `value` is `None`; as netCDF-4, a value given with `NC_NOFILL`
+    /// is not kept, and a value given is listed last as the `_FillValue` attribute.
     pub fn def_record_fill(
         &mut self,
         g: GroupId,
@@ -114,6 +115,23 @@ impl Dataset {
         value: Option<&[u8]>,
     ) -> Result<()> {
         self.ensure_define_mode()?;
+        let var = self.var_mut_for_definition(g, v)?;
+        let value = value.filter(|_| !no_fill);
+        if value.is_some() {
+            var.atts.retain(|a| a.name != FILL);
+        }
+        self.set_record_fill(g, v, no_fill, value)
+    }
+
+    /// Keeps `value` as the fill of variable `v` (holding records) and lists it as the
+    /// `_FillValue` attribute where it is, else last.
+    fn set_record_fill(
+        &mut self,
+        g: GroupId,
+        v: usize,
+        no_fill: bool,
+        value: Option<&[u8]>,
+    ) -> Result<()> {
         let var = self.var_mut_for_definition(g, v)?;
         let Some(record) = &var.record else {
             return Err(Error::BadType(0));
@@ -165,16 +183,30 @@ impl Dataset {
         owner: Owner,
         name: &str,
         type_id: i32,
-        values: &[u8],
+        values: &[Vec<u8>],
     ) -> Result<()> {
         self.check_writable()?;
         let Owner::Var(g, v) = owner else {
             return Err(Error::BadType(type_id));
         };
-        if name != FILL || self.record_type(g, v) != Some(type_id) {
+        let var = &self.tree.group(g).vars[v];
+        if name != FILL || var.record.is_none() {
             return Err(Error::BadType(type_id));
         }
+        // netCDF's order: the count, a fill too late, the type.
+        if values.len() != 1 {
+            return Err(Error::Invalid(
+                "_FillValue must have exactly one value".into(),
+            ));
+        }
+        if var.data_written || var.stored_path.is_some() {
+            return Err(Error::LateFill(var.name.clone()));
+        }
+        if self.record_type(g, v) != Some(type_id) {
+            return Err(Error::BadType(type_id));
+        }
+        self.ensure_define_mode()?;
         let no_fill = self.tree.group(g).vars[v].no_fill;
-        self.def_record_fill(g, v, no_fill, Some(values))
+        self.set_record_fill(g, v, no_fill, values.first().map(Vec::as_slice))
     }
 }

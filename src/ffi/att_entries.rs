@@ -152,11 +152,15 @@ pub(crate) extern "C" fn put_att(
             return with(ncid, |o, g| {
                 let ow = owner(&o.ds, g, varid)?;
                 let size = o.ds.type_summary(file_type)?.size;
-                if len != 1 || (memtype != NC_NAT && memtype != file_type) {
+                if memtype != NC_NAT && memtype != file_type {
                     return Err(Error::BadType(file_type));
                 }
-                let bytes = cmem::bytes(value, size)?;
-                o.ds.put_compound_att(ow, name, file_type, bytes)?;
+                // One value is all a compound attribute may hold; more are refused unread.
+                let values = match len {
+                    1 => vec![cmem::bytes(value, size)?.to_vec()],
+                    n => vec![Vec::new(); n.min(2)],
+                };
+                o.ds.put_compound_att(ow, name, file_type, &values)?;
                 Ok(NC_NOERR)
             });
         }

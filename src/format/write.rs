@@ -198,7 +198,7 @@ pub fn fill_json(var: &Var, nczarr: bool) -> Value {
         return match &record.stored_dtype {
             Some(stored) => stored.1.clone(),
             // A fill given is kept with `NC_NOFILL` too (NCZarr records that).
-            None if var.no_fill && var.stored_fill.is_none() => Value::Null,
+            None if var.no_fill && (var.stored_fill.is_none() || !nczarr) => Value::Null,
             // The record of the fill (netCDF's: zeros), in base64 as zarr-python writes it.
             None => {
                 let memory = var

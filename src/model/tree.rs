@@ -542,6 +542,8 @@ impl Tree {
                     Some(Err(e)) => {
                         var.unreadable.get_or_insert_with(|| e.to_string());
                         var.record = None;
+                        // Its fill was listed as a compound value, which no type serves now.
+                        var.atts.retain(|a| *a != Att::compound_fill());
                     }
                     None => {}
                 }
