@@ -109,6 +109,10 @@ static void trace_types(trace *tr, int ncid) {
                 memset(&value, 0, sizeof value);
                 TRACE_RC(tr, nc_get_att(ncid, v, aname, &value));
                 trace_add(tr, "  = {'%c', %d}", value.c, value.i);
+                char text[sizeof(pair_t)];
+                TRACE_RC(tr, nc_get_att_text(ncid, v, aname, text));
+                int ints[sizeof(pair_t)];
+                TRACE_RC(tr, nc_get_att_int(ncid, v, aname, ints));
             }
         }
     }

@@ -1,7 +1,8 @@
 //! Definitions of compound types (`nc_def_compound`, `nc_insert_compound`,
-//! `nc_insert_array_compound`) and of variables holding their values. The rules a definition
-//! keeps are the model's ([`crate::model::UserTypes`]); this adds netCDF's: names, define
-//! mode, the classic model, and the layouts that can store records (Zarr v2's).
+//! `nc_insert_array_compound`) and of variables holding their values, with their fill (given
+//! by `nc_def_var_fill` or as their `_FillValue` attribute of their own type). The rules a
+//! definition keeps are the model's ([`crate::model::UserTypes`]); this adds netCDF's: names,
+//! define mode, the classic model, and the layouts that can store records (Zarr v2's).
 
 use super::attribute::Owner;
 use super::dataset::Dataset;

@@ -111,6 +111,9 @@ pub(crate) extern "C" fn get_att(
             Ok(o.ds.compound_att(ow, name))
         })?;
         if let Some((id, bytes)) = compound {
+            if memtype == NcType::Char.id() {
+                return Err(Error::Char);
+            }
             if memtype != NC_NAT && memtype != id {
                 return Err(Error::BadType(memtype));
             }
