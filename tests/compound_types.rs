@@ -318,6 +318,21 @@ fn types_of_records_no_definition_gave_are_not_stored_nor_multiplied() {
     assert_eq!(type_of(&ds, Tree::ROOT, "here"), "/pos_t");
     assert_eq!(type_of(&ds, sub, "where"), "/pos_t");
     assert_eq!(type_of(&ds, sub, "other"), "/sub/other_t");
+    // Its `_FillValue` is a compound value: served as one, never as an empty list of bytes.
+    let other = Owner::Var(sub, ds.tree.group(sub).var_index("other").unwrap());
+    let (fill_type, fill) = ds.compound_att(other, "_FillValue").unwrap();
+    assert_eq!(Some(fill_type), ds.tree.types.named(sub, "other_t"));
+    let mut want = Vec::new();
+    for part in [(-1i16).to_ne_bytes(), (-1i16).to_ne_bytes()] {
+        want.extend_from_slice(&part);
+    }
+    want.extend_from_slice(&(-1i32).to_ne_bytes());
+    want.extend_from_slice(&(-1.5f64).to_ne_bytes());
+    assert_eq!(fill, want);
+    assert!(matches!(
+        ds.att_values(other, "_FillValue"),
+        Err(nczarr_rs::error::Error::BadType(_))
+    ));
     ds.close().unwrap();
     assert_eq!(stored_types(&store), ["pos_t", "obs_t"]);
 

@@ -127,6 +127,10 @@ impl Dataset {
 
     /// The attribute's values (stored or virtual).
     pub fn att_values(&self, owner: Owner, name: &str) -> Result<Values> {
+        // A compound variable's `_FillValue` holds a compound value, no `Values`.
+        if let Some((type_id, _)) = self.compound_att(owner, name) {
+            return Err(Error::BadType(type_id));
+        }
         if let Some(a) = self.atts(owner).iter().find(|a| a.name == name) {
             return Ok(a.values.clone());
         }

@@ -116,28 +116,28 @@ impl Dataset {
         value: Option<&[u8]>,
     ) -> Result<()> {
         self.ensure_define_mode()?;
-        let var = self.var_mut_for_definition(g, v)?;
-        let value = value.filter(|_| !no_fill);
-        if value.is_some() {
-            var.atts.retain(|a| a.name != FILL);
-        }
-        self.set_record_fill(g, v, no_fill, value)
+        self.set_record_fill(g, v, no_fill, value.filter(|_| !no_fill), true)
     }
 
     /// Keeps `value` as the fill of variable `v` (holding records) and lists it as the
-    /// `_FillValue` attribute where it is, else last.
+    /// `_FillValue` attribute: last when `relist` (as `nc_def_var_fill` does), else where it
+    /// is listed already.
     fn set_record_fill(
         &mut self,
         g: GroupId,
         v: usize,
         no_fill: bool,
         value: Option<&[u8]>,
+        relist: bool,
     ) -> Result<()> {
         let var = self.var_mut_for_definition(g, v)?;
         let Some(record) = &var.record else {
             return Err(Error::BadType(0));
         };
         if let Some(bytes) = value {
+            if relist {
+                var.atts.retain(|a| a.name != FILL);
+            }
             let bytes = bytes
                 .get(..record.plan.memory_size)
                 .ok_or_else(|| Error::Invalid("fill value shorter than its type".into()))?;
@@ -177,14 +177,15 @@ impl Dataset {
         Some((record.type_id, super::data::fill_element(var)))
     }
 
-    /// `nc_put_att` of compound values: a variable's `_FillValue`, one value of its own type
-    /// (as `nc_def_var_fill` gives it); no other attribute holds compound values.
+    /// `nc_put_att` of `count` compound values: a variable's `_FillValue`, one value of its
+    /// own type (as `nc_def_var_fill` gives it); no other attribute holds compound values.
     pub fn put_compound_att(
         &mut self,
         owner: Owner,
         name: &str,
         type_id: i32,
-        values: &[Vec<u8>],
+        count: usize,
+        value: &[u8],
     ) -> Result<()> {
         self.check_writable()?;
         let Owner::Var(g, v) = owner else {
@@ -195,7 +196,7 @@ impl Dataset {
             return Err(Error::BadType(type_id));
         }
         // netCDF's order: the count, a fill too late, the type.
-        if values.len() != 1 {
+        if count != 1 {
             return Err(Error::Invalid(
                 "_FillValue must have exactly one value".into(),
             ));
@@ -208,6 +209,6 @@ impl Dataset {
         }
         self.ensure_define_mode()?;
         let no_fill = self.tree.group(g).vars[v].no_fill;
-        self.set_record_fill(g, v, no_fill, values.first().map(Vec::as_slice))
+        self.set_record_fill(g, v, no_fill, Some(value), false)
     }
 }

@@ -159,11 +159,12 @@ pub(crate) extern "C" fn put_att(
                     return Err(Error::BadType(file_type));
                 }
                 // One value is all a compound attribute may hold; more are refused unread.
-                let values = match len {
-                    1 => vec![cmem::bytes(value, size)?.to_vec()],
-                    n => vec![Vec::new(); n.min(2)],
+                let bytes = if len == 1 {
+                    cmem::bytes(value, size)?
+                } else {
+                    &[]
                 };
-                o.ds.put_compound_att(ow, name, file_type, &values)?;
+                o.ds.put_compound_att(ow, name, file_type, len, bytes)?;
                 Ok(NC_NOERR)
             });
         }

@@ -1304,10 +1304,7 @@ fn record_fill(record: &VarRecord, fill: Option<&Json>) -> std::result::Result<V
             record.plan.stored_size
         ));
     }
-    let widen = crate::codec::Records {
-        plan: record.plan.clone(),
-    };
-    crate::codec::Codec::decode(&widen, &stored, record.plan.memory_size).map_err(|e| e.to_string())
+    record.memory_form(&stored).map_err(|e| e.to_string())
 }
 
 /// The quantize mode and precision recorded by the attribute netCDF writes with it.

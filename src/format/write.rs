@@ -197,21 +197,16 @@ pub fn fill_json(var: &Var, nczarr: bool) -> Value {
     if let Some(record) = &var.record {
         return match &record.stored_dtype {
             Some(stored) => stored.1.clone(),
-            // A fill given is kept with `NC_NOFILL` too (NCZarr records that).
-            None if var.no_fill && (var.stored_fill.is_none() || !nczarr) => Value::Null,
+            None if var.no_fill && !fill_beside_nofill(var, nczarr) => Value::Null,
             // The record of the fill (netCDF's: zeros), in base64 as zarr-python writes it.
             None => {
                 let memory = var
                     .stored_fill
                     .clone()
                     .unwrap_or_else(|| vec![0; record.plan.memory_size]);
-                let narrow = crate::codec::Records {
-                    plan: record.plan.clone(),
-                };
-                let mut stored = Vec::new();
                 // A fill is checked when it is given: it always narrows.
-                match crate::codec::Codec::encode_into(&narrow, &memory, &mut stored) {
-                    Ok(()) => Value::from(super::base64::encode(&stored)),
+                match record.stored_form(&memory) {
+                    Ok(stored) => Value::from(super::base64::encode(&stored)),
                     Err(_) => Value::Null,
                 }
             }
@@ -221,6 +216,18 @@ pub fn fill_json(var: &Var, nczarr: bool) -> Value {
         return Value::Null;
     }
     fill_of(var, nczarr)
+}
+
+/// A compound variable a program gave a fill and `NC_NOFILL`: its `fill_value` keeps the
+/// fill, and NCZarr records `NC_NOFILL` beside it (pure Zarr has no room for both).
+fn fill_beside_nofill(var: &Var, nczarr: bool) -> bool {
+    nczarr
+        && var.no_fill
+        && var.stored_fill.is_some()
+        && var
+            .record
+            .as_ref()
+            .is_some_and(|r| r.stored_dtype.is_none())
 }
 
 /// The fill value of a variable as [`fill_json`] writes it, `NC_NOFILL` or not.
@@ -383,7 +390,7 @@ fn array_attributes(tree: &Tree, var: &Var, layout: Layout, fill: FillAttribute)
         if scalar && !layout.zarr_v3 {
             info["scalar"] = Value::from(1);
         }
-        if var.no_fill && (layout.zarr_v3 || fill_json(var, layout.nczarr) != Value::Null) {
+        if var.no_fill && (layout.zarr_v3 || fill_beside_nofill(var, layout.nczarr)) {
             // Zarr v3 has a fill value for every array (Zarr v2's null one is `NC_NOFILL`),
             // and a compound variable's fill given is kept with `NC_NOFILL`.
             info["nofill"] = Value::from(1);

@@ -336,19 +336,31 @@ impl VarRecord {
         })
     }
 
-    /// A compound value laid out as this record's values are, laid out as `other`'s (the same
-    /// stored record served under another type), or `None` when it cannot be stored.
-    pub fn relaid(&self, value: &[u8], other: &VarRecord) -> Option<Vec<u8>> {
+    /// Compound values as their records are stored (the error of text they cannot hold).
+    pub fn stored_form(&self, values: &[u8]) -> Result<Vec<u8>> {
         use crate::codec::{Codec, Records};
-        let mut stored = Vec::new();
         let narrow = Records {
             plan: self.plan.clone(),
         };
-        narrow.encode_into(value, &mut stored).ok()?;
+        let mut stored = Vec::new();
+        narrow.encode_into(values, &mut stored)?;
+        Ok(stored)
+    }
+
+    /// Stored records as compound values (the error of bytes that are no whole records).
+    pub fn memory_form(&self, stored: &[u8]) -> Result<Vec<u8>> {
+        use crate::codec::{Codec, Records};
         let widen = Records {
-            plan: other.plan.clone(),
+            plan: self.plan.clone(),
         };
-        widen.decode(&stored, other.plan.memory_size).ok()
+        let records = stored.len() / self.plan.stored_size.max(1);
+        widen.decode(stored, records.saturating_mul(self.plan.memory_size))
+    }
+
+    /// A compound value laid out as this record's values are, laid out as `other`'s (the same
+    /// stored record served under another type), or `None` when it cannot be stored.
+    pub fn relaid(&self, value: &[u8], other: &VarRecord) -> Option<Vec<u8>> {
+        other.memory_form(&self.stored_form(value).ok()?).ok()
     }
 }
 
