@@ -9,6 +9,8 @@
 #include <unistd.h>
 #include <ftw.h>
 
+int explicit_failures;
+
 const char *test_dir(int argc, char **argv) {
     const char *d = argc > 1 ? argv[1] : getenv("NCZARR_RS_TEST_DIR");
     if (d == NULL || d[0] != '/') {

@@ -42,6 +42,18 @@ int trace_compare(const char *what, const trace *oracle, const trace *subject);
         }                                                                             \
     } while (0)
 
+/* Failures of explicit expectations, counted over the whole test program. */
+extern int explicit_failures;
+
+/* Counts (and prints) a failure when `cond` does not hold; the test goes on. */
+#define EXPECT(cond)                                                                  \
+    do {                                                                              \
+        if (!(cond)) {                                                                \
+            fprintf(stderr, "%s:%d: failed: %s\n", __FILE__, __LINE__, #cond);         \
+            explicit_failures++;                                                      \
+        }                                                                             \
+    } while (0)
+
 /* Records `call`'s status in the trace under a label and evaluates to the status. */
 #define TRACE_RC(tr, call) trace_rc_((tr), #call, (call))
 int trace_rc_(trace *t, const char *what, int status);

@@ -11,9 +11,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* Failures of explicit expectations (checked on the store only). */
-static int explicit_failures;
-
 /* Where HDF5 deviates from what netCDF documents, the store must give the documented code; the
  * trace records only that the step ran, so the oracle comparison does not see the HDF5 quirk. */
 #define EXPECT_RC(t, tr, call, want) expect_rc_((t), (tr), #call, (call), (want), #want)

@@ -34,16 +34,6 @@ typedef struct {
 /* A layout no C compiler gives without being asked: an int at offset 1. */
 #define PACKED_SIZE 5
 
-static int explicit_failures;
-
-#define EXPECT(cond)                                                                  \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            fprintf(stderr, "%s:%d: failed: %s\n", __FILE__, __LINE__, #cond);         \
-            explicit_failures++;                                                      \
-        }                                                                             \
-    } while (0)
-
 #define EXPECT_RC(t, call, want) expect_rc_((t), #call, (call), (want), #want)
 static void expect_rc_(const target *t, const char *what, int rc, int want, const char *wname) {
     if (t->is_zarr && rc != want) {

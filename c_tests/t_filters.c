@@ -117,7 +117,7 @@ static int zarr_only(const target *t) {
     int data[N], got[N];
     const size_t chunk = 25;
     for (int i = 0; i < N; i++) data[i] = (i / 4) * 1000 - i;
-#define EXPECT(call, want)                                                                  \
+#define EXPECT_STATUS(call, want)                                                           \
     do {                                                                                    \
         int rc_ = (call);                                                                   \
         if (rc_ != (want)) {                                                                \
@@ -133,25 +133,25 @@ static int zarr_only(const target *t) {
         CHECK(nc_def_var(ncid, names[i], NC_INT, 1, &x, &v[i]));
         CHECK(nc_def_var_chunking(ncid, v[i], NC_CHUNKED, &chunk));
     }
-    for (unsigned id = 1; id <= 3; id++) EXPECT(nc_inq_filter_avail(ncid, id), NC_NOERR);
-    EXPECT(nc_inq_filter_avail(ncid, H5Z_FILTER_BZIP2), NC_NOERR);
-    EXPECT(nc_inq_filter_avail(ncid, H5Z_FILTER_ZSTD), NC_NOERR);
-    EXPECT(nc_inq_filter_avail(ncid, H5Z_FILTER_BLOSC), NC_NOERR);
-    EXPECT(nc_inq_filter_avail(ncid, H5Z_FILTER_SZIP), NC_ENOFILTER);
-    EXPECT(nc_inq_filter_avail(ncid, 32004), NC_ENOFILTER);
+    for (unsigned id = 1; id <= 3; id++) EXPECT_STATUS(nc_inq_filter_avail(ncid, id), NC_NOERR);
+    EXPECT_STATUS(nc_inq_filter_avail(ncid, H5Z_FILTER_BZIP2), NC_NOERR);
+    EXPECT_STATUS(nc_inq_filter_avail(ncid, H5Z_FILTER_ZSTD), NC_NOERR);
+    EXPECT_STATUS(nc_inq_filter_avail(ncid, H5Z_FILTER_BLOSC), NC_NOERR);
+    EXPECT_STATUS(nc_inq_filter_avail(ncid, H5Z_FILTER_SZIP), NC_ENOFILTER);
+    EXPECT_STATUS(nc_inq_filter_avail(ncid, 32004), NC_ENOFILTER);
     /* libnetcdf's nc_def_var_zstandard/nc_def_var_bzip2 are empty when it was built without
      * those libraries (Debian's is), so they are used only where they reach the dispatcher. */
 #if NC_HAS_ZSTD
-    EXPECT(nc_def_var_zstandard(ncid, v[0], 5), NC_NOERR);
+    EXPECT_STATUS(nc_def_var_zstandard(ncid, v[0], 5), NC_NOERR);
 #else
-    EXPECT(nc_def_var_filter(ncid, v[0], H5Z_FILTER_ZSTD, 1, (unsigned[]){5}), NC_NOERR);
+    EXPECT_STATUS(nc_def_var_filter(ncid, v[0], H5Z_FILTER_ZSTD, 1, (unsigned[]){5}), NC_NOERR);
 #endif
-    EXPECT(nc_def_var_filter(ncid, v[1], H5Z_FILTER_BZIP2, 1, (unsigned[]){9}), NC_NOERR);
-    EXPECT(nc_def_var_filter(ncid, v[2], H5Z_FILTER_BLOSC, 7, (unsigned[]){0, 0, 0, 0, 5, 1, 1}), NC_NOERR);
-    EXPECT(nc_def_var_filter(ncid, v[3], H5Z_FILTER_BLOSC, 7, (unsigned[]){0, 0, 0, 0, 9, 2, 5}), NC_NOERR);
-    EXPECT(nc_def_var_filter(ncid, v[3], H5Z_FILTER_BZIP2, 1, (unsigned[]){10}), NC_EFILTER);
-    EXPECT(nc_def_var_filter(ncid, v[3], H5Z_FILTER_BLOSC, 7, (unsigned[]){0, 0, 0, 0, 5, 1, 3}), NC_EFILTER);
-    EXPECT(nc_def_var_filter(ncid, v[3], 32004, 0, NULL), NC_ENOFILTER);
+    EXPECT_STATUS(nc_def_var_filter(ncid, v[1], H5Z_FILTER_BZIP2, 1, (unsigned[]){9}), NC_NOERR);
+    EXPECT_STATUS(nc_def_var_filter(ncid, v[2], H5Z_FILTER_BLOSC, 7, (unsigned[]){0, 0, 0, 0, 5, 1, 1}), NC_NOERR);
+    EXPECT_STATUS(nc_def_var_filter(ncid, v[3], H5Z_FILTER_BLOSC, 7, (unsigned[]){0, 0, 0, 0, 9, 2, 5}), NC_NOERR);
+    EXPECT_STATUS(nc_def_var_filter(ncid, v[3], H5Z_FILTER_BZIP2, 1, (unsigned[]){10}), NC_EFILTER);
+    EXPECT_STATUS(nc_def_var_filter(ncid, v[3], H5Z_FILTER_BLOSC, 7, (unsigned[]){0, 0, 0, 0, 5, 1, 3}), NC_EFILTER);
+    EXPECT_STATUS(nc_def_var_filter(ncid, v[3], 32004, 0, NULL), NC_ENOFILTER);
     CHECK(nc_enddef(ncid));
     for (int i = 0; i < 4; i++) CHECK(nc_put_var_int(ncid, v[i], data));
     CHECK(nc_close(ncid));
@@ -160,22 +160,22 @@ static int zarr_only(const target *t) {
     unsigned params[8] = {0};
 #if NC_HAS_ZSTD
     int has = 0, level = 0;
-    EXPECT(nc_inq_var_zstandard(ncid, v[0], &has, &level), NC_NOERR);
+    EXPECT_STATUS(nc_inq_var_zstandard(ncid, v[0], &has, &level), NC_NOERR);
     params[0] = (unsigned)level;
     np = (size_t)has;
 #else
-    EXPECT(nc_inq_var_filter_info(ncid, v[0], H5Z_FILTER_ZSTD, &np, params), NC_NOERR);
+    EXPECT_STATUS(nc_inq_var_filter_info(ncid, v[0], H5Z_FILTER_ZSTD, &np, params), NC_NOERR);
 #endif
     if (np != 1 || params[0] != 5) {
         fprintf(stderr, "zstd: %zu params, level %u\n", np, params[0]);
         bad++;
     }
-    EXPECT(nc_inq_var_filter_info(ncid, v[1], H5Z_FILTER_BZIP2, &np, params), NC_NOERR);
+    EXPECT_STATUS(nc_inq_var_filter_info(ncid, v[1], H5Z_FILTER_BZIP2, &np, params), NC_NOERR);
     if (np != 1 || params[0] != 9) {
         fprintf(stderr, "bzip2 params %zu %u\n", np, params[0]);
         bad++;
     }
-    EXPECT(nc_inq_var_filter_info(ncid, v[3], H5Z_FILTER_BLOSC, &np, params), NC_NOERR);
+    EXPECT_STATUS(nc_inq_var_filter_info(ncid, v[3], H5Z_FILTER_BLOSC, &np, params), NC_NOERR);
     if (np != 7 || params[4] != 9 || params[5] != 2 || params[6] != 5) {
         fprintf(stderr, "blosc params %zu %u %u %u\n", np, params[4], params[5], params[6]);
         bad++;

@@ -26,16 +26,6 @@ typedef struct {
     inner_t in;
 } rec_t;
 
-static int failures = 0;
-
-#define EXPECT(cond)                                                   \
-    do {                                                               \
-        if (!(cond)) {                                                 \
-            fprintf(stderr, "%s:%d: failed: %s\n", __FILE__, __LINE__, #cond); \
-            failures++;                                                \
-        }                                                              \
-    } while (0)
-
 static void write_file(const char *dir, const char *name, const void *bytes, size_t n) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, name);
@@ -177,7 +167,10 @@ int main(int argc, char **argv) {
     rec_t fill;
     memset(&fill, 0xee, sizeof fill);
     CHECK(nc_inq_var_fill(g, varid, &no_fill, &fill));
-    EXPECT(fill.a == 0 && fill.in.x == 0 && fill.in.y == 0.0);
+    /* zarr-python's fill of null is NC_NOFILL, which (as in netCDF-4) leaves the buffer alone. */
+    rec_t untouched;
+    memset(&untouched, 0xee, sizeof untouched);
+    EXPECT(no_fill == 1 && memcmp(&fill, &untouched, sizeof fill) == 0);
 
     /* The values own nothing; `_all` frees the buffer itself (valgrind sees it). */
     CHECK(nc_reclaim_data(g, r_t, recs, N));
@@ -187,6 +180,6 @@ int main(int argc, char **argv) {
     CHECK(nc_reclaim_data_all(g, r_t, copy, N));
     CHECK(nc_close(ncid));
 
-    if (failures) fprintf(stderr, "%d failures\n", failures);
-    return failures != 0;
+    if (explicit_failures) fprintf(stderr, "%d explicit_failures\n", explicit_failures);
+    return explicit_failures != 0;
 }

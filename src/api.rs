@@ -10,6 +10,7 @@ pub mod convert;
 pub mod data;
 pub mod dataset;
 pub mod define;
+pub mod define_enums;
 pub mod define_types;
 pub mod filters;
 pub mod inquire;

@@ -121,6 +121,12 @@ fn compound_types_through_s3s_fs_equal_the_file_store() {
 }
 
 #[test]
+fn enum_types_through_s3s_fs_equal_the_file_store() {
+    let cdl = common::repo_root().join("tests/cdl_enum/enum.cdl");
+    corpus_round_trip(Kind::S3sFs, &[cdl]);
+}
+
+#[test]
 fn corpus_through_moto_equals_the_file_store() {
     let some: Vec<_> = cdl_files()
         .into_iter()

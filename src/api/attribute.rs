@@ -50,7 +50,7 @@ pub fn convert_values(values: &Values, to: NcType, classic_model: bool) -> Resul
 }
 
 impl Dataset {
-    fn atts(&self, owner: Owner) -> &Vec<Att> {
+    pub(super) fn atts(&self, owner: Owner) -> &Vec<Att> {
         match owner {
             Owner::Group(g) => &self.tree.group(g).atts,
             Owner::Var(g, v) => &self.tree.group(g).vars[v].atts,
@@ -106,9 +106,8 @@ impl Dataset {
         let Owner::Var(g, v) = owner else {
             return Err(Error::AttMeta(INNER_CHUNK_SIZES.to_string()));
         };
-        let is_integer = |ty: NcType| ty.is_numeric() && !ty.is_float();
         let integer =
-            is_integer(file_type) && matches!(values, Values::Fixed { ty, .. } if is_integer(*ty));
+            file_type.is_integer() && matches!(values, Values::Fixed { ty, .. } if ty.is_integer());
         let sizes = match convert_values(values, NcType::Int64, false) {
             Ok((Values::Fixed { bytes, .. }, false)) if integer => bytes
                 .chunks_exact(8)
@@ -178,6 +177,10 @@ impl Dataset {
         memtype: Option<NcType>,
     ) -> Result<(Values, bool)> {
         let v = self.att_values(owner, name)?;
+        // Values of an enum type are read in that type only.
+        if let (Some(t), Some(_)) = (memtype, self.att_enum_type(owner, name)) {
+            return Err(Error::BadType(t.id()));
+        }
         match memtype {
             None => Ok((v, false)),
             Some(t) => convert_values(&v, t, self.classic_model),
@@ -193,6 +196,19 @@ impl Dataset {
         file_type: NcType,
         values: Values,
     ) -> Result<bool> {
+        self.put_att_of(owner, name, file_type, values, None)
+    }
+
+    /// `nc_put_att` of values of `file_type`, or of enum type `enum_type` whose base
+    /// `file_type` is.
+    pub(super) fn put_att_of(
+        &mut self,
+        owner: Owner,
+        name: &str,
+        file_type: NcType,
+        values: Values,
+        enum_type: Option<i32>,
+    ) -> Result<bool> {
         self.check_writable()?;
         names::check(name)?;
         if name == INNER_CHUNK_SIZES {
@@ -207,9 +223,9 @@ impl Dataset {
             && let Owner::Var(g, v) = owner
         {
             let var = &self.tree.group(g).vars[v];
-            // A compound variable's fill is given with `nc_def_var_fill`: no attribute holds
-            // a compound value.
-            if file_type != var.ty || var.record.is_some() {
+            // Of the variable's own type: an enum variable's fill is of its enum type.
+            let var_enum = var.enum_type.as_ref().and_then(crate::model::EnumRef::id);
+            if file_type != var.ty || var.record.is_some() || var_enum != enum_type {
                 return Err(Error::BadType(file_type.id()));
             }
             if stored.len() != 1 {
@@ -235,12 +251,10 @@ impl Dataset {
             Owner::Group(_) => None,
         };
         let atts = self.atts_mut(owner);
-        let new = Att {
-            name: name.to_string(),
-            values: stored,
-        };
+        let mut new = Att::new(name, stored);
+        new.enum_type = enum_type.map(crate::model::EnumRef::Listed);
         match (atts.iter_mut().find(|a| a.name == name), quantize_at) {
-            (Some(a), _) => a.values = new.values,
+            (Some(a), _) => *a = new,
             (None, Some(at)) => atts.insert(at, new),
             (None, None) => atts.push(new),
         }

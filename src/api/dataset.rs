@@ -219,9 +219,11 @@ impl Dataset {
         self.leave_define_mode()
     }
 
-    /// Ends define mode: every compound type defined takes no more fields (netCDF commits
-    /// them), and the definitions are stored.
+    /// Ends define mode: every compound type defined takes no more fields and every enum
+    /// type no more members (netCDF commits them; an enum type without members is
+    /// `NC_EINVAL`), and the definitions are stored.
     fn leave_define_mode(&mut self) -> Result<()> {
+        self.tree.types.check_enums_have_members()?;
         self.define_mode = false;
         self.tree.types.close_all();
         self.sync_all()
@@ -280,6 +282,9 @@ impl Dataset {
     /// be tried again (netcdf-c keeps a dataset open when its close fails) or aborted.
     pub fn store_for_close(&mut self) -> Result<()> {
         if self.writable && self.read_only_reason.is_none() {
+            // As `nc_enddef`: no enum type without members is stored (netCDF-4 files fail to
+            // close so too).
+            self.tree.types.check_enums_have_members()?;
             self.define_mode = false;
             self.sync_all()?;
         }

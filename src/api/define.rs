@@ -338,6 +338,10 @@ impl Dataset {
     /// `nc_def_var_endian`.
     pub fn def_var_endian(&mut self, g: GroupId, v: usize, endian: Option<Endian>) -> Result<()> {
         let var = self.var_mut_for_definition(g, v)?;
+        if var.enum_type.is_some() {
+            // As netCDF-4: an enum type's byte order is its base's, set by no variable.
+            return Err(Error::Invalid(format!("{} is of an enum type", var.name)));
+        }
         if !var.ty.is_numeric() && var.ty != NcType::Char {
             return Err(Error::Invalid(format!(
                 "{} has no byte order",
@@ -366,10 +370,9 @@ impl Dataset {
                 ));
             }
             var.atts.retain(|a| a.name != "_FillValue");
-            var.atts.push(crate::model::Att {
-                name: "_FillValue".into(),
-                values: val,
-            });
+            let mut fill = crate::model::Att::new("_FillValue", val);
+            fill.enum_type = var.enum_type.clone();
+            var.atts.push(fill);
         }
         Ok(())
     }

@@ -38,6 +38,13 @@ impl Dataset {
         if size == 0 {
             return Err(Error::Invalid("a compound type of no bytes".into()));
         }
+        self.check_type_name_free(g, name)?;
+        self.tree.types.define(g, name, size)
+    }
+
+    /// Refuses to name a type in group `g` after a variable or a group of it (types are named
+    /// apart from each other by the type table).
+    pub(super) fn check_type_name_free(&self, g: GroupId, name: &str) -> Result<()> {
         let grp = self.tree.group(g);
         if grp.var_index(name).is_some()
             || grp
@@ -47,7 +54,7 @@ impl Dataset {
         {
             return Err(Error::NameInUse(name.to_string()));
         }
-        self.tree.types.define(g, name, size)
+        Ok(())
     }
 
     /// `nc_insert_compound` (no `dims`) and `nc_insert_array_compound`: a field of type

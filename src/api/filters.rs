@@ -150,10 +150,10 @@ impl Dataset {
             (0, 0)
         };
         if let Some(name) = quantize_attribute(mode) {
-            var.atts.push(Att {
-                name: name.to_string(),
-                values: Values::fixed(NcType::Int, nsd.to_ne_bytes().to_vec()),
-            });
+            var.atts.push(Att::new(
+                name,
+                Values::fixed(NcType::Int, nsd.to_ne_bytes().to_vec()),
+            ));
         }
         Ok(())
     }

@@ -115,7 +115,11 @@ impl Dataset {
         VarInfo {
             name: var.name.clone(),
             ty: var.ty,
-            type_id: var.record.as_ref().map_or(var.ty.id(), |r| r.type_id),
+            type_id: match (&var.record, var.enum_type.as_ref().and_then(|e| e.id())) {
+                (Some(r), _) => r.type_id,
+                (None, Some(id)) => id,
+                (None, None) => var.ty.id(),
+            },
             value_size: var
                 .record
                 .as_ref()
@@ -130,7 +134,9 @@ impl Dataset {
             },
             no_fill: var.no_fill,
             fill: self.fill_value_of(var),
-            endian: (var.ty.is_numeric() && var.record.is_none()).then_some(var.endian),
+            // netCDF-4 reports no byte order for user-defined types (and refuses to set one).
+            endian: (var.ty.is_numeric() && var.record.is_none() && var.enum_type.is_none())
+                .then_some(var.endian),
             shuffle: reported.iter().any(|f| f.id == 2),
             deflate_level: level,
             fletcher32: reported.iter().any(|f| f.id == 3),

@@ -1,5 +1,5 @@
 //! The types of a dataset as the netCDF API names them: atomic types by id and CDL name, and
-//! the compound types of variables holding records (`nc_inq_typeids`, `nc_inq_user_type`,
+//! the user-defined types (compound and enum) (`nc_inq_typeids`, `nc_inq_user_type`,
 //! `nc_inq_compound_field`, `nc_inq_typeid`, `nc_inq_type_equal`). Knows nothing of how
 //! records are stored.
 
@@ -14,13 +14,46 @@ pub struct TypeSummary {
     pub size: usize,
 }
 
+/// What `nc_inq_type_equal` compares of a type: two types are equal when their shapes are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TypeShape {
+    Atomic(NcType),
+    Enum {
+        base: NcType,
+        /// Each member's name and value, sorted by name.
+        members: Vec<(String, i128)>,
+    },
+    Compound {
+        size: usize,
+        fields: Vec<FieldShape>,
+    },
+}
+
+/// One field of a compound [`TypeShape`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldShape {
+    pub name: String,
+    pub offset: usize,
+    pub shape: TypeShape,
+    pub dims: Vec<usize>,
+}
+
 impl Dataset {
-    /// The compound type with this id.
+    /// The user-defined type with this id.
     pub fn user_type(&self, id: i32) -> Result<&UserType> {
         self.tree.types.get(id).ok_or(Error::BadType(id))
     }
 
-    /// `nc_inq_type`: an atomic type's name and size, or a compound type's.
+    /// The compound type with this id (an enum type's is `NC_EBADTYPE`).
+    fn compound_type(&self, id: i32) -> Result<&UserType> {
+        let t = self.user_type(id)?;
+        if t.enumeration.is_some() {
+            return Err(Error::BadType(id));
+        }
+        Ok(t)
+    }
+
+    /// `nc_inq_type`: an atomic type's name and size, or a user-defined type's.
     pub fn type_summary(&self, id: i32) -> Result<TypeSummary> {
         if let Ok(t) = NcType::from_id(id) {
             return Ok(TypeSummary {
@@ -35,7 +68,7 @@ impl Dataset {
         })
     }
 
-    /// `nc_inq_typeids`: the ids of the compound types group `g` defines.
+    /// `nc_inq_typeids`: the ids of the user-defined types group `g` defines.
     pub fn typeids(&self, g: GroupId) -> Vec<i32> {
         self.tree
             .types
@@ -49,7 +82,7 @@ impl Dataset {
 
     /// `nc_inq_compound_field`: field `index` of compound type `id`.
     pub fn compound_field(&self, id: i32, index: i32) -> Result<&TypeField> {
-        let t = self.user_type(id)?;
+        let t = self.compound_type(id)?;
         usize::try_from(index)
             .ok()
             .and_then(|i| t.fields.get(i))
@@ -59,19 +92,19 @@ impl Dataset {
     /// `nc_inq_compound_fieldindex`: the number of the field of compound type `id` named
     /// `name`.
     pub fn compound_field_index(&self, id: i32, name: &str) -> Result<usize> {
-        let t = self.user_type(id)?;
+        let t = self.compound_type(id)?;
         t.fields
             .iter()
             .position(|f| f.name == name)
             .ok_or_else(|| Error::BadField(format!("{name:?} of type {}", t.name)))
     }
 
-    /// `nc_inq_typeid`: an atomic type by CDL name, else a compound type by its full name
+    /// `nc_inq_typeid`: an atomic type by CDL name, else a user-defined type by its full name
     /// (`/group/name`), or by name in `g`, the nearest group around it, else the first group
     /// of the dataset (in preorder) that defines one of that name, as netcdf-c looks. A
     /// relative name with a `/` is `NC_EINVAL`.
     pub fn typeid_in(&self, g: GroupId, name: &str) -> Result<i32> {
-        if let Some(t) = NcType::ALL.iter().find(|t| t.name() == name) {
+        if let Some(t) = NcType::from_name(name) {
             return Ok(t.id());
         }
         let defined_in = |g: GroupId, name: &str| {
@@ -102,25 +135,39 @@ impl Dataset {
             .ok_or(Error::BadType(0))
     }
 
-    /// A description of type `id` that is equal for two types exactly when netCDF calls them
-    /// equal (`nc_inq_type_equal`, which asks HDF5 whether their layouts are): the atomic
-    /// type, or a compound type's size and fields (names, offsets, types, dimensions), nested
-    /// types described in turn; not the type's name.
-    pub fn type_signature(&self, id: i32) -> Result<String> {
+    /// What `nc_inq_type_equal` compares of type `id` (HDF5 compares layouts): the atomic
+    /// type, an enum type's base and members, or a compound type's size and fields (names,
+    /// offsets, shapes and dimensions), nested types in turn; not the type's name.
+    pub fn type_shape(&self, id: i32) -> Result<TypeShape> {
         if let Ok(t) = NcType::from_id(id) {
-            return Ok(t.name().to_string());
+            return Ok(TypeShape::Atomic(t));
         }
         let t = self.user_type(id)?;
+        if let Some(e) = &t.enumeration {
+            // Members sorted by name (the order they were given in does not count).
+            let mut members: Vec<(String, i128)> = e
+                .members()
+                .iter()
+                .map(|m| (m.name.clone(), m.value))
+                .collect();
+            members.sort();
+            return Ok(TypeShape::Enum {
+                base: e.base,
+                members,
+            });
+        }
         let mut fields = Vec::with_capacity(t.fields.len());
         for f in &t.fields {
-            fields.push(format!(
-                "{:?}@{}:{}{:?}",
-                f.name,
-                f.offset,
-                self.type_signature(f.type_id)?,
-                f.dims
-            ));
+            fields.push(FieldShape {
+                name: f.name.clone(),
+                offset: f.offset,
+                shape: self.type_shape(f.type_id)?,
+                dims: f.dims.clone(),
+            });
         }
-        Ok(format!("compound[{}]{{{}}}", t.size, fields.join(",")))
+        Ok(TypeShape::Compound {
+            size: t.size,
+            fields,
+        })
     }
 }

@@ -30,7 +30,8 @@ pub(crate) extern "C" fn inq_att(
             if let Some((id, _)) = o.ds.compound_att(ow, name) {
                 return Ok((id, 1));
             }
-            o.ds.inq_att(ow, name).map(|(t, n)| (t.id(), n))
+            let (t, n) = o.ds.inq_att(ow, name)?;
+            Ok((o.ds.att_enum_type(ow, name).unwrap_or(t.id()), n))
         })?;
         put(typep, t);
         put(lenp, n);
@@ -106,9 +107,9 @@ pub(crate) extern "C" fn get_att(
 ) -> c_int {
     guard(|| {
         let name = cmem::name(name)?;
-        let compound = with(ncid, |o, g| {
+        let (compound, enum_type) = with(ncid, |o, g| {
             let ow = owner(&o.ds, g, varid)?;
-            Ok(o.ds.compound_att(ow, name))
+            Ok((o.ds.compound_att(ow, name), o.ds.att_enum_type(ow, name)))
         })?;
         if let Some((id, bytes)) = compound {
             if memtype == NcType::Char.id() {
@@ -120,7 +121,8 @@ pub(crate) extern "C" fn get_att(
             cmem::bytes_mut(value, bytes.len())?.copy_from_slice(&bytes);
             return Ok(NC_NOERR);
         }
-        let mt = if memtype == NC_NAT {
+        // Values of an enum type are read as its base type's, in that type only.
+        let mt = if memtype == NC_NAT || enum_type == Some(memtype) {
             None
         } else {
             Some(NcType::from_id(memtype)?)
@@ -157,6 +159,11 @@ pub(crate) extern "C" fn put_att(
                 let size = o.ds.type_summary(file_type)?.size;
                 if memtype != NC_NAT && memtype != file_type {
                     return Err(Error::BadType(file_type));
+                }
+                if o.ds.tree.types.enumeration(file_type).is_ok() {
+                    let n = len.checked_mul(size).ok_or(Error::NoMem)?;
+                    o.ds.put_enum_att(ow, name, file_type, len, cmem::bytes(value, n)?)?;
+                    return Ok(NC_NOERR);
                 }
                 // One value is all a compound attribute may hold; more are refused unread.
                 let bytes = if len == 1 {

@@ -138,10 +138,12 @@ fn call(
                 }
             };
         }
-        let mt = if memtype == NC_NAT {
-            ty
-        } else {
-            NcType::from_id(memtype)?
+        let mt = match o.ds.var_enum_type(g, v) {
+            // Values of an enum type move as its base type's, in that type only.
+            Some(id) if memtype == NC_NAT || memtype == id => ty,
+            Some(_) => return Err(Error::BadType(memtype)),
+            None if memtype == NC_NAT => ty,
+            None => NcType::from_id(memtype)?,
         };
         let offsets = || match &imap {
             Some(m) => strided_offsets(&slab.count, m),

@@ -127,8 +127,8 @@ pub(crate) extern "C" fn inq_type_equal(
     equal: *mut c_int,
 ) -> c_int {
     guard(|| {
-        let a = with(ncid1, |o, _| o.ds.type_signature(t1))?;
-        let b = with(ncid2, |o, _| o.ds.type_signature(t2))?;
+        let a = with(ncid1, |o, _| o.ds.type_shape(t1))?;
+        let b = with(ncid2, |o, _| o.ds.type_shape(t2))?;
         put(equal, c_int::from(a == b));
         Ok(NC_NOERR)
     })
@@ -165,9 +165,18 @@ pub(crate) extern "C" fn inq_user_type(
         let t = with(ncid, |o, _| o.ds.user_type(xtype).cloned())?;
         cmem::put_name(name, &t.name);
         put(size, t.size);
-        put(base, NC_NAT);
-        put(nfields, t.fields.len());
-        put(class, NC_COMPOUND);
+        match &t.enumeration {
+            Some(e) => {
+                put(base, e.base.id());
+                put(nfields, e.members().len());
+                put(class, NC_ENUM);
+            }
+            None => {
+                put(base, NC_NAT);
+                put(nfields, t.fields.len());
+                put(class, NC_COMPOUND);
+            }
+        }
         Ok(NC_NOERR)
     })
 }
@@ -304,33 +313,69 @@ pub(crate) extern "C" fn get_vlen_element(
 ) -> c_int {
     not_nc4("nc_get_vlen_element")
 }
-pub(crate) extern "C" fn def_enum(_: c_int, _: c_int, _: *const c_char, _: *mut c_int) -> c_int {
-    not_nc4("nc_def_enum")
+pub(crate) extern "C" fn def_enum(
+    ncid: c_int,
+    base: c_int,
+    name: *const c_char,
+    typeidp: *mut c_int,
+) -> c_int {
+    guard(|| {
+        let name = cmem::name(name)?;
+        let id = with(ncid, |o, g| o.ds.def_enum(g, base, name))?;
+        put(typeidp, id);
+        Ok(NC_NOERR)
+    })
 }
+
 pub(crate) extern "C" fn insert_enum(
-    _: c_int,
-    _: c_int,
-    _: *const c_char,
-    _: *const c_void,
+    ncid: c_int,
+    xtype: c_int,
+    name: *const c_char,
+    value: *const c_void,
 ) -> c_int {
-    not_nc4("nc_insert_enum")
+    guard(|| {
+        let name = cmem::name(name)?;
+        with(ncid, |o, _| {
+            // An id of no enum type is the insert's own error, without reading `value`.
+            let size =
+                o.ds.tree
+                    .types
+                    .enumeration(xtype)
+                    .map_or(0, |e| e.base.size());
+            o.ds.insert_enum(xtype, name, cmem::bytes(value, size)?)
+        })?;
+        Ok(NC_NOERR)
+    })
 }
+
 pub(crate) extern "C" fn inq_enum_member(
-    _: c_int,
-    _: c_int,
-    _: c_int,
-    _: *mut c_char,
-    _: *mut c_void,
+    ncid: c_int,
+    xtype: c_int,
+    idx: c_int,
+    name: *mut c_char,
+    value: *mut c_void,
 ) -> c_int {
-    not_nc4("nc_inq_enum_member")
+    guard(|| {
+        let (member, bytes) = with(ncid, |o, _| o.ds.enum_member(xtype, idx))?;
+        cmem::put_name(name, &member);
+        if !value.is_null() {
+            cmem::bytes_mut(value, bytes.len())?.copy_from_slice(&bytes);
+        }
+        Ok(NC_NOERR)
+    })
 }
+
 pub(crate) extern "C" fn inq_enum_ident(
-    _: c_int,
-    _: c_int,
-    _: c_longlong,
-    _: *mut c_char,
+    ncid: c_int,
+    xtype: c_int,
+    value: c_longlong,
+    identifier: *mut c_char,
 ) -> c_int {
-    not_nc4("nc_inq_enum_ident")
+    guard(|| {
+        let member = with(ncid, |o, _| o.ds.enum_ident(xtype, value))?;
+        cmem::put_name(identifier, &member);
+        Ok(NC_NOERR)
+    })
 }
 pub(crate) extern "C" fn def_opaque(_: c_int, _: usize, _: *const c_char, _: *mut c_int) -> c_int {
     not_nc4("nc_def_opaque")

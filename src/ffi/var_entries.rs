@@ -20,6 +20,9 @@ pub(crate) extern "C" fn def_var(
         let dims = cmem::counted(dimids, ndims, "dimids")?;
         let v = with(ncid, |o, g| match NcType::from_id(xtype) {
             Ok(ty) => o.ds.def_var(g, name, ty, dims),
+            Err(_) if o.ds.tree.types.enumeration(xtype).is_ok() => {
+                o.ds.def_enum_var(g, name, xtype, dims)
+            }
             Err(_) if xtype >= crate::model::FIRST_USER_TYPE => {
                 o.ds.def_record_var(g, name, xtype, dims)
             }
@@ -109,7 +112,8 @@ pub(crate) extern "C" fn inq_var_all(
             }
         }
         put(no_fill, c_int::from(info.no_fill));
-        if !fill_valuep.is_null() {
+        // As netCDF-4: a variable in NC_NOFILL mode leaves the fill value's buffer alone.
+        if !fill_valuep.is_null() && !info.no_fill {
             if info.ty == NcType::String {
                 let p = cmem::malloc_string(&info.fill)?;
                 put(fill_valuep.cast::<*mut c_char>(), p);

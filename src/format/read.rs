@@ -71,10 +71,7 @@ fn restore_fill_attribute(var: &mut Var, recorded: Option<u64>, pure: bool) {
         }
         _ => return,
     };
-    let att = Att {
-        name: "_FillValue".into(),
-        values,
-    };
+    let att = Att::new("_FillValue", values);
     var.atts.insert(position.min(var.atts.len()), att);
 }
 
@@ -91,8 +88,10 @@ fn is_reserved(name: &str) -> bool {
 }
 
 fn read_atts(zattrs: &Obj, key: &str) -> Result<Vec<Att>> {
-    let types = get_alt(zattrs, &[ATTR, "_NCZARR_ATTR"])
-        .and_then(|t| t.get("types"))
+    let info = get_alt(zattrs, &[ATTR, "_NCZARR_ATTR"]);
+    let types = info.and_then(|t| t.get("types")).and_then(Json::as_object);
+    let enums = info
+        .and_then(|t| t.get("enum_types"))
         .and_then(Json::as_object);
     let mut out = Vec::new();
     for (name, v) in zattrs.iter() {
@@ -100,10 +99,12 @@ fn read_atts(zattrs: &Obj, key: &str) -> Result<Vec<Att>> {
             continue;
         }
         let recorded = types.and_then(|t| t.get(name)).and_then(Json::as_str);
-        out.push(Att {
-            name: name.to_string(),
-            values: attrs::from_json(name, &v.to_value(), recorded, key)?,
-        });
+        let mut att = Att::new(name, attrs::from_json(name, &v.to_value(), recorded, key)?);
+        att.enum_type = enums
+            .and_then(|e| e.get(name))
+            .and_then(Json::as_str)
+            .map(|full| crate::model::EnumRef::Named(full.to_string()));
+        out.push(att);
     }
     Ok(out)
 }
@@ -161,17 +162,50 @@ fn declared_types(info: &Json) -> Vec<crate::model::DeclaredType> {
         .iter()
         .filter_map(|t| {
             let t = t.as_object()?;
+            let name = t.get("name")?.as_str()?.to_string();
+            if let Some(members) = t.get("members") {
+                let enumeration = declared_enum(t.get("base")?, members)?;
+                return Some(crate::model::DeclaredType {
+                    group: GroupId(0),
+                    name,
+                    size: enumeration.base.size(),
+                    fields: Vec::new(),
+                    enumeration: Some(enumeration),
+                });
+            }
             let Some(Json::Array(fields)) = t.get("fields") else {
                 return None;
             };
             Some(crate::model::DeclaredType {
                 group: GroupId(0),
-                name: t.get("name")?.as_str()?.to_string(),
+                name,
                 size: size(t.get("size"))?,
                 fields: fields.iter().map(field).collect::<Option<Vec<_>>>()?,
+                enumeration: None,
             })
         })
         .collect()
+}
+
+/// An enum type an NCZarr group declares (`"base"`: an integer type's CDL name,
+/// `"members": [{"name", "value"}]`), or `None` when it breaks a rule of
+/// [`crate::model::Enumeration::insert`] or is not of this form.
+fn declared_enum(base: &Json, members: &Json) -> Option<crate::model::Enumeration> {
+    let base = NcType::from_name(base.as_str()?)?;
+    let mut enumeration = crate::model::Enumeration::new(base).ok()?;
+    for m in members.as_array()? {
+        let m = m.as_object()?;
+        let value = m.get("value")?;
+        // As netCDF gives it (a `long long`: an `uint64` past `i64`'s range negative), or as
+        // the number it is.
+        let value = match value.as_i64() {
+            Some(v) if v < 0 && base == NcType::UInt64 => i128::from(v as u64),
+            Some(v) => i128::from(v),
+            None => i128::from(value.as_u64()?),
+        };
+        enumeration.insert(m.get("name")?.as_str()?, value).ok()?;
+    }
+    Some(enumeration)
 }
 
 fn nczarr_group_info(zattrs: &Obj, zgroup: &Obj, key: &str) -> Result<Option<GroupInfo>> {
@@ -551,11 +585,14 @@ impl<'a> Reader<'a> {
         };
         let ainfo =
             get_alt(&zattrs, &[ARRAY]).or_else(|| get_alt(&zarray, &[ARRAY, "_NCZARR_ARRAY"]));
-        if let Some(r) = record.as_mut() {
-            r.declared_type = ainfo
-                .and_then(|i| i.get("type"))
-                .and_then(Json::as_str)
-                .map(String::from);
+        let declared_type = ainfo
+            .and_then(|i| i.get("type"))
+            .and_then(Json::as_str)
+            .map(String::from);
+        let mut enum_type = None;
+        match record.as_mut() {
+            Some(r) => r.declared_type = declared_type,
+            None => enum_type = declared_type.map(crate::model::EnumRef::Named),
         }
         let scalar_flag = ainfo.is_some_and(|i| {
             i.get("scalar")
@@ -563,6 +600,7 @@ impl<'a> Reader<'a> {
                 || i.get("storage").and_then(Json::as_str) == Some("scalar")
         });
         let mut var = Var::new(&name, dt.ty, Vec::new());
+        var.enum_type = enum_type;
         // A stored array may hold chunks: its layout (string width included) is fixed.
         var.data_written = true;
         var.endian = dt.endian;
@@ -586,10 +624,7 @@ impl<'a> Reader<'a> {
             let calendar = time.calendar().map(|c| ("calendar", c.to_string()));
             for (name, text) in [("units", time.units())].into_iter().chain(calendar) {
                 if var.att(name).is_none() {
-                    var.atts.push(Att {
-                        name: name.into(),
-                        values: Values::text(&text),
-                    });
+                    var.atts.push(Att::new(name, Values::text(&text)));
                 }
             }
         }
@@ -847,10 +882,8 @@ impl<'a> Reader<'a> {
             && (!time || b == i64::MIN.to_ne_bytes())
             && (!self.v3 || time)
         {
-            var.atts.push(Att {
-                name: "_FillValue".into(),
-                values: Values::fixed(var.ty, b),
-            });
+            var.atts
+                .push(Att::new("_FillValue", Values::fixed(var.ty, b)));
         }
         // So is a string fill value other than netCDF's default (`""`), as xarray reads it.
         if !self.nczarr
@@ -864,10 +897,8 @@ impl<'a> Reader<'a> {
                 _ => stored.clone(),
             };
             if !text.is_empty() {
-                var.atts.push(Att {
-                    name: "_FillValue".into(),
-                    values: Values::Strings(vec![text]),
-                });
+                var.atts
+                    .push(Att::new("_FillValue", Values::Strings(vec![text])));
             }
         }
         self.type_fill_attribute(var);
@@ -1315,8 +1346,7 @@ fn read_quantize(var: &Var) -> (i32, i32) {
             continue;
         };
         if let Some(crate::model::Values::Fixed { ty, bytes }) = var.att(name).map(|a| &a.values)
-            && ty.is_numeric()
-            && !ty.is_float()
+            && ty.is_integer()
             && bytes.len() >= ty.size()
         {
             let n = number::to_json(*ty, &bytes[..ty.size()])

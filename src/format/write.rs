@@ -70,14 +70,23 @@ enum FillAttribute {
     Left,
 }
 
-/// Writes the user attributes into `map` and returns the `types` record.
+/// What NCZarr records of the types of an object's attributes: each one's dtype (`types`),
+/// and the full name of the enum type of those of one (`enum_types`).
+#[derive(Default)]
+struct AttTypes {
+    dtypes: Map<String, Value>,
+    enums: Map<String, Value>,
+}
+
+/// Writes the user attributes into `map` and returns the record of their types.
 fn user_atts(
+    tree: &Tree,
     atts: &[crate::model::Att],
     map: &mut Map<String, Value>,
     layout: Layout,
     fill: FillAttribute,
-) -> Map<String, Value> {
-    let mut types = Map::new();
+) -> AttTypes {
+    let mut types = AttTypes::default();
     for a in atts {
         if a.name == "_FillValue" {
             match &fill {
@@ -91,24 +100,33 @@ fn user_atts(
         }
         let (v, dt) = attrs::to_json(&a.values, layout.nczarr);
         map.insert(a.name.clone(), v);
-        types.insert(a.name.clone(), Value::from(dt));
+        types.dtypes.insert(a.name.clone(), Value::from(dt));
+        if let Some(full) = enum_name(tree, a.enum_type.as_ref()) {
+            types.enums.insert(a.name.clone(), Value::from(full));
+        }
     }
     types
 }
 
-fn close_attrs(
-    mut map: Map<String, Value>,
-    mut types: Map<String, Value>,
-    layout: Layout,
-) -> Value {
+/// The full name of an enum type listed in `tree`.
+fn enum_name(tree: &Tree, r: Option<&crate::model::EnumRef>) -> Option<String> {
+    tree.type_full_name(r?.id()?)
+}
+
+fn close_attrs(mut map: Map<String, Value>, types: AttTypes, layout: Layout) -> Value {
     if layout.nczarr {
+        let AttTypes { mut dtypes, enums } = types;
         for k in map.keys() {
             if k.starts_with("_nczarr_") {
-                types.insert(k.clone(), Value::from("|J0"));
+                dtypes.insert(k.clone(), Value::from("|J0"));
             }
         }
-        types.insert(ATTR.into(), Value::from("|J0"));
-        map.insert(ATTR.into(), json!({ "types": types }));
+        dtypes.insert(ATTR.into(), Value::from("|J0"));
+        let mut info = json!({ "types": dtypes });
+        if !enums.is_empty() {
+            info["enum_types"] = Value::Object(enums);
+        }
+        map.insert(ATTR.into(), info);
     }
     Value::Object(map)
 }
@@ -118,10 +136,10 @@ fn close_attrs(
 fn group_attributes(tree: &Tree, g: GroupId, layout: Layout, superblock: Value) -> Value {
     let grp = tree.group(g);
     let mut map = Map::new();
-    let mut types = user_atts(&grp.atts, &mut map, layout, FillAttribute::AsAny);
+    let mut types = user_atts(tree, &grp.atts, &mut map, layout, FillAttribute::AsAny);
     if g == Tree::ROOT && layout.nczarr {
         map.insert(NCPROPERTIES.into(), Value::from(ncproperties(layout)));
-        types.insert(NCPROPERTIES.into(), Value::from(">S1"));
+        types.dtypes.insert(NCPROPERTIES.into(), Value::from(">S1"));
     }
     if layout.nczarr {
         let mut dims = Map::new();
@@ -153,10 +171,11 @@ fn group_attributes(tree: &Tree, g: GroupId, layout: Layout, superblock: Value) 
     close_attrs(map, types, layout)
 }
 
-/// The compound types group `g` defines, as NCZarr declares them: each one's name, size
-/// and fields (name, offset, type and dimensions; a field's type is an atomic type's CDL
-/// name or a compound type's full name). Left out: types without fields, and the types of
-/// variables holding records that no definition gave (their records tell them again).
+/// The types group `g` defines, as NCZarr declares them: a compound type's name, size and
+/// fields (name, offset, type and dimensions; a field's type is an atomic type's CDL name or
+/// a compound type's full name), an enum type's name, base (a CDL name) and members (name and
+/// value). Left out: types without fields or members, and the types of variables holding
+/// records that no definition gave (their records tell them again).
 fn declared_types(tree: &Tree, g: GroupId) -> Vec<Value> {
     let type_name = |id: i32| match NcType::from_id(id) {
         Ok(t) => t.name().to_string(),
@@ -165,8 +184,20 @@ fn declared_types(tree: &Tree, g: GroupId) -> Vec<Value> {
     tree.types
         .types
         .iter()
-        .filter(|t| t.group == g && !t.fields.is_empty() && !t.implicit)
-        .map(|t| {
+        .filter(|t| t.group == g && !t.implicit)
+        .filter_map(|t| {
+            if let Some(e) = &t.enumeration {
+                let members: Vec<Value> = e
+                    .members()
+                    .iter()
+                    .map(|m| json!({ "name": m.name, "value": enum_value_json(m.value) }))
+                    .collect();
+                return (!members.is_empty())
+                    .then(|| json!({ "name": t.name, "base": e.base.name(), "members": members }));
+            }
+            if t.fields.is_empty() {
+                return None;
+            }
             let fields: Vec<Value> = t
                 .fields
                 .iter()
@@ -179,9 +210,16 @@ fn declared_types(tree: &Tree, g: GroupId) -> Vec<Value> {
                     })
                 })
                 .collect();
-            json!({ "name": t.name, "size": t.size, "fields": fields })
+            Some(json!({ "name": t.name, "size": t.size, "fields": fields }))
         })
         .collect()
+}
+
+/// An enum member's value as a JSON number: as netCDF gives it (a `long long`), so an
+/// `uint64` value past `i64`'s range is the negative number of the same bits (netcdf-c 4.9.0
+/// refuses a dataset whose metadata holds a larger integer).
+fn enum_value_json(value: i128) -> Value {
+    Value::from(i64::try_from(value).unwrap_or(value as u64 as i64))
 }
 
 fn group_objects(tree: &Tree, g: GroupId, layout: Layout, out: &mut Vec<(String, Value)>) {
@@ -361,7 +399,7 @@ fn array_attributes(tree: &Tree, var: &Var, layout: Layout, fill: FillAttribute)
         FillAttribute::Left => var.atts.iter().position(|a| a.name == "_FillValue"),
         _ => None,
     };
-    let types = user_atts(&var.atts, &mut map, layout, fill);
+    let types = user_atts(tree, &var.atts, &mut map, layout, fill);
     if layout.xarray && !layout.zarr_v3 {
         let names: Vec<String> = if scalar {
             if layout.nczarr {
@@ -403,6 +441,9 @@ fn array_attributes(tree: &Tree, var: &Var, layout: Layout, fill: FillAttribute)
             && tree.types.get(record.type_id).is_some_and(|t| !t.implicit)
             && let Some(name) = tree.type_full_name(record.type_id)
         {
+            info["type"] = Value::from(name);
+        }
+        if let Some(name) = enum_name(tree, var.enum_type.as_ref()) {
             info["type"] = Value::from(name);
         }
         map.insert(ARRAY.into(), info);

@@ -3,6 +3,7 @@
 //! Pure data with lookup helpers. It knows nothing of storage, JSON or C; the rules of the
 //! netCDF API (define mode, name checks, error codes) live in `api`.
 
+use super::enums::EnumRef;
 use super::types::NcType;
 use super::values::Values;
 
@@ -29,20 +30,31 @@ pub struct Dim {
 pub struct Att {
     pub name: String,
     pub values: Values,
+    /// The enum type of the values (which are then of its base type).
+    pub enum_type: Option<super::enums::EnumRef>,
 }
 
 impl Att {
+    /// An attribute of `values`, of their own type.
+    pub fn new(name: &str, values: Values) -> Att {
+        Att {
+            name: name.to_string(),
+            values,
+            enum_type: None,
+        }
+    }
+
     /// The `_FillValue` attribute of a variable holding records, listed among its attributes
     /// where it was given: its value is the variable's fill (no attribute value holds a
     /// compound value), so it holds none here.
     pub fn compound_fill() -> Att {
-        Att {
-            name: "_FillValue".into(),
-            values: Values::Fixed {
+        Att::new(
+            "_FillValue",
+            Values::Fixed {
                 ty: NcType::UByte,
                 bytes: Vec::new(),
             },
-        }
+        )
     }
 }
 
@@ -224,6 +236,26 @@ pub struct Var {
     /// The array stores numpy structured records, served as values of a compound type:
     /// [`Var::ty`] is then only a stand-in (`ubyte`), and [`Var::endian`] native.
     pub record: Option<super::records::VarRecord>,
+    /// The enum type of the values, which are stored as its base type ([`Var::ty`]).
+    pub enum_type: Option<super::enums::EnumRef>,
+}
+
+/// The enum type a dataset's metadata names for values of type `base`, by id when it is
+/// listed as an enum type of that base; else none (the values are of their base type).
+fn resolve_enum(
+    r: &mut Option<EnumRef>,
+    base: NcType,
+    listed: &std::collections::HashMap<String, i32>,
+    types: &super::user_types::UserTypes,
+) {
+    let id = match r.as_ref() {
+        Some(EnumRef::Named(full)) => listed.get(full).copied(),
+        Some(EnumRef::Listed(id)) => Some(*id),
+        None => None,
+    };
+    *r = id
+        .filter(|id| types.enumeration(*id).is_ok_and(|e| e.base == base))
+        .map(EnumRef::Listed);
 }
 
 /// A metadata object as a store held it (JSON), kept to be written back with changes.
@@ -266,6 +298,7 @@ impl Var {
             complex: false,
             v3_stored: None,
             record: None,
+            enum_type: None,
         }
     }
 
@@ -436,10 +469,10 @@ impl Group {
 pub struct Tree {
     pub groups: Vec<Group>,
     pub dims: Vec<Dim>,
-    /// The compound types: those the dataset declares and those of variables holding
-    /// records ([`Tree::list_record_types`]), and those the program defines.
+    /// The user-defined types: those the dataset declares and the compound types of
+    /// variables holding records ([`Tree::list_record_types`]), and those the program defines.
     pub types: super::user_types::UserTypes,
-    /// The compound types the dataset's metadata declares, as read, until they are listed.
+    /// The types the dataset's metadata declares, as read, until they are listed.
     pub declared_types: Vec<super::user_types::DeclaredType>,
 }
 
@@ -460,11 +493,13 @@ impl Tree {
         }
     }
 
-    /// Lists the compound types the dataset declares (groups in preorder), then gives every
-    /// variable holding records its type: the one declared for it, when its records fit it,
-    /// else a type of its own in its group, named after it (variables in order). A declared
-    /// type that breaks a rule of a definition is not listed; a record whose type cannot be
-    /// listed leaves its variable unreadable.
+    /// Lists the types the dataset declares (groups in preorder), then gives every variable
+    /// holding records its type: the one declared for it, when its records fit it, else a
+    /// type of its own in its group, named after it (variables in order); then gives every
+    /// variable and attribute whose values the metadata says are of an enum type that type,
+    /// when it is listed with their base (else they are of their base type). A declared type
+    /// that breaks a rule of a definition is not listed; a record whose type cannot be listed
+    /// leaves its variable unreadable.
     pub fn list_record_types(&mut self) {
         let mut types = super::user_types::UserTypes::default();
         let mut declared = std::mem::take(&mut self.declared_types);
@@ -549,10 +584,30 @@ impl Tree {
                 }
             }
         }
+        for group in &mut self.groups {
+            for att in &mut group.atts {
+                resolve_enum(&mut att.enum_type, att.values.ty(), &listed, &types);
+            }
+            for var in &mut group.vars {
+                if var.record.is_some() {
+                    // Records are of a compound type.
+                    var.enum_type = None;
+                } else {
+                    resolve_enum(&mut var.enum_type, var.ty, &listed, &types);
+                }
+                for att in &mut var.atts {
+                    if att.name == "_FillValue" && att.values.ty() == var.ty {
+                        // A fill is of its variable's type (stored as the array's).
+                        att.enum_type = var.enum_type.clone();
+                    }
+                    resolve_enum(&mut att.enum_type, att.values.ty(), &listed, &types);
+                }
+            }
+        }
         self.types = types;
     }
 
-    /// The full name of compound type `id` (`/name` in the root, `/g/h/name` below).
+    /// The full name of user-defined type `id` (`/name` in the root, `/g/h/name` below).
     pub fn type_full_name(&self, id: i32) -> Option<String> {
         let t = self.types.get(id)?;
         Some(self.qualified(t.group, &t.name))

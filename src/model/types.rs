@@ -54,6 +54,11 @@ impl NcType {
         }
     }
 
+    /// The type of this CDL name (`byte` ... `string`).
+    pub fn from_name(name: &str) -> Option<NcType> {
+        NcType::ALL.into_iter().find(|t| t.name() == name)
+    }
+
     /// The type with this id; user-defined and unknown ids are [`Error::BadType`].
     pub fn from_id(id: i32) -> Result<NcType> {
         NcType::ALL
@@ -100,6 +105,11 @@ impl NcType {
     /// True for float and double.
     pub fn is_float(self) -> bool {
         matches!(self, NcType::Float | NcType::Double)
+    }
+
+    /// One of the integer types (`byte` ... `uint64`; not `char`).
+    pub fn is_integer(self) -> bool {
+        self.is_numeric() && !self.is_float()
     }
 
     /// The netCDF default fill value as native-endian bytes (`NC_FILL_*`); strings fill with "".

@@ -1,13 +1,15 @@
-//! The compound types of a dataset as the netCDF API lists them ([`UserType`], ids from
-//! `NC_FIRSTUSERTYPEID`): those of variables holding records, named after them; those a
-//! program defines (`nc_def_compound`, `nc_insert_compound`); and those a dataset's metadata
-//! declares ([`DeclaredType`]).
+//! The user-defined types of a dataset as the netCDF API lists them ([`UserType`], ids from
+//! `NC_FIRSTUSERTYPEID`): compound types of variables holding records, named after them;
+//! compound and enum types a program defines (`nc_def_compound`, `nc_insert_compound`,
+//! `nc_def_enum`, `nc_insert_enum`); and those a dataset's metadata declares
+//! ([`DeclaredType`]).
 //!
 //! Owns the rules a definition keeps (fields inside the value and apart from each other,
 //! named once, nested no deeper than records are read), the record a defined type's values
 //! are stored as, and how a stored record is fitted to the type declared for it. Knows
 //! nothing of JSON, stores, names' character rules or C.
 
+use super::enums::Enumeration;
 use super::records::{
     FieldKind, MOST_RECORD_BYTES, MemoryLayout, Record, RecordField, count, too_large,
 };
@@ -36,14 +38,14 @@ const MOST_FIELD_DIMS: usize = 32;
 /// stand for an enormous record).
 const MOST_LEAVES: usize = 1 << 16;
 
-/// Compound types a dataset's metadata may declare; more are not listed.
+/// Types a dataset's metadata may declare; more are not listed.
 const MOST_DECLARED_TYPES: usize = 4096;
 
-/// Fields the compound types a dataset's metadata declares may have in all; the types past
-/// them are not listed.
+/// Fields and enum members the types a dataset's metadata declares may have in all; the
+/// types past them are not listed.
 const MOST_DECLARED_FIELDS: usize = 1 << 16;
 
-/// A compound type as the netCDF API lists it.
+/// A compound or enum type as the netCDF API lists it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct UserType {
     pub name: String,
@@ -61,6 +63,8 @@ pub struct UserType {
     pub leaves: usize,
     /// A type no definition gives: the one of a variable holding records, named after it.
     pub implicit: bool,
+    /// An enum type's base and members (it has no fields); `None` for a compound type.
+    pub enumeration: Option<Enumeration>,
 }
 
 /// One field of a compound type.
@@ -73,14 +77,17 @@ pub struct TypeField {
     pub dims: Vec<usize>,
 }
 
-/// A compound type as a dataset's metadata declares it: its fields' types by name (an atomic
-/// type's CDL name, or the full name of a compound type declared before it).
+/// A type as a dataset's metadata declares it: a compound type, its fields' types by name
+/// (an atomic type's CDL name, or the full name of a compound type declared before it), or an
+/// enum type.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeclaredType {
     pub group: GroupId,
     pub name: String,
     pub size: usize,
     pub fields: Vec<DeclaredField>,
+    /// An enum type's base and members (then `fields` is empty).
+    pub enumeration: Option<Enumeration>,
 }
 
 /// One field of a [`DeclaredType`].
@@ -92,10 +99,11 @@ pub struct DeclaredField {
     pub dims: Vec<usize>,
 }
 
-/// The most compound types a dataset may have (whose records need more are not served).
+/// The most user-defined types a dataset may have (whose records need more are not served).
 const MOST_TYPES: usize = 1 << 16;
 
-/// The compound types of a dataset, in id order: a type's nested types before it.
+/// The user-defined types of a dataset, in id order: a compound type's nested types before
+/// it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct UserTypes {
     pub types: Vec<UserType>,
@@ -209,6 +217,7 @@ impl UserTypes {
             depth,
             leaves,
             implicit: true,
+            enumeration: None,
         })
     }
 
@@ -237,7 +246,71 @@ impl UserTypes {
             depth: 1,
             leaves: 0,
             implicit: false,
+            enumeration: None,
         })
+    }
+
+    /// `nc_def_enum`: an enum type of integer type `base` and no members yet, in group `g`.
+    pub fn define_enum(&mut self, g: GroupId, name: &str, base: NcType) -> Result<i32> {
+        plain_name(name)?;
+        let enumeration = Enumeration::new(base)?;
+        if self.named(g, name).is_some() {
+            return Err(Error::NameInUse(name.to_string()));
+        }
+        self.push(UserType {
+            name: name.to_string(),
+            group: g,
+            size: base.size(),
+            fields: Vec::new(),
+            open: true,
+            depth: 0,
+            leaves: 1,
+            implicit: false,
+            enumeration: Some(enumeration),
+        })
+    }
+
+    /// `nc_insert_enum`: member `name` of `value` in enum type `id`, which must still take
+    /// members (until the definitions end).
+    pub fn insert_enum(&mut self, id: i32, name: &str, value: i128) -> Result<()> {
+        plain_name(name)?;
+        let t = match id {
+            ..0 => return Err(Error::Invalid(format!("type id {id}"))),
+            0..FIRST_USER_TYPE => return Err(Error::BadType(id)),
+            _ => self.get_mut(id).ok_or(Error::BadTypeId(id))?,
+        };
+        if !t.open {
+            return Err(Error::TypeDefined(t.name.clone()));
+        }
+        match &mut t.enumeration {
+            Some(e) => e.insert(name, value),
+            None => Err(Error::BadType(id)),
+        }
+    }
+
+    /// The enum type with this id (a compound type's id is `NC_EBADTYPE`).
+    pub fn enumeration(&self, id: i32) -> Result<&Enumeration> {
+        self.get(id)
+            .ok_or(Error::BadType(id))?
+            .enumeration
+            .as_ref()
+            .ok_or(Error::BadType(id))
+    }
+
+    /// An enum type without members, which no definitions may end with (`NC_EINVAL`, as
+    /// netCDF-4 answers when its definitions end).
+    pub fn check_enums_have_members(&self) -> Result<()> {
+        match self.types.iter().find(|t| {
+            t.enumeration
+                .as_ref()
+                .is_some_and(|e| e.members().is_empty())
+        }) {
+            Some(t) => Err(Error::Invalid(format!(
+                "enum type {} has no members",
+                t.name
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// Bytes of one value of type `id`, how deep compound types nest in it (0 for an atomic
@@ -245,6 +318,10 @@ impl UserTypes {
     fn field_type(&self, id: i32) -> Result<(usize, usize, usize)> {
         if id >= FIRST_USER_TYPE {
             let t = self.get(id).ok_or(Error::BadType(id))?;
+            if t.enumeration.is_some() {
+                // Fields of enum types are not served.
+                return Err(Error::BadType(id));
+            }
             if t.fields.is_empty() {
                 return Err(Error::Invalid(format!(
                     "compound type {} has no fields yet",
@@ -268,6 +345,9 @@ impl UserTypes {
             0..FIRST_USER_TYPE => return Err(Error::BadType(id)),
             _ => self.get(id).ok_or(Error::BadTypeId(id))?,
         };
+        if t.enumeration.is_some() {
+            return Err(Error::BadType(id));
+        }
         if !t.open {
             return Err(Error::TypeDefined(t.name.clone()));
         }
@@ -477,7 +557,8 @@ impl UserTypes {
             .iter()
             .take(MOST_DECLARED_TYPES)
             .take_while(|d| {
-                fields = fields.saturating_add(d.fields.len());
+                let members = d.enumeration.as_ref().map_or(0, |e| e.members().len());
+                fields = fields.saturating_add(d.fields.len() + members);
                 fields <= MOST_DECLARED_FIELDS
             })
             .count();
@@ -524,9 +605,12 @@ impl UserTypes {
     /// Lists one declared type, its fields' compound types found in `listed` (full name ->
     /// id); a declaration that breaks a rule of [`UserTypes::insert`] lists nothing.
     fn declare(&mut self, decl: &DeclaredType, listed: &HashMap<String, i32>) -> Result<i32> {
+        if let Some(e) = &decl.enumeration {
+            return self.declare_enum(decl, e);
+        }
         let id = self.define(decl.group, &decl.name, decl.size)?;
         let filled = decl.fields.iter().try_for_each(|f| {
-            let type_id = match NcType::ALL.iter().find(|t| t.name() == f.type_name) {
+            let type_id = match NcType::from_name(&f.type_name) {
                 Some(t) => t.id(),
                 None => *listed.get(&f.type_name).ok_or(Error::BadType(0))?,
             };
@@ -552,6 +636,23 @@ impl UserTypes {
             return Err(e);
         }
         self.close(id);
+        Ok(id)
+    }
+
+    /// Lists one declared enum type (its members kept their rules as they were read); one
+    /// without members lists nothing.
+    fn declare_enum(&mut self, decl: &DeclaredType, e: &Enumeration) -> Result<i32> {
+        if e.members().is_empty() {
+            return Err(Error::Invalid(format!(
+                "enum type {} has no members",
+                decl.name
+            )));
+        }
+        let id = self.define_enum(decl.group, &decl.name, e.base)?;
+        if let Some(t) = self.get_mut(id) {
+            t.enumeration = Some(e.clone());
+            t.open = false;
+        }
         Ok(id)
     }
 }
@@ -823,6 +924,7 @@ mod tests {
             name: name.into(),
             size,
             fields,
+            enumeration: None,
         };
         let declared = vec![
             // Named before the type it holds, as a program may define it.
@@ -871,6 +973,7 @@ mod tests {
                     },
                     dims: Vec::new(),
                 }],
+                enumeration: None,
             })
             .collect();
         let names: Vec<String> = declared.iter().map(|d| format!("/{}", d.name)).collect();
@@ -879,5 +982,61 @@ mod tests {
         // Nested 16 deep at most: the last 16 of the chain.
         assert_eq!(listed.len(), 16);
         assert!(listed.contains_key(&format!("/t{}", n - 16)));
+    }
+
+    #[test]
+    fn enum_types_take_members_until_the_definitions_end_and_are_declared_whole() {
+        let mut types = UserTypes::default();
+        let g = GroupId(0);
+        assert!(matches!(
+            types.define_enum(g, "f_t", NcType::Float),
+            Err(Error::BadType(_))
+        ));
+        let id = types.define_enum(g, "cloud_t", NcType::UByte).unwrap();
+        assert!(types.check_enums_have_members().is_err());
+        types.insert_enum(id, "clear", 0).unwrap();
+        types.insert_enum(id, "missing", 255).unwrap();
+        types.check_enums_have_members().unwrap();
+        assert_eq!(types.get(id).unwrap().size, 1);
+        // No fields go into an enum type, and no enum type into a compound one.
+        let field = |type_id| TypeField {
+            name: "x".into(),
+            offset: 0,
+            type_id,
+            dims: Vec::new(),
+        };
+        assert!(matches!(types.insert(id, field(4)), Err(Error::BadType(_))));
+        let c = types.define(g, "c_t", 8).unwrap();
+        assert!(matches!(types.insert(c, field(id)), Err(Error::BadType(_))));
+        assert!(matches!(
+            types.insert_enum(c, "a", 1),
+            Err(Error::BadType(_))
+        ));
+        types.close_all();
+        assert!(matches!(
+            types.insert_enum(id, "late", 3),
+            Err(Error::TypeDefined(_))
+        ));
+        let e = types.enumeration(id).unwrap().clone();
+        let enum_decl = |name: &str, e: Enumeration| DeclaredType {
+            group: g,
+            name: name.into(),
+            size: 1,
+            fields: Vec::new(),
+            enumeration: Some(e),
+        };
+        let declared = vec![
+            enum_decl("cloud_t", e.clone()),
+            enum_decl("empty_t", Enumeration::new(NcType::Int).unwrap()),
+            // Named as the type before it.
+            enum_decl("cloud_t", e.clone()),
+        ];
+        let names: Vec<String> = declared.iter().map(|d| format!("/{}", d.name)).collect();
+        let mut read = UserTypes::default();
+        let listed = read.declare_all(&declared, &names);
+        assert_eq!(listed.len(), 1);
+        let t = read.get(listed["/cloud_t"]).unwrap();
+        assert_eq!((t.enumeration.as_ref(), t.open), (Some(&e), false));
+        assert_eq!(read.types.len(), 1);
     }
 }

@@ -184,6 +184,10 @@ impl<'a> Reader<'a> {
                 for (name, len, unlimited) in info.dims {
                     self.tree.add_dim(g, &name, len, unlimited);
                 }
+                for mut declared in info.types {
+                    declared.group = g;
+                    self.tree.declared_types.push(declared);
+                }
                 let names: Vec<String> = info.arrays.into_iter().chain(info.groups).collect();
                 if let Some(bad) = names.iter().find(|n| !plain_name(n)) {
                     return Err(Error::metadata(key, format!("bad child name {bad:?}")));

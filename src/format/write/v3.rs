@@ -396,10 +396,10 @@ mod tests {
         var.chunks = vec![3];
         var.v3_chunk_keys = true;
         var.dimension_separator = '/';
-        var.atts.push(Att {
-            name: "_FillValue".into(),
-            values: Values::fixed(NcType::Float, (-1.5f32).to_ne_bytes().to_vec()),
-        });
+        var.atts.push(Att::new(
+            "_FillValue",
+            Values::fixed(NcType::Float, (-1.5f32).to_ne_bytes().to_vec()),
+        ));
         var
     }
 
@@ -479,10 +479,7 @@ mod tests {
         var.chunks = vec![6];
         var.no_fill = true;
         for name in ["units", "_FillValue", "long_name"] {
-            var.atts.push(Att {
-                name: name.into(),
-                values: Values::text("x"),
-            });
+            var.atts.push(Att::new(name, Values::text("x")));
         }
         let objects = metadata_objects(&tree_with(var), layout(true, false));
         let a = object(&objects, "c/zarr.json");
