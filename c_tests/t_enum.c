@@ -238,6 +238,13 @@ static void scenario(const target *t, trace *tr) {
     TRACE_RC(tr, nc_def_var(g, "level", level, 1, &n, &v_level));
     TRACE_RC(tr, nc_def_var(g, "overhead", cloud, 0, NULL, &v_scalar));
     TRACE_RC(tr, nc_def_var(ncid, "quiet", cloud, 1, &n, &v_quiet));
+    /* Two chunks, one never written: its values are the fill, after a reopen too. */
+    int v_sparse;
+    size_t half = 2;
+    TRACE_RC(tr, nc_def_var(g, "sparse", level, 1, &n, &v_sparse));
+    TRACE_RC(tr, nc_def_var_chunking(g, v_sparse, NC_CHUNKED, &half));
+    s16 = -1;
+    TRACE_RC(tr, nc_put_att(g, v_sparse, "_FillValue", level, 1, &s16));
     TRACE_RC(tr, nc_def_var_endian(ncid, v_quiet, NC_ENDIAN_LITTLE));
     TRACE_RC(tr, nc_def_var_endian(ncid, v_quiet, NC_ENDIAN_BIG));
     /* Members may still come while the definitions last. */
@@ -262,6 +269,14 @@ static void scenario(const target *t, trace *tr) {
     /* Replaced by one of an atomic type, the attribute is of that type. */
     TRACE_RC(tr, nc_put_att(ncid, NC_GLOBAL, "replaced", cloud, 1, two));
     TRACE_RC(tr, nc_put_att_text(ncid, NC_GLOBAL, "replaced", 3, "abc"));
+    /* Renamed and deleted, enum attributes keep their type. */
+    TRACE_RC(tr, nc_put_att(ncid, NC_GLOBAL, "doomed", cloud, 1, two));
+    TRACE_RC(tr, nc_rename_att(ncid, v_wide, "range", "span"));
+    TRACE_RC(tr, nc_del_att(ncid, NC_GLOBAL, "doomed"));
+    TRACE_RC(tr, nc_put_att(ncid, v_sky, "other", cloud, 1, two));
+    /* Read as text, enum values are NC_ECHAR. */
+    char text[4];
+    TRACE_RC(tr, nc_get_att_text(ncid, NC_GLOBAL, "skies", text));
     trace_group(tr, ncid);
     TRACE_RC(tr, nc_enddef(ncid));
     /* Compared once committed (netCDF-4 files compare no type before). */
@@ -285,6 +300,9 @@ static void scenario(const target *t, trace *tr) {
     TRACE_RC(tr, nc_put_vara(g, v_level, &start, &count, levels));
     u8 = 2;
     TRACE_RC(tr, nc_put_var(g, v_scalar, &u8));
+    size_t first = 0;
+    TRACE_RC(tr, nc_put_vara(g, v_sparse, &first, &count, levels));
+    TRACE_RC(tr, nc_get_var_text(ncid, v_sky, text));
     trace_add(tr, "-- in session");
     trace_group(tr, ncid);
     CHECK(nc_close(ncid));
@@ -354,6 +372,10 @@ static int zarr_only(const target *zr) {
     EXPECT_RC(nc_put_att_int(ncid, v, "_FillValue", NC_INT, 1, two_fills), NC_EBADTYPE);
     int attid;
     EXPECT_RC(nc_inq_attid(ncid, v, "_FillValue", &attid), NC_ENOTATT);
+    /* Nor does an attribute of another type become it by a rename (netCDF-4 files keep it so,
+     * and it would come back as another type's). */
+    CHECK(nc_put_att_int(ncid, v, "not_fill", NC_INT, 1, two_fills));
+    EXPECT_RC(nc_rename_att(ncid, v, "not_fill", "_FillValue"), NC_EBADTYPE);
     CHECK(nc_insert_enum(ncid, c, "one", two_fills));
     EXPECT_RC(nc_enddef(ncid), NC_EINVAL);
     int value = -3;
@@ -374,6 +396,15 @@ static int zarr_only(const target *zr) {
     CHECK(nc_close(ncid));
     CHECK(nc_open(zr->path, NC_NOWRITE, &ncid));
     EXPECT_RC(nc_inq_typeid(ncid, "late_t", &late), NC_NOERR);
+    /* The type mended after the refused nc_enddef holds its member, its variable the values. */
+    char member[NC_MAX_NAME + 1] = "";
+    int member_value = 0, back_values[2] = {0, 0};
+    CHECK(nc_inq_typeid(ncid, "empty_t", &empty));
+    EXPECT_RC(nc_inq_enum_member(ncid, empty, 0, member, &member_value), NC_NOERR);
+    EXPECT(strcmp(member, "minus_three") == 0 && member_value == -3);
+    CHECK(nc_inq_varid(ncid, "v", &v));
+    CHECK(nc_get_var(ncid, v, back_values));
+    EXPECT(back_values[0] == -3 && back_values[1] == -3);
     CHECK(nc_close(ncid));
 
     /* In pure Zarr the values are their base type's: the type is not kept. */

@@ -253,7 +253,7 @@ print(a.dtype, a[...].tolist())
 /// A store whose type table a hostile or broken writer left wrong: a value given twice, a base
 /// that is no integer type, members of the wrong shape, a value its base cannot hold. Each
 /// such type is not listed; its variables and attributes are read as their base types, with
-/// their values; the good type beside them is served. (Names given twice and types without
+/// their values; the good types beside them (in the same group and in another) are served. (Names given twice and types without
 /// members are the model's unit tests'.)
 #[test]
 fn broken_enum_declarations_leave_base_types_not_errors() {
@@ -283,6 +283,9 @@ fn broken_enum_declarations_leave_base_types_not_errors() {
     // spare_t: a value its base cannot hold.
     let i = by_name(types, "spare_t");
     types[i]["members"][0]["value"] = serde_json::json!(1000);
+    // A good one among them.
+    types.push(serde_json::json!({"name": "good_t", "base": "int",
+        "members": [{"name": "yes", "value": 1}, {"name": "no", "value": 0}]}));
     std::fs::write(&attrs, serde_json::to_vec(&meta).unwrap()).unwrap();
 
     let seen = dumped(Host::Ours, &target);
@@ -292,6 +295,10 @@ fn broken_enum_declarations_leave_base_types_not_errors() {
         "int64 wide(n) ;",
         "uint64 huge(n) ;",
         "sky = 0, 2, _, 1 ;",
+        "wide = -9223372036854775807, 9223372036854775807, 0, -9223372036854775807 ;",
+        "huge = 18446744073709551615, 18446744073709551615, 18446744073709551615,",
+        "inherited = 255, 0, 0, 255 ;",
+        "int enum good_t {yes = 1, no = 0} ;",
         "short enum level_t {below = -1, ground = 0, above = 300} ;",
         "level = below, above, _, below ;",
     ] {

@@ -177,9 +177,16 @@ impl Dataset {
         memtype: Option<NcType>,
     ) -> Result<(Values, bool)> {
         let v = self.att_values(owner, name)?;
-        // Values of an enum type are read in that type only.
-        if let (Some(t), Some(_)) = (memtype, self.att_enum_type(owner, name)) {
-            return Err(Error::BadType(t.id()));
+        // Values of an enum type are read in that type only (as text: `NC_ECHAR`, as
+        // netCDF-4 answers); no values read in any.
+        if let (Some(t), Some(_)) = (memtype, self.att_enum_type(owner, name))
+            && !v.is_empty()
+        {
+            return Err(if t == NcType::Char {
+                Error::Char
+            } else {
+                Error::BadType(t.id())
+            });
         }
         match memtype {
             None => Ok((v, false)),
@@ -275,6 +282,17 @@ impl Dataset {
             && (name == "_FillValue" || new_name == "_FillValue")
         {
             return Err(Error::BadType(0));
+        }
+        // A fill is of its variable's type: an attribute of another enum type (or none where
+        // the variable has one) does not become it.
+        if let Owner::Var(g, v) = owner
+            && new_name == "_FillValue"
+        {
+            let var = &self.tree.group(g).vars[v];
+            let renamed = self.att_enum_type(owner, name);
+            if var.enum_type.as_ref().and_then(crate::model::EnumRef::id) != renamed {
+                return Err(Error::BadType(renamed.unwrap_or(0)));
+            }
         }
         let atts = self.atts(owner);
         if atts.iter().any(|a| a.name == new_name) {

@@ -141,6 +141,7 @@ fn call(
         let mt = match o.ds.var_enum_type(g, v) {
             // Values of an enum type move as its base type's, in that type only.
             Some(id) if memtype == NC_NAT || memtype == id => ty,
+            Some(_) if memtype == NcType::Char.id() => return Err(Error::Char),
             Some(_) => return Err(Error::BadType(memtype)),
             None if memtype == NC_NAT => ty,
             None => NcType::from_id(memtype)?,

@@ -7,6 +7,9 @@ use super::types::NcType;
 use crate::error::{Error, Result};
 use std::collections::HashMap;
 
+/// The longest member name, in bytes (`NC_MAX_NAME`).
+const LONGEST_NAME: usize = 256;
+
 /// Members one enum type may have (more are refused, and a stored type with more is not
 /// listed).
 pub const MOST_MEMBERS: usize = 1 << 16;
@@ -111,10 +114,18 @@ impl Enumeration {
         &self.members
     }
 
-    /// Adds member `name` of `value`: a name given already is `NC_ENAMEINUSE`, a value given
+    /// Adds member `name` of `value`: a name netCDF cannot give (empty, holding a `/`, longer
+    /// than `NC_MAX_NAME`) is `NC_EBADNAME` or `NC_EMAXNAME`, a name given already is
+    /// `NC_ENAMEINUSE`, a value given
     /// already or one the base type cannot hold `NC_EINVAL` (netCDF-4 files take both, then
     /// fail when the definitions end).
     pub fn insert(&mut self, name: &str, value: i128) -> Result<()> {
+        if name.is_empty() || name.contains('/') {
+            return Err(Error::BadName(name.to_string()));
+        }
+        if name.len() > LONGEST_NAME {
+            return Err(Error::MaxName(name.to_string()));
+        }
         if self.by_name.contains_key(name) {
             return Err(Error::NameInUse(name.to_string()));
         }
@@ -183,13 +194,23 @@ mod tests {
     }
 
     #[test]
-    fn many_members_are_inserted_and_found_without_a_search() {
-        let mut e = Enumeration::new(NcType::UShort).unwrap();
+    fn members_are_bounded_and_named_as_netcdf_names_things() {
+        let mut e = Enumeration::new(NcType::Int).unwrap();
         for i in 0..MOST_MEMBERS {
             e.insert(&format!("m{i}"), i as i128).unwrap();
         }
         assert_eq!(e.ident(65535).unwrap(), "m65535");
+        // A new name and value the base holds, past the bound.
         assert!(matches!(e.insert("more", -1), Err(Error::Invalid(_))));
+        assert_eq!(e.members().len(), MOST_MEMBERS);
+        let mut e = Enumeration::new(NcType::Int).unwrap();
+        assert!(matches!(e.insert("", 1), Err(Error::BadName(_))));
+        assert!(matches!(e.insert("a/b", 1), Err(Error::BadName(_))));
+        assert!(matches!(
+            e.insert(&"x".repeat(257), 1),
+            Err(Error::MaxName(_))
+        ));
+        e.insert(&"x".repeat(256), 1).unwrap();
     }
 
     #[test]

@@ -273,7 +273,6 @@ impl UserTypes {
     /// `nc_insert_enum`: member `name` of `value` in enum type `id`, which must still take
     /// members (until the definitions end).
     pub fn insert_enum(&mut self, id: i32, name: &str, value: i128) -> Result<()> {
-        plain_name(name)?;
         let t = match id {
             ..0 => return Err(Error::Invalid(format!("type id {id}"))),
             0..FIRST_USER_TYPE => return Err(Error::BadType(id)),
