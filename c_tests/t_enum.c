@@ -350,10 +350,13 @@ static int zarr_only(const target *zr) {
     EXPECT_RC(nc_insert_enum(ncid, e, "one", &u8), NC_ENAMEINUSE);
     EXPECT_RC(nc_insert_enum(ncid, e, "uno", &u8), NC_EINVAL);
     EXPECT_RC(nc_insert_enum(ncid, e, "null", NULL), NC_EINVAL);
-    /* A compound type takes no enum members, and holds no enum fields. */
-    CHECK(nc_def_compound(ncid, 8, "c_t", &c));
+    /* A compound type takes no enum members, but holds enum fields; the enum type takes members
+     * still. */
+    CHECK(nc_def_compound(ncid, 16, "c_t", &c));
     EXPECT_RC(nc_insert_enum(ncid, c, "x", &u8), NC_EBADTYPE);
-    EXPECT_RC(nc_insert_compound(ncid, c, "e", 0, e), NC_EBADTYPE);
+    EXPECT_RC(nc_insert_compound(ncid, c, "e", 8, e), NC_NOERR);
+    u8 = 2;
+    EXPECT_RC(nc_insert_enum(ncid, e, "two", &u8), NC_NOERR);
     EXPECT_RC(nc_insert_compound(ncid, e, "i", 0, NC_INT), NC_EBADTYPE);
     CHECK(nc_insert_compound(ncid, c, "d", 0, NC_DOUBLE));
     /* An enum type has no fields (netCDF-4 files answer with its members). */

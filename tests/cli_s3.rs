@@ -122,8 +122,12 @@ fn compound_types_through_s3s_fs_equal_the_file_store() {
 
 #[test]
 fn enum_types_through_s3s_fs_equal_the_file_store() {
-    let cdl = common::repo_root().join("tests/cdl_enum/enum.cdl");
-    corpus_round_trip(Kind::S3sFs, &[cdl]);
+    let dir = common::repo_root().join("tests/cdl_enum");
+    let cases: Vec<_> = ["enum", "compound_enum"]
+        .iter()
+        .map(|name| dir.join(format!("{name}.cdl")))
+        .collect();
+    corpus_round_trip(Kind::S3sFs, &cases);
 }
 
 #[test]

@@ -20,13 +20,22 @@ use common::{Host, dump, ncdump, ncgen, repo_root, run, scratch, url};
 use std::path::{Path, PathBuf};
 
 fn cdl() -> PathBuf {
-    repo_root().join("tests/cdl_enum/enum.cdl")
+    cdl_named("enum")
+}
+
+fn cdl_named(name: &str) -> PathBuf {
+    repo_root().join(format!("tests/cdl_enum/{name}.cdl"))
 }
 
 /// The HDF5 file stock `ncgen` writes of the corpus and its dump (without the dataset's name).
 fn truth(dir: &Path) -> (PathBuf, String) {
-    let nc = dir.join("enum.nc");
-    ncgen(Host::Stock, &cdl(), nc.to_str().unwrap()).unwrap_or_else(|e| panic!("{e}"));
+    truth_of(dir, &cdl())
+}
+
+/// The HDF5 file stock `ncgen` writes of `cdl` and its dump (without the dataset's name).
+fn truth_of(dir: &Path, cdl: &Path) -> (PathBuf, String) {
+    let nc = dir.join(format!("{}.nc", common::case_name(cdl)));
+    ncgen(Host::Stock, cdl, nc.to_str().unwrap()).unwrap_or_else(|e| panic!("{e}"));
     let dumped = ncdump(Host::Stock, &[], nc.to_str().unwrap()).unwrap();
     assert!(dumped.contains("ubyte enum cloud_t"), "{dumped}");
     (nc, dump::normalise_name(&dumped))
@@ -41,15 +50,24 @@ fn defined_enum_types_round_trip_through_the_stock_tools() {
     if common::reference_only() {
         return;
     }
-    let dir = scratch("enum-tools");
-    let (nc, truth) = truth(dir.path());
+    round_trip(&cdl(), true);
+    // Enum fields of a compound type (compound types are refused in Zarr v3).
+    round_trip(&cdl_named("compound_enum"), false);
+}
+
+fn round_trip(cdl: &Path, zarr_v3: bool) {
+    let dir = scratch(&format!("enum-tools-{}", common::case_name(cdl)));
+    let (nc, truth) = truth_of(dir.path(), cdl);
     for (name, mode) in [
         ("gen.zarr", "nczarr,file"),
         ("gen.zip", "nczarr,zip"),
         ("gen3.zarr", "nczarr,v3,file"),
-    ] {
+    ]
+    .into_iter()
+    .filter(|(_, mode)| zarr_v3 || !mode.contains("v3"))
+    {
         let store = url(&dir.path().join(name), mode);
-        ncgen(Host::Ours, &cdl(), &store).unwrap_or_else(|e| panic!("{mode}: {e}"));
+        ncgen(Host::Ours, cdl, &store).unwrap_or_else(|e| panic!("{mode}: {e}"));
         assert_eq!(
             common::diff::diff(&truth, &dumped(Host::Ours, &store)),
             None,

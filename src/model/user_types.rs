@@ -296,6 +296,15 @@ impl UserTypes {
             .ok_or(Error::BadType(id))
     }
 
+    /// The atomic type values of type `id` are held in: an atomic type's own, an enum type's
+    /// base; `None` for a compound type.
+    fn value_type(&self, id: i32) -> Option<NcType> {
+        match self.enumeration(id) {
+            Ok(e) => Some(e.base),
+            Err(_) => NcType::from_id(id).ok(),
+        }
+    }
+
     /// An enum type without members, which no definitions may end with (`NC_EINVAL`, as
     /// netCDF-4 answers when its definitions end).
     pub fn check_enums_have_members(&self) -> Result<()> {
@@ -317,9 +326,9 @@ impl UserTypes {
     fn field_type(&self, id: i32) -> Result<(usize, usize, usize)> {
         if id >= FIRST_USER_TYPE {
             let t = self.get(id).ok_or(Error::BadType(id))?;
-            if t.enumeration.is_some() {
-                // Fields of enum types are not served.
-                return Err(Error::BadType(id));
+            if let Some(e) = &t.enumeration {
+                // Stored as its base.
+                return Ok((e.base.size(), 0, 1));
             }
             if t.fields.is_empty() {
                 return Err(Error::Invalid(format!(
@@ -405,7 +414,12 @@ impl UserTypes {
                 )));
             }
         }
-        if field.type_id >= FIRST_USER_TYPE {
+        if self
+            .get(field.type_id)
+            .is_some_and(|t| t.enumeration.is_none())
+        {
+            // An enum type takes members until the definitions end: its values are stored
+            // as its base whatever they are.
             self.close(field.type_id);
         }
         if let Some(t) = self.get_mut(id) {
@@ -459,7 +473,16 @@ impl UserTypes {
         let mut fields = Vec::with_capacity(t.fields.len());
         let mut at = 0usize;
         for f in &t.fields {
-            let (kind, size) = if f.type_id >= FIRST_USER_TYPE {
+            let enum_base = self.enumeration(f.type_id).ok().map(|e| e.base);
+            let (kind, size) = if let Some(ty) = enum_base {
+                (
+                    FieldKind::Number {
+                        ty,
+                        endian: Endian::native(),
+                    },
+                    ty.size(),
+                )
+            } else if f.type_id >= FIRST_USER_TYPE {
                 let inner = self.record_of(f.type_id)?;
                 let size = inner.stored_size;
                 (FieldKind::Nested(inner), size)
@@ -516,7 +539,7 @@ impl UserTypes {
                     }
                     FieldKind::Nested(self.fit(tf.type_id, inner)?)
                 }
-                kind if kind.atomic() == NcType::from_id(tf.type_id).ok()
+                kind if kind.atomic() == self.value_type(tf.type_id)
                     && count(&rf.memory_dims()).ok()? == values =>
                 {
                     kind.clone()
@@ -997,7 +1020,7 @@ mod tests {
         types.insert_enum(id, "missing", 255).unwrap();
         types.check_enums_have_members().unwrap();
         assert_eq!(types.get(id).unwrap().size, 1);
-        // No fields go into an enum type, and no enum type into a compound one.
+        // No fields go into an enum type.
         let field = |type_id| TypeField {
             name: "x".into(),
             offset: 0,
@@ -1005,8 +1028,15 @@ mod tests {
             dims: Vec::new(),
         };
         assert!(matches!(types.insert(id, field(4)), Err(Error::BadType(_))));
+        // A compound type holds enum fields (stored as the base), and the enum type takes
+        // members still.
         let c = types.define(g, "c_t", 8).unwrap();
-        assert!(matches!(types.insert(c, field(id)), Err(Error::BadType(_))));
+        types.insert(c, field(id)).unwrap();
+        types.insert_enum(id, "cumulus", 1).unwrap();
+        assert_eq!(
+            types.record_of(c).unwrap().fields[0].kind.atomic(),
+            Some(NcType::UByte)
+        );
         assert!(matches!(
             types.insert_enum(c, "a", 1),
             Err(Error::BadType(_))
