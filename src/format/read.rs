@@ -130,9 +130,10 @@ struct GroupInfo {
     types: Vec<crate::model::DeclaredType>,
 }
 
-/// The compound types an NCZarr group declares (`[{"name", "size", "fields": [{"name",
-/// "offset", "type", "dimensions"}]}]`). A declaration that is not of this form is left out:
-/// the variables of its type are then served under types of their own.
+/// The types an NCZarr group declares: compound types (`[{"name", "size", "fields": [{"name",
+/// "offset", "type", "dimensions"}]}]`) and enum types (`{"name", "base", "members"}`). A
+/// declaration that is not of either form is left out: the variables of its type are then
+/// served under types of their own, or as their base type.
 fn declared_types(info: &Json) -> Vec<crate::model::DeclaredType> {
     let Some(Json::Array(types)) = info.get("types") else {
         return Vec::new();

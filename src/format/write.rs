@@ -173,7 +173,7 @@ fn group_attributes(tree: &Tree, g: GroupId, layout: Layout, superblock: Value) 
 
 /// The types group `g` defines, as NCZarr declares them: a compound type's name, size and
 /// fields (name, offset, type and dimensions; a field's type is an atomic type's CDL name or
-/// a compound type's full name), an enum type's name, base (a CDL name) and members (name and
+/// a compound or enum type's full name), an enum type's name, base (a CDL name) and members (name and
 /// value). Left out: types without fields or members, and the types of variables holding
 /// records that no definition gave (their records tell them again).
 fn declared_types(tree: &Tree, g: GroupId) -> Vec<Value> {

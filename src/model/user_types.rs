@@ -55,7 +55,7 @@ pub struct UserType {
     pub size: usize,
     pub fields: Vec<TypeField>,
     /// Fields may still be inserted: the type was defined by the program and no variable
-    /// or other type uses it yet.
+    /// or other type uses it yet; an enum type's members, until the definitions end.
     pub open: bool,
     /// How deep compound types nest in it (1: its fields are atomic).
     pub depth: usize,
@@ -72,14 +72,14 @@ pub struct UserType {
 pub struct TypeField {
     pub name: String,
     pub offset: usize,
-    /// An atomic type's id or a compound type's.
+    /// An atomic type's id, a compound type's or an enum type's.
     pub type_id: i32,
     pub dims: Vec<usize>,
 }
 
 /// A type as a dataset's metadata declares it: a compound type, its fields' types by name
-/// (an atomic type's CDL name, or the full name of a compound type declared before it), or an
-/// enum type.
+/// (an atomic type's CDL name, or the full name of a compound or enum type declared anywhere),
+/// or an enum type.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeclaredType {
     pub group: GroupId,
@@ -322,7 +322,7 @@ impl UserTypes {
     }
 
     /// Bytes of one value of type `id`, how deep compound types nest in it (0 for an atomic
-    /// type) and its atomic fields. Variable-length strings have no place in a stored record.
+    /// or enum type) and its atomic fields. Variable-length strings have no place in a stored record.
     fn field_type(&self, id: i32) -> Result<(usize, usize, usize)> {
         if id >= FIRST_USER_TYPE {
             let t = self.get(id).ok_or(Error::BadType(id))?;
@@ -1067,5 +1067,59 @@ mod tests {
         let t = read.get(listed["/cloud_t"]).unwrap();
         assert_eq!((t.enumeration.as_ref(), t.open), (Some(&e), false));
         assert_eq!(read.types.len(), 1);
+    }
+
+    #[test]
+    fn enum_fields_are_stored_as_their_base_and_fitted_back_whatever_the_order_given() {
+        let g = GroupId(0);
+        let enum_decl = |name: &str, base: NcType| {
+            let mut e = Enumeration::new(base).unwrap();
+            e.insert("a", 1).unwrap();
+            DeclaredType {
+                group: g,
+                name: name.into(),
+                size: base.size(),
+                fields: Vec::new(),
+                enumeration: Some(e),
+            }
+        };
+        let compound = DeclaredType {
+            group: g,
+            name: "c_t".into(),
+            size: 4,
+            fields: vec![
+                DeclaredField {
+                    name: "id".into(),
+                    offset: 0,
+                    type_name: "short".into(),
+                    dims: Vec::new(),
+                },
+                DeclaredField {
+                    name: "e".into(),
+                    offset: 2,
+                    type_name: "/sub/e_t".into(),
+                    dims: vec![2],
+                },
+            ],
+            enumeration: None,
+        };
+        // The compound type named before the enum type it holds, of another group.
+        let declared = vec![compound, enum_decl("e_t", NcType::UByte)];
+        let names = vec!["/c_t".to_string(), "/sub/e_t".to_string()];
+        let mut types = UserTypes::default();
+        let listed = types.declare_all(&declared, &names);
+        let (c, e) = (listed["/c_t"], listed["/sub/e_t"]);
+        assert_eq!(types.get(c).unwrap().fields[1].type_id, e);
+        let stored = types.record_of(c).unwrap();
+        assert_eq!(stored.fields[1].kind.atomic(), Some(NcType::UByte));
+        assert_eq!(stored.stored_size, 4);
+        assert!(types.fit(c, &stored).is_some());
+        // A stored field of another type than the enum's base does not fit.
+        let mut wider = stored.clone();
+        wider.fields[1].kind = FieldKind::Number {
+            ty: NcType::Short,
+            endian: Endian::native(),
+        };
+        assert!(types.fit(c, &wider).is_none());
     }
 }
