@@ -231,8 +231,8 @@ impl Dataset {
         {
             let var = &self.tree.group(g).vars[v];
             // Of the variable's own type: an enum variable's fill is of its enum type.
-            let var_enum = var.enum_type.as_ref().and_then(crate::model::EnumRef::id);
-            if file_type != var.ty || var.record.is_some() || var_enum != enum_type {
+            if file_type != var.ty || var.record.is_some() || self.var_enum_type(g, v) != enum_type
+            {
                 return Err(Error::BadType(file_type.id()));
             }
             if stored.len() != 1 {
@@ -288,9 +288,8 @@ impl Dataset {
         if let Owner::Var(g, v) = owner
             && new_name == "_FillValue"
         {
-            let var = &self.tree.group(g).vars[v];
             let renamed = self.att_enum_type(owner, name);
-            if var.enum_type.as_ref().and_then(crate::model::EnumRef::id) != renamed {
+            if self.var_enum_type(g, v) != renamed {
                 return Err(Error::BadType(renamed.unwrap_or(0)));
             }
         }

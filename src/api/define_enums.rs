@@ -74,6 +74,20 @@ impl Dataset {
         self.tree.group(g).vars[v].enum_type.as_ref()?.id()
     }
 
+    /// The type values of variable `v` move in for the caller's type id `memtype` (`NC_NAT`,
+    /// 0: the variable's): an enum variable's values move as its base type's, in the enum type
+    /// only (text: `NC_ECHAR`, another type: `NC_EBADTYPE`, as netCDF-4 answers).
+    pub fn memory_type(&self, g: GroupId, v: usize, memtype: i32) -> Result<NcType> {
+        let ty = self.tree.group(g).vars[v].ty;
+        match self.var_enum_type(g, v) {
+            Some(id) if memtype == 0 || memtype == id => Ok(ty),
+            Some(_) if memtype == NcType::Char.id() => Err(Error::Char),
+            Some(_) => Err(Error::BadType(memtype)),
+            None if memtype == 0 => Ok(ty),
+            None => NcType::from_id(memtype),
+        }
+    }
+
     /// The enum type of attribute `name` of `owner`, when its values are of one.
     pub fn att_enum_type(&self, owner: Owner, name: &str) -> Option<i32> {
         self.atts(owner)

@@ -73,7 +73,6 @@ fn call(
         let v = o.ds.var_index(g, varid)?;
         let var = &o.ds.tree.group(g).vars[v];
         let shape = o.ds.tree.var_shape(var);
-        let ty = var.ty;
         let rank = shape.len();
         let mut slab = Slab {
             start: vec![0; rank],
@@ -138,14 +137,7 @@ fn call(
                 }
             };
         }
-        let mt = match o.ds.var_enum_type(g, v) {
-            // Values of an enum type move as its base type's, in that type only.
-            Some(id) if memtype == NC_NAT || memtype == id => ty,
-            Some(_) if memtype == NcType::Char.id() => return Err(Error::Char),
-            Some(_) => return Err(Error::BadType(memtype)),
-            None if memtype == NC_NAT => ty,
-            None => NcType::from_id(memtype)?,
-        };
+        let mt = o.ds.memory_type(g, v, memtype)?;
         let offsets = || match &imap {
             Some(m) => strided_offsets(&slab.count, m),
             None => (0..elems).collect(),
