@@ -11,6 +11,7 @@ pub mod data;
 pub mod dataset;
 pub mod define;
 pub mod define_enums;
+pub mod define_opaque;
 pub mod define_types;
 pub mod filters;
 pub mod inquire;

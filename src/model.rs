@@ -10,7 +10,7 @@ pub mod types;
 pub mod user_types;
 pub mod values;
 
-pub use enums::{EnumMember, EnumRef, Enumeration};
+pub use enums::{EnumMember, Enumeration};
 pub use records::{FieldKind, MOST_RECORD_BYTES, MemoryLayout, Record, RecordField, VarRecord};
 pub use tree::{
     Att, COMPLEX_DIMENSION, CacheSettings, Dim, DimId, Endian, Filter, Group, GroupId, Storage,
@@ -18,6 +18,7 @@ pub use tree::{
 };
 pub use types::NcType;
 pub use user_types::{
-    DeclaredField, DeclaredType, FIRST_USER_TYPE, TypeField, UserType, UserTypes,
+    DeclaredField, DeclaredType, FIRST_USER_TYPE, TypeClass, TypeField, TypeRef, UserType,
+    UserTypes,
 };
 pub use values::Values;

@@ -131,6 +131,16 @@ fn enum_types_through_s3s_fs_equal_the_file_store() {
 }
 
 #[test]
+fn opaque_types_through_s3s_fs_equal_the_file_store() {
+    let dir = common::repo_root().join("tests/cdl_opaque");
+    let cases: Vec<_> = ["opaque", "compound_opaque"]
+        .iter()
+        .map(|name| dir.join(format!("{name}.cdl")))
+        .collect();
+    corpus_round_trip(Kind::S3sFs, &cases);
+}
+
+#[test]
 fn corpus_through_moto_equals_the_file_store() {
     let some: Vec<_> = cdl_files()
         .into_iter()

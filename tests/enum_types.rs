@@ -58,45 +58,7 @@ fn defined_enum_types_round_trip_through_the_stock_tools() {
 fn round_trip(cdl: &Path, zarr_v3: bool) {
     let dir = scratch(&format!("enum-tools-{}", common::case_name(cdl)));
     let (nc, truth) = truth_of(dir.path(), cdl);
-    for (name, mode) in [
-        ("gen.zarr", "nczarr,file"),
-        ("gen.zip", "nczarr,zip"),
-        ("gen3.zarr", "nczarr,v3,file"),
-    ]
-    .into_iter()
-    .filter(|(_, mode)| zarr_v3 || !mode.contains("v3"))
-    {
-        let store = url(&dir.path().join(name), mode);
-        ncgen(Host::Ours, cdl, &store).unwrap_or_else(|e| panic!("{mode}: {e}"));
-        assert_eq!(
-            common::diff::diff(&truth, &dumped(Host::Ours, &store)),
-            None,
-            "ncgen, {mode}"
-        );
-    }
-    let generated = url(&dir.path().join("gen.zarr"), "nczarr,file");
-    assert_eq!(
-        common::diff::diff(&truth, &dumped(Host::OursOn410, &generated)),
-        None,
-        "on 4.10.1"
-    );
-
-    let copy = url(&dir.path().join("copy.zarr"), "nczarr,file");
-    let copied = run(Host::Ours, "nccopy", &[nc.to_str().unwrap(), &copy]);
-    assert!(copied.success(), "{}", copied.describe());
-    assert_eq!(
-        common::diff::diff(&truth, &dumped(Host::Ours, &copy)),
-        None,
-        "nccopy into a store"
-    );
-    let back = dir.path().join("back.nc");
-    let copied = run(Host::Ours, "nccopy", &[&copy, back.to_str().unwrap()]);
-    assert!(copied.success(), "{}", copied.describe());
-    assert_eq!(
-        common::diff::diff(&truth, &dumped(Host::Stock, back.to_str().unwrap())),
-        None,
-        "nccopy of the store into a netCDF-4 file"
-    );
+    common::tool_round_trip::through_stock_tools(dir.path(), cdl, &nc, &truth, zarr_v3);
 }
 
 /// netcdf-c without the library has no enum types in NCZarr: both references must read the

@@ -168,6 +168,33 @@ impl Dataset {
         self.atts(owner).len()
     }
 
+    /// The enum or opaque type of attribute `name` of `owner`, when its values are of one.
+    pub fn att_user_type(&self, owner: Owner, name: &str) -> Option<i32> {
+        self.atts(owner)
+            .iter()
+            .find(|a| a.name == name)?
+            .user_type
+            .as_ref()?
+            .id()
+    }
+
+    /// `nc_inq_att` in the netCDF API's terms: the id of the attribute's type (a user-defined
+    /// type's when its values are of one) and the number of its values (an opaque value is
+    /// its type's size in bytes).
+    pub fn inq_att_typed(&self, owner: Owner, name: &str) -> Result<(i32, usize)> {
+        if let Some((id, _)) = self.compound_att(owner, name) {
+            return Ok((id, 1));
+        }
+        let (t, n) = self.inq_att(owner, name)?;
+        Ok(match self.att_user_type(owner, name) {
+            Some(id) => match self.opaque_size(id) {
+                Ok(size) => (id, n / size.max(1)),
+                Err(_) => (id, n),
+            },
+            None => (t.id(), n),
+        })
+    }
+
     /// `nc_get_att` in `memtype` (`None`: the attribute's own type). The flag reports that
     /// some value was out of range for `memtype` (the data are still converted).
     pub fn get_att(
@@ -177,11 +204,16 @@ impl Dataset {
         memtype: Option<NcType>,
     ) -> Result<(Values, bool)> {
         let v = self.att_values(owner, name)?;
-        // Values of an enum type are read in that type only (as text: `NC_ECHAR`, as
-        // netCDF-4 answers); no values read in any.
-        if let (Some(t), Some(_)) = (memtype, self.att_enum_type(owner, name))
-            && !v.is_empty()
-        {
+        // Values of an enum or opaque type are read in that type only (as text: `NC_ECHAR`,
+        // as netCDF-4 answers); no values read in any.
+        if let (Some(t), Some(_)) = (memtype, self.att_user_type(owner, name)) {
+            if v.is_empty() {
+                let none = match t {
+                    NcType::String => Values::Strings(Vec::new()),
+                    t => Values::fixed(t, Vec::new()),
+                };
+                return Ok((none, false));
+            }
             return Err(if t == NcType::Char {
                 Error::Char
             } else {
@@ -206,15 +238,15 @@ impl Dataset {
         self.put_att_of(owner, name, file_type, values, None)
     }
 
-    /// `nc_put_att` of values of `file_type`, or of enum type `enum_type` whose base
-    /// `file_type` is.
+    /// `nc_put_att` of values of `file_type`, or of user-defined type `user_type` stored as
+    /// `file_type` (an enum type's base; `ubyte`, an opaque type's bytes).
     pub(super) fn put_att_of(
         &mut self,
         owner: Owner,
         name: &str,
         file_type: NcType,
         values: Values,
-        enum_type: Option<i32>,
+        user_type: Option<i32>,
     ) -> Result<bool> {
         self.check_writable()?;
         names::check(name)?;
@@ -231,7 +263,7 @@ impl Dataset {
         {
             let var = &self.tree.group(g).vars[v];
             // Of the variable's own type: an enum variable's fill is of its enum type.
-            if file_type != var.ty || var.record.is_some() || self.var_enum_type(g, v) != enum_type
+            if file_type != var.ty || var.record.is_some() || self.var_enum_type(g, v) != user_type
             {
                 return Err(Error::BadType(file_type.id()));
             }
@@ -259,7 +291,7 @@ impl Dataset {
         };
         let atts = self.atts_mut(owner);
         let mut new = Att::new(name, stored);
-        new.enum_type = enum_type.map(crate::model::EnumRef::Listed);
+        new.user_type = user_type.map(crate::model::TypeRef::Listed);
         match (atts.iter_mut().find(|a| a.name == name), quantize_at) {
             (Some(a), _) => *a = new,
             (None, Some(at)) => atts.insert(at, new),
@@ -288,7 +320,7 @@ impl Dataset {
         if let Owner::Var(g, v) = owner
             && new_name == "_FillValue"
         {
-            let renamed = self.att_enum_type(owner, name);
+            let renamed = self.att_user_type(owner, name);
             if self.var_enum_type(g, v) != renamed {
                 return Err(Error::BadType(renamed.unwrap_or(0)));
             }

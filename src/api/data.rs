@@ -236,7 +236,8 @@ pub fn codec_chain(var: &Var) -> Result<codec::Chain> {
     let is_sharding = |cfg: &codec::Config| {
         cfg.get("id").and_then(serde_json::Value::as_str) == Some(codec::SHARDING)
     };
-    if var.record.is_some() && cfgs.first().is_some_and(is_sharding) {
+    let moved_records = var.record.as_ref().filter(|r| !r.plan.is_identity());
+    if moved_records.is_some() && cfgs.first().is_some_and(is_sharding) {
         // Its shards would be told a fill of compound values; the reason, not that, is news.
         return Err(Error::Unsupported {
             var: var.name.clone(),
@@ -280,7 +281,7 @@ pub fn codec_chain(var: &Var) -> Result<codec::Chain> {
         Some(big) if !shards_widen => chain.storing_half_floats(big),
         _ => chain,
     };
-    Ok(match &var.record {
+    Ok(match moved_records {
         Some(r) => chain.storing_records(r.plan.clone()),
         None => chain,
     })

@@ -338,9 +338,13 @@ impl Dataset {
     /// `nc_def_var_endian`.
     pub fn def_var_endian(&mut self, g: GroupId, v: usize, endian: Option<Endian>) -> Result<()> {
         let var = self.var_mut_for_definition(g, v)?;
-        if var.enum_type.is_some() {
-            // As netCDF-4: an enum type's byte order is its base's, set by no variable.
-            return Err(Error::Invalid(format!("{} is of an enum type", var.name)));
+        if var.enum_type.is_some() || var.record.is_some() {
+            // As netCDF-4: a user-defined type's byte order (an enum's base's, a compound
+            // type's fields') is set by no variable, and opaque bytes have none.
+            return Err(Error::Invalid(format!(
+                "{} is of a user-defined type",
+                var.name
+            )));
         }
         if !var.ty.is_numeric() && var.ty != NcType::Char {
             return Err(Error::Invalid(format!(
@@ -371,7 +375,7 @@ impl Dataset {
             }
             var.atts.retain(|a| a.name != "_FillValue");
             let mut fill = crate::model::Att::new("_FillValue", val);
-            fill.enum_type = var.enum_type.clone();
+            fill.user_type = var.enum_type.clone();
             var.atts.push(fill);
         }
         Ok(())

@@ -9,7 +9,7 @@ use super::dataset::Dataset;
 use super::names;
 use crate::error::{Error, Result};
 use crate::model::enums::{bytes_of, value_of};
-use crate::model::{EnumRef, GroupId, NcType, Values};
+use crate::model::{GroupId, NcType, TypeRef, Values};
 
 impl Dataset {
     /// `nc_def_enum`: an enum type of integer type `base` in group `g`, its members inserted
@@ -65,7 +65,7 @@ impl Dataset {
     pub fn def_enum_var(&mut self, g: GroupId, name: &str, id: i32, dims: &[i32]) -> Result<usize> {
         let base = self.tree.types.enumeration(id)?.base;
         let v = self.define_var(g, name, base, dims, None)?;
-        self.tree.group_mut(g).vars[v].enum_type = Some(EnumRef::Listed(id));
+        self.tree.group_mut(g).vars[v].enum_type = Some(TypeRef::Listed(id));
         Ok(v)
     }
 
@@ -86,16 +86,6 @@ impl Dataset {
             None if memtype == 0 => Ok(ty),
             None => NcType::from_id(memtype),
         }
-    }
-
-    /// The enum type of attribute `name` of `owner`, when its values are of one.
-    pub fn att_enum_type(&self, owner: Owner, name: &str) -> Option<i32> {
-        self.atts(owner)
-            .iter()
-            .find(|a| a.name == name)?
-            .enum_type
-            .as_ref()?
-            .id()
     }
 
     /// `nc_put_att` of `count` values of enum type `id` (`bytes`: values of its base type);

@@ -42,6 +42,18 @@ impl Dataset {
         self.tree.types.define(g, name, size)
     }
 
+    /// Checks that a type of class `what` named `name` may be defined in group `g` now: not
+    /// in the classic model, in define mode, a netCDF name that no variable or group of `g`
+    /// has.
+    pub(super) fn check_new_type(&mut self, g: GroupId, name: &str, what: &str) -> Result<()> {
+        if self.classic_model {
+            return Err(Error::StrictNc3(what.into()));
+        }
+        self.ensure_define_mode()?;
+        names::check(name)?;
+        self.check_type_name_free(g, name)
+    }
+
     /// Refuses to name a type in group `g` after a variable or a group of it (types are named
     /// apart from each other by the type table).
     pub(super) fn check_type_name_free(&self, g: GroupId, name: &str) -> Result<()> {
@@ -81,8 +93,9 @@ impl Dataset {
     }
 
     /// `nc_def_var` of compound type `id`: a variable whose values are stored as numpy
-    /// records, each field where the type's definition places it. The type takes no more
-    /// fields.
+    /// records, each field where the type's definition places it (the type takes no more
+    /// fields); of opaque type `id`: one whose values are stored as numpy void, their bytes
+    /// (also in Zarr v3, as zarr-python's `raw_bytes`).
     pub fn def_record_var(
         &mut self,
         g: GroupId,
@@ -90,11 +103,13 @@ impl Dataset {
         id: i32,
         dims: &[i32],
     ) -> Result<usize> {
-        self.check_compound_allowed(name)?;
-        self.ensure_define_mode()?;
         if NcType::from_id(id).is_ok() {
             return Err(Error::BadType(id));
         }
+        if self.opaque_size(id).is_err() {
+            self.check_compound_allowed(name)?;
+        }
+        self.ensure_define_mode()?;
         let record = self.tree.types.record_of(id)?;
         if !self.layout.nczarr && !record.has_c_layout()? {
             // Read back, such records are laid out as C lays out their fields.
@@ -168,6 +183,12 @@ impl Dataset {
     pub fn record_value_size(&self, g: GroupId, v: usize) -> Option<usize> {
         let var = &self.tree.group(g).vars[v];
         var.record.as_ref().map(|r| r.plan.memory_size)
+    }
+
+    /// Whether attribute `name` of `owner` is the fill of a variable holding records (of a
+    /// compound or opaque type), which holds one value of that type, the variable's fill.
+    pub fn is_records_fill(&self, owner: Owner, name: &str) -> bool {
+        matches!(owner, Owner::Var(g, v) if name == FILL && self.tree.group(g).vars[v].record.is_some())
     }
 
     /// The `_FillValue` attribute of a variable holding records, when it has one: its

@@ -1,5 +1,5 @@
 //! The types of a dataset as the netCDF API names them: atomic types by id and CDL name, and
-//! the user-defined types (compound and enum) (`nc_inq_typeids`, `nc_inq_user_type`,
+//! the user-defined types (compound, enum and opaque) (`nc_inq_typeids`, `nc_inq_user_type`,
 //! `nc_inq_compound_field`, `nc_inq_typeid`, `nc_inq_type_equal`). Knows nothing of how
 //! records are stored.
 
@@ -27,6 +27,11 @@ pub enum TypeShape {
         size: usize,
         fields: Vec<FieldShape>,
     },
+    /// Opaque types of the same size are equal, whatever their names (as netCDF-4 files
+    /// compare them).
+    Opaque {
+        size: usize,
+    },
 }
 
 /// One field of a compound [`TypeShape`].
@@ -44,10 +49,11 @@ impl Dataset {
         self.tree.types.get(id).ok_or(Error::BadType(id))
     }
 
-    /// The compound type with this id (an enum type's is `NC_EBADTYPE`).
+    /// The compound type with this id (an enum type's is `NC_EBADTYPE`; an opaque type is
+    /// served as one without fields, as netCDF-4 answers for it).
     fn compound_type(&self, id: i32) -> Result<&UserType> {
         let t = self.user_type(id)?;
-        if t.enumeration.is_some() {
+        if t.enumeration().is_some() {
             return Err(Error::BadType(id));
         }
         Ok(t)
@@ -143,7 +149,10 @@ impl Dataset {
             return Ok(TypeShape::Atomic(t));
         }
         let t = self.user_type(id)?;
-        if let Some(e) = &t.enumeration {
+        if t.is_opaque() {
+            return Ok(TypeShape::Opaque { size: t.size });
+        }
+        if let Some(e) = t.enumeration() {
             // Members sorted by name (the order they were given in does not count).
             let mut members: Vec<(String, i128)> = e
                 .members()

@@ -67,6 +67,16 @@ pub struct RecordPlan {
 }
 
 impl RecordPlan {
+    /// Whether a stored record and its value in memory are the same bytes (raw bytes, moved
+    /// as they are), so that nothing needs to move them.
+    pub fn is_identity(&self) -> bool {
+        let whole = FieldOp::Copy {
+            size: self.stored_size,
+        };
+        self.stored_size == self.memory_size
+            && matches!(self.moves.as_slice(), [m] if m.stored == 0 && m.memory == 0 && m.count == 1 && m.op == whole)
+    }
+
     /// Checks that compound values `memory` can be stored: the text of every numpy unicode
     /// field is UTF-8 and fits it (nothing else can fail to narrow). Reads only those fields.
     pub fn check_text(&self, memory: &[u8]) -> Result<()> {

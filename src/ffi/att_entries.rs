@@ -27,11 +27,7 @@ pub(crate) extern "C" fn inq_att(
         let name = cmem::name(name)?;
         let (t, n) = with(ncid, |o, g| {
             let ow = owner(&o.ds, g, varid)?;
-            if let Some((id, _)) = o.ds.compound_att(ow, name) {
-                return Ok((id, 1));
-            }
-            let (t, n) = o.ds.inq_att(ow, name)?;
-            Ok((o.ds.att_enum_type(ow, name).unwrap_or(t.id()), n))
+            o.ds.inq_att_typed(ow, name)
         })?;
         put(typep, t);
         put(lenp, n);
@@ -109,7 +105,7 @@ pub(crate) extern "C" fn get_att(
         let name = cmem::name(name)?;
         let (compound, enum_type) = with(ncid, |o, g| {
             let ow = owner(&o.ds, g, varid)?;
-            Ok((o.ds.compound_att(ow, name), o.ds.att_enum_type(ow, name)))
+            Ok((o.ds.compound_att(ow, name), o.ds.att_user_type(ow, name)))
         })?;
         if let Some((id, bytes)) = compound {
             if memtype == NcType::Char.id() {
@@ -163,6 +159,11 @@ pub(crate) extern "C" fn put_att(
                 if o.ds.tree.types.enumeration(file_type).is_ok() {
                     let n = len.checked_mul(size).ok_or(Error::NoMem)?;
                     o.ds.put_enum_att(ow, name, file_type, len, cmem::bytes(value, n)?)?;
+                    return Ok(NC_NOERR);
+                }
+                if o.ds.opaque_size(file_type).is_ok() && !o.ds.is_records_fill(ow, name) {
+                    let n = len.checked_mul(size).ok_or(Error::NoMem)?;
+                    o.ds.put_opaque_att(ow, name, file_type, len, cmem::bytes(value, n)?)?;
                     return Ok(NC_NOERR);
                 }
                 // One value is all a compound attribute may hold; more are refused unread.

@@ -52,6 +52,7 @@ pub const NC_ES3: c_int = -138;
 pub const NC_GLOBAL: c_int = -1;
 pub const NC_NAT: c_int = 0;
 pub const NC_STRING: c_int = 12;
+pub const NC_OPAQUE: c_int = 14;
 pub const NC_ENUM: c_int = 15;
 pub const NC_COMPOUND: c_int = 16;
 pub const NC_UNLIMITED: usize = 0;

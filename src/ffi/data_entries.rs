@@ -110,19 +110,17 @@ fn call(
         }
         let imap = if rank == 0 { None } else { imap };
         let elems = span(&slab.count, imap.as_deref())?;
-        if let Some(record_type) = o.ds.record_type(g, v) {
-            // Compound values move as they are, in the variable's own type only.
-            if memtype != NC_NAT && memtype != record_type {
-                return Err(Error::BadType(memtype));
-            }
+        if o.ds.record_type(g, v).is_some() {
+            // Compound and opaque values move as they are, in the variable's own type only.
+            o.ds.check_records_memory_type(g, v, memtype)?;
             let size = var.decoded_esize();
             let bytes = elems.checked_mul(size).ok_or(Error::NoMem)?;
             return match buf {
                 Buf::Get(_) if !super::reclaim::interposed() => Err(Error::Unsupported {
                     var: var.name.clone(),
-                    why: "compound values are served only with the library preloaded or \
-                          linked ahead of libnetcdf (libnetcdf's nc_reclaim_data cannot free \
-                          them)"
+                    why: "compound and opaque values are served only with the library \
+                          preloaded or linked ahead of libnetcdf (libnetcdf's nc_reclaim_data \
+                          cannot free them)"
                         .into(),
                 }),
                 Buf::Get(p) => {

@@ -6,6 +6,7 @@ use super::cmem::{self, put};
 use super::codes::*;
 use super::registry::{group_ncid, guard, with};
 use crate::error::Error;
+use crate::model::TypeClass;
 use std::os::raw::{c_char, c_int, c_longlong, c_void};
 
 pub(crate) extern "C" fn show_metadata(ncid: c_int) -> c_int {
@@ -165,13 +166,18 @@ pub(crate) extern "C" fn inq_user_type(
         let t = with(ncid, |o, _| o.ds.user_type(xtype).cloned())?;
         cmem::put_name(name, &t.name);
         put(size, t.size);
-        match &t.enumeration {
-            Some(e) => {
+        match &t.class {
+            TypeClass::Enum(e) => {
                 put(base, e.base.id());
                 put(nfields, e.members().len());
                 put(class, NC_ENUM);
             }
-            None => {
+            TypeClass::Opaque => {
+                put(base, NC_NAT);
+                put(nfields, 0);
+                put(class, NC_OPAQUE);
+            }
+            TypeClass::Compound => {
                 put(base, NC_NAT);
                 put(nfields, t.fields.len());
                 put(class, NC_COMPOUND);
@@ -377,6 +383,16 @@ pub(crate) extern "C" fn inq_enum_ident(
         Ok(NC_NOERR)
     })
 }
-pub(crate) extern "C" fn def_opaque(_: c_int, _: usize, _: *const c_char, _: *mut c_int) -> c_int {
-    not_nc4("nc_def_opaque")
+pub(crate) extern "C" fn def_opaque(
+    ncid: c_int,
+    size: usize,
+    name: *const c_char,
+    typeidp: *mut c_int,
+) -> c_int {
+    guard(|| {
+        let name = cmem::name(name)?;
+        let id = with(ncid, |o, g| o.ds.def_opaque(g, size, name))?;
+        put(typeidp, id);
+        Ok(NC_NOERR)
+    })
 }

@@ -19,7 +19,7 @@ use super::write::{ARRAY, ARRAY_DIMENSIONS, ATTR, GROUP, NCPROPERTIES, SUPERBLOC
 use super::{Layout, attrs, dtype, is_anonymous_dim_name, number};
 use crate::error::{Error, Result};
 use crate::model::{
-    Att, DimId, GroupId, NcType, Storage, StringStorage, Tree, Values, Var, VarRecord,
+    Att, DimId, GroupId, NcType, Storage, StringStorage, Tree, TypeClass, Values, Var, VarRecord,
 };
 use crate::zmap::{Store, StoreKey};
 use dims::Unplaced;
@@ -90,9 +90,8 @@ fn is_reserved(name: &str) -> bool {
 fn read_atts(zattrs: &Obj, key: &str) -> Result<Vec<Att>> {
     let info = get_alt(zattrs, &[ATTR, "_NCZARR_ATTR"]);
     let types = info.and_then(|t| t.get("types")).and_then(Json::as_object);
-    let enums = info
-        .and_then(|t| t.get("enum_types"))
-        .and_then(Json::as_object);
+    let named = |key: &str| info.and_then(|t| t.get(key)).and_then(Json::as_object);
+    let (enums, opaques) = (named("enum_types"), named("opaque_types"));
     let mut out = Vec::new();
     for (name, v) in zattrs.iter() {
         if is_reserved(name) {
@@ -100,10 +99,12 @@ fn read_atts(zattrs: &Obj, key: &str) -> Result<Vec<Att>> {
         }
         let recorded = types.and_then(|t| t.get(name)).and_then(Json::as_str);
         let mut att = Att::new(name, attrs::from_json(name, &v.to_value(), recorded, key)?);
-        att.enum_type = enums
-            .and_then(|e| e.get(name))
-            .and_then(Json::as_str)
-            .map(|full| crate::model::EnumRef::Named(full.to_string()));
+        // Each names a type of its class; which class a name is of is checked once the
+        // dataset's types are listed.
+        att.user_type = [enums, opaques]
+            .into_iter()
+            .find_map(|by_class| by_class?.get(name)?.as_str())
+            .map(|full| crate::model::TypeRef::Named(full.to_string()));
         out.push(att);
     }
     Ok(out)
@@ -131,9 +132,9 @@ struct GroupInfo {
 }
 
 /// The types an NCZarr group declares: compound types (`[{"name", "size", "fields": [{"name",
-/// "offset", "type", "dimensions"}]}]`) and enum types (`{"name", "base", "members"}`). A
-/// declaration that is not of either form is left out: the variables of its type are then
-/// served under types of their own, or as their base type.
+/// "offset", "type", "dimensions"}]}]`), enum types (`{"name", "base", "members"}`) and opaque
+/// types (`{"name", "size"}`, nothing else). A declaration of no such form is left out: the
+/// variables of its type are then served under types of their own, or as their base type.
 fn declared_types(info: &Json) -> Vec<crate::model::DeclaredType> {
     let Some(Json::Array(types)) = info.get("types") else {
         return Vec::new();
@@ -171,18 +172,25 @@ fn declared_types(info: &Json) -> Vec<crate::model::DeclaredType> {
                     name,
                     size: enumeration.base.size(),
                     fields: Vec::new(),
-                    enumeration: Some(enumeration),
+                    class: TypeClass::Enum(enumeration),
                 });
             }
             let Some(Json::Array(fields)) = t.get("fields") else {
-                return None;
+                let opaque = t.iter().all(|(key, _)| key == "name" || key == "size");
+                return opaque.then_some(crate::model::DeclaredType {
+                    group: GroupId(0),
+                    name,
+                    size: size(t.get("size"))?,
+                    fields: Vec::new(),
+                    class: TypeClass::Opaque,
+                });
             };
             Some(crate::model::DeclaredType {
                 group: GroupId(0),
                 name,
                 size: size(t.get("size"))?,
                 fields: fields.iter().map(field).collect::<Option<Vec<_>>>()?,
-                enumeration: None,
+                class: TypeClass::Compound,
             })
         })
         .collect()
@@ -317,7 +325,7 @@ impl<'a> Reader<'a> {
         } else if self.numpy_complex {
             Some("writing numpy complex arrays is not supported yet".to_string())
         } else if self.unread_records {
-            Some("an array of numpy structured records cannot be read".to_string())
+            Some("an array of numpy structured records or raw bytes cannot be read".to_string())
         } else {
             None
         }
@@ -543,27 +551,30 @@ impl<'a> Reader<'a> {
         }
         let mut unreadable = unreadable;
         let mut record = None;
-        let parsed = match zarray.get("dtype") {
-            Some(Json::String(text)) => dtype::parse(text, self.nczarr),
-            // numpy structured records: served as values of a compound type, the dtype a
-            // stand-in.
-            Some(Json::Array(fields)) => {
-                match super::structured::parse(fields).and_then(VarRecord::new) {
-                    Ok(mut r) => {
-                        let fill = zarray
-                            .get("fill_value")
-                            .map_or(serde_json::Value::Null, Json::to_value);
-                        let listed = fields.iter().map(Json::to_value).collect();
-                        r.stored_dtype = Some(std::sync::Arc::new((
-                            serde_json::Value::Array(listed),
-                            fill,
-                        )));
-                        record = Some(r);
-                        dtype::parse("|u1", false)
-                    }
-                    Err(e) => Err(e),
-                }
+        // numpy structured records, served as values of a compound type, and numpy void (raw
+        // bytes), served as values of an opaque type: the dtype a stand-in.
+        let records = match zarray.get("dtype") {
+            Some(Json::Array(fields)) => Some(super::structured::parse(fields)),
+            Some(Json::String(text)) => {
+                super::structured::void_width(text).map(|n| Ok(crate::model::Record::raw(n)))
             }
+            Some(_) => None,
+            None => return Err(Error::metadata(&zk, "missing dtype")),
+        };
+        let holds_records = records.is_some();
+        let parsed = match (records, zarray.get("dtype")) {
+            (Some(parsed), Some(dt)) => match parsed.and_then(VarRecord::new) {
+                Ok(mut r) => {
+                    let fill = zarray
+                        .get("fill_value")
+                        .map_or(serde_json::Value::Null, Json::to_value);
+                    r.stored_dtype = Some(std::sync::Arc::new((dt.to_value(), fill)));
+                    record = Some(r);
+                    dtype::parse("|u1", false)
+                }
+                Err(e) => Err(e),
+            },
+            (_, Some(Json::String(text))) => dtype::parse(text, self.nczarr),
             _ => return Err(Error::metadata(&zk, "missing dtype")),
         };
         let dt = match parsed {
@@ -593,7 +604,7 @@ impl<'a> Reader<'a> {
         let mut enum_type = None;
         match record.as_mut() {
             Some(r) => r.declared_type = declared_type,
-            None => enum_type = declared_type.map(crate::model::EnumRef::Named),
+            None => enum_type = declared_type.map(crate::model::TypeRef::Named),
         }
         let scalar_flag = ainfo.is_some_and(|i| {
             i.get("scalar")
@@ -616,8 +627,7 @@ impl<'a> Reader<'a> {
         var.stored_path = Some(path.to_string());
         var.unreadable = unreadable;
         // Records that cannot be served: writing would store the stand-in dtype.
-        self.unread_records |=
-            record.is_none() && matches!(zarray.get("dtype"), Some(Json::Array(_)));
+        self.unread_records |= record.is_none() && holds_records;
         var.record = record;
         var.atts = read_atts(&zattrs, &ak)?;
         if let Some(time) = dt.time {
@@ -677,8 +687,16 @@ impl<'a> Reader<'a> {
         if self.v3 {
             restore_fill_attribute(&mut var, recorded, !self.nczarr);
         }
+        // Raw bytes of pure Zarr: a fill other than netCDF's (zeros) is the `_FillValue`, as
+        // for atomic types (xarray reads it so), listed last.
+        let pure_raw_fill = !self.nczarr
+            && var.record.as_ref().is_some_and(|r| r.record.is_raw())
+            && var
+                .stored_fill
+                .as_ref()
+                .is_some_and(|f| f.iter().any(|b| *b != 0));
         if var.record.is_some()
-            && let Some(at) = recorded
+            && let Some(at) = recorded.or(pure_raw_fill.then_some(u64::MAX))
         {
             // A compound variable's fill given as its `_FillValue`, listed where it was.
             let at = usize::try_from(at)

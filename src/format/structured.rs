@@ -145,7 +145,7 @@ fn grown(at: usize, bytes: usize) -> Result<usize> {
 }
 
 /// The width of a numpy void dtype (`|V8`: raw bytes).
-fn void_width(text: &str) -> Option<usize> {
+pub fn void_width(text: &str) -> Option<usize> {
     let body = text.trim_start_matches(['<', '>', '|', '=']);
     body.strip_prefix('V')?.parse().ok().filter(|&n| n > 0)
 }
@@ -207,11 +207,15 @@ fn field_kind(name: &str, text: &str, dims: &mut Vec<usize>) -> Result<(FieldKin
     })
 }
 
-/// The Zarr v2 dtype of `record`: its fields in the order they are stored, numbers in their
+/// The Zarr v2 dtype of `record` (of raw bytes: `|V<n>`): its fields in the order they are stored, numbers in their
 /// byte order, text a byte (`|S1`) per character, and numpy's padding (`["", "|V<n>"]`, as it
 /// lists an aligned dtype) wherever no field is stored.
 pub fn to_json(record: &Record) -> serde_json::Value {
     use serde_json::Value;
+    if record.is_raw() {
+        // numpy's void dtype: raw bytes.
+        return Value::from(format!("|V{}", record.stored_size));
+    }
     let order = |endian: crate::model::Endian| match endian {
         crate::model::Endian::Little => '<',
         crate::model::Endian::Big => '>',

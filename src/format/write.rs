@@ -7,7 +7,7 @@
 mod v3;
 
 use super::{Layout, attrs, dtype, number};
-use crate::model::{GroupId, NcType, StringStorage, Tree, Var};
+use crate::model::{GroupId, NcType, StringStorage, Tree, TypeClass, Var};
 use serde_json::{Map, Value, json};
 
 /// Reserved attribute marking the root of an NCZarr dataset.
@@ -71,11 +71,13 @@ enum FillAttribute {
 }
 
 /// What NCZarr records of the types of an object's attributes: each one's dtype (`types`),
-/// and the full name of the enum type of those of one (`enum_types`).
+/// and the full name of the enum type of those of one (`enum_types`) and of the opaque type
+/// of those of one (`opaque_types`: their values are stored as bytes, `ubyte`).
 #[derive(Default)]
 struct AttTypes {
     dtypes: Map<String, Value>,
     enums: Map<String, Value>,
+    opaques: Map<String, Value>,
 }
 
 /// Writes the user attributes into `map` and returns the record of their types.
@@ -101,21 +103,33 @@ fn user_atts(
         let (v, dt) = attrs::to_json(&a.values, layout.nczarr);
         map.insert(a.name.clone(), v);
         types.dtypes.insert(a.name.clone(), Value::from(dt));
-        if let Some(full) = enum_name(tree, a.enum_type.as_ref()) {
-            types.enums.insert(a.name.clone(), Value::from(full));
+        if let Some(id) = a.user_type.as_ref().and_then(crate::model::TypeRef::id)
+            && let Some(full) = tree.type_full_name(id)
+        {
+            let opaque = tree.types.get(id).is_some_and(|t| t.is_opaque());
+            let by_class = if opaque {
+                &mut types.opaques
+            } else {
+                &mut types.enums
+            };
+            by_class.insert(a.name.clone(), Value::from(full));
         }
     }
     types
 }
 
 /// The full name of an enum type listed in `tree`.
-fn enum_name(tree: &Tree, r: Option<&crate::model::EnumRef>) -> Option<String> {
+fn enum_name(tree: &Tree, r: Option<&crate::model::TypeRef>) -> Option<String> {
     tree.type_full_name(r?.id()?)
 }
 
 fn close_attrs(mut map: Map<String, Value>, types: AttTypes, layout: Layout) -> Value {
     if layout.nczarr {
-        let AttTypes { mut dtypes, enums } = types;
+        let AttTypes {
+            mut dtypes,
+            enums,
+            opaques,
+        } = types;
         for k in map.keys() {
             if k.starts_with("_nczarr_") {
                 dtypes.insert(k.clone(), Value::from("|J0"));
@@ -125,6 +139,9 @@ fn close_attrs(mut map: Map<String, Value>, types: AttTypes, layout: Layout) -> 
         let mut info = json!({ "types": dtypes });
         if !enums.is_empty() {
             info["enum_types"] = Value::Object(enums);
+        }
+        if !opaques.is_empty() {
+            info["opaque_types"] = Value::Object(opaques);
         }
         map.insert(ATTR.into(), info);
     }
@@ -173,9 +190,10 @@ fn group_attributes(tree: &Tree, g: GroupId, layout: Layout, superblock: Value) 
 
 /// The types group `g` defines, as NCZarr declares them: a compound type's name, size and
 /// fields (name, offset, type and dimensions; a field's type is an atomic type's CDL name or
-/// a compound or enum type's full name), an enum type's name, base (a CDL name) and members (name and
-/// value). Left out: types without fields or members, and the types of variables holding
-/// records that no definition gave (their records tell them again).
+/// a user-defined type's full name), an enum type's name, base (a CDL name) and members (name
+/// and value), an opaque type's name and size (nothing else). Left out: types without fields
+/// or members, and the types of variables holding records that no definition gave (their
+/// records tell them again).
 fn declared_types(tree: &Tree, g: GroupId) -> Vec<Value> {
     let type_name = |id: i32| match NcType::from_id(id) {
         Ok(t) => t.name().to_string(),
@@ -186,14 +204,19 @@ fn declared_types(tree: &Tree, g: GroupId) -> Vec<Value> {
         .iter()
         .filter(|t| t.group == g && !t.implicit)
         .filter_map(|t| {
-            if let Some(e) = &t.enumeration {
-                let members: Vec<Value> = e
-                    .members()
-                    .iter()
-                    .map(|m| json!({ "name": m.name, "value": enum_value_json(m.value) }))
-                    .collect();
-                return (!members.is_empty())
-                    .then(|| json!({ "name": t.name, "base": e.base.name(), "members": members }));
+            match &t.class {
+                TypeClass::Enum(e) => {
+                    let members: Vec<Value> = e
+                        .members()
+                        .iter()
+                        .map(|m| json!({ "name": m.name, "value": enum_value_json(m.value) }))
+                        .collect();
+                    return (!members.is_empty()).then(
+                        || json!({ "name": t.name, "base": e.base.name(), "members": members }),
+                    );
+                }
+                TypeClass::Opaque => return Some(json!({ "name": t.name, "size": t.size })),
+                TypeClass::Compound => {}
             }
             if t.fields.is_empty() {
                 return None;

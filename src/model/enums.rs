@@ -39,24 +39,6 @@ pub struct EnumMember {
     pub value: i128,
 }
 
-/// An enum type's values: listed types by id; a type a dataset's metadata names, by its full
-/// name until the dataset's types are listed.
-#[derive(Debug, Clone, PartialEq)]
-pub enum EnumRef {
-    Listed(i32),
-    Named(String),
-}
-
-impl EnumRef {
-    /// The id of the type, once listed.
-    pub fn id(&self) -> Option<i32> {
-        match self {
-            EnumRef::Listed(id) => Some(*id),
-            EnumRef::Named(_) => None,
-        }
-    }
-}
-
 /// The number one value of integer type `ty` holds, from its bytes in this machine's order.
 pub fn value_of(ty: NcType, bytes: &[u8]) -> Result<i128> {
     let short = || Error::Invalid(format!("an enum value shorter than its {}", ty.name()));

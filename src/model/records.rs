@@ -139,6 +139,21 @@ impl RecordField {
 }
 
 impl Record {
+    /// A record without fields: `size` raw bytes (a numpy void dtype, `|V<size>`), served as
+    /// values of an opaque type, moved as they are.
+    pub fn raw(size: usize) -> Record {
+        Record {
+            fields: Vec::new(),
+            stored_size: size,
+            memory: None,
+        }
+    }
+
+    /// Raw bytes (no fields): values of an opaque type.
+    pub fn is_raw(&self) -> bool {
+        self.fields.is_empty()
+    }
+
     fn placement(&self) -> Result<Placement> {
         let (_, size, align) = self.layout()?;
         Ok(Placement { size, align })
@@ -146,6 +161,9 @@ impl Record {
 
     /// Each field's offset in a compound value, the value's size and its alignment.
     fn layout(&self) -> Result<(Vec<usize>, usize, usize)> {
+        if self.is_raw() {
+            return Ok((Vec::new(), self.stored_size, 1));
+        }
         if let Some(given) = &self.memory {
             if given.offsets.len() != self.fields.len() || given.size > 4 * MOST_RECORD_BYTES {
                 return Err(too_large("a record"));
@@ -232,6 +250,17 @@ impl Record {
         let record_end = stored
             .checked_add(self.stored_size)
             .ok_or_else(|| too_large("a record"))?;
+        if self.is_raw() {
+            moves.push(Move {
+                stored,
+                memory,
+                count: 1,
+                op: FieldOp::Copy {
+                    size: self.stored_size,
+                },
+            });
+            return Ok(());
+        }
         for (f, &offset) in self.fields.iter().zip(&offsets) {
             let n = f.values()?;
             let from = stored
@@ -420,6 +449,19 @@ pub(super) mod fixtures {
 mod tests {
     use super::fixtures::{placed, record};
     use super::*;
+
+    #[test]
+    fn raw_bytes_move_as_they_are_and_records_do_not() {
+        let raw = Record::raw(5);
+        assert_eq!(
+            (raw.memory_size().unwrap(), raw.has_c_layout().unwrap()),
+            (5, true)
+        );
+        let plan = raw.plan().unwrap();
+        assert!(plan.is_identity(), "{plan:?}");
+        assert!(!record().plan().unwrap().is_identity());
+        assert!(Record::raw(MOST_RECORD_BYTES + 1).plan().is_err());
+    }
 
     #[test]
     fn fields_are_placed_as_a_c_struct_places_them() {

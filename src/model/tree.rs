@@ -3,8 +3,8 @@
 //! Pure data with lookup helpers. It knows nothing of storage, JSON or C; the rules of the
 //! netCDF API (define mode, name checks, error codes) live in `api`.
 
-use super::enums::EnumRef;
 use super::types::NcType;
+use super::user_types::TypeRef;
 use super::values::Values;
 
 /// Index of a group in [`Tree::groups`]; equals the group part of an ncid (root = 0).
@@ -30,8 +30,9 @@ pub struct Dim {
 pub struct Att {
     pub name: String,
     pub values: Values,
-    /// The enum type of the values (which are then of its base type).
-    pub enum_type: Option<super::enums::EnumRef>,
+    /// The enum or opaque type of the values (which are then of the enum's base type, or
+    /// `ubyte`: the opaque values' bytes).
+    pub user_type: Option<TypeRef>,
 }
 
 impl Att {
@@ -40,7 +41,7 @@ impl Att {
         Att {
             name: name.to_string(),
             values,
-            enum_type: None,
+            user_type: None,
         }
     }
 
@@ -237,25 +238,52 @@ pub struct Var {
     /// [`Var::ty`] is then only a stand-in (`ubyte`), and [`Var::endian`] native.
     pub record: Option<super::records::VarRecord>,
     /// The enum type of the values, which are stored as its base type ([`Var::ty`]).
-    pub enum_type: Option<super::enums::EnumRef>,
+    pub enum_type: Option<TypeRef>,
 }
 
 /// The enum type a dataset's metadata names for values of type `base`, by id when it is
 /// listed as an enum type of that base; else none (the values are of their base type).
 fn resolve_enum(
-    r: &mut Option<EnumRef>,
+    r: &mut Option<TypeRef>,
     base: NcType,
     listed: &std::collections::HashMap<String, i32>,
     types: &super::user_types::UserTypes,
 ) {
+    resolve(r, listed, |id| {
+        types.enumeration(id).is_ok_and(|e| e.base == base)
+    });
+}
+
+/// The user-defined type a dataset's metadata names for the values of an attribute: an enum
+/// type of their type, or an opaque type whose values their bytes make whole; else none (the
+/// values are of their own type).
+fn resolve_att_type(
+    att: &mut Att,
+    listed: &std::collections::HashMap<String, i32>,
+    types: &super::user_types::UserTypes,
+) {
+    let values = &att.values;
+    resolve(&mut att.user_type, listed, |id| match types.get(id) {
+        Some(t) if t.is_opaque() => {
+            values.ty() == NcType::UByte && values.len().is_multiple_of(t.size.max(1))
+        }
+        _ => types.enumeration(id).is_ok_and(|e| e.base == values.ty()),
+    });
+}
+
+/// Replaces a type named by its full name with its id when it is listed and `fits` it;
+/// else none.
+fn resolve(
+    r: &mut Option<TypeRef>,
+    listed: &std::collections::HashMap<String, i32>,
+    fits: impl Fn(i32) -> bool,
+) {
     let id = match r.as_ref() {
-        Some(EnumRef::Named(full)) => listed.get(full).copied(),
-        Some(EnumRef::Listed(id)) => Some(*id),
+        Some(TypeRef::Named(full)) => listed.get(full).copied(),
+        Some(TypeRef::Listed(id)) => Some(*id),
         None => None,
     };
-    *r = id
-        .filter(|id| types.enumeration(*id).is_ok_and(|e| e.base == base))
-        .map(EnumRef::Listed);
+    *r = id.filter(|id| fits(*id)).map(TypeRef::Listed);
 }
 
 /// A metadata object as a store held it (JSON), kept to be written back with changes.
@@ -586,7 +614,7 @@ impl Tree {
         }
         for group in &mut self.groups {
             for att in &mut group.atts {
-                resolve_enum(&mut att.enum_type, att.values.ty(), &listed, &types);
+                resolve_att_type(att, &listed, &types);
             }
             for var in &mut group.vars {
                 if var.record.is_some() {
@@ -596,11 +624,12 @@ impl Tree {
                     resolve_enum(&mut var.enum_type, var.ty, &listed, &types);
                 }
                 for att in &mut var.atts {
-                    if att.name == "_FillValue" && att.values.ty() == var.ty {
+                    if att.name == "_FillValue" {
                         // A fill is of its variable's type (stored as the array's).
-                        att.enum_type = var.enum_type.clone();
+                        att.user_type = var.enum_type.clone().filter(|_| att.values.ty() == var.ty);
+                    } else {
+                        resolve_att_type(att, &listed, &types);
                     }
-                    resolve_enum(&mut att.enum_type, att.values.ty(), &listed, &types);
                 }
             }
         }

@@ -63,8 +63,36 @@ pub struct UserType {
     pub leaves: usize,
     /// A type no definition gives: the one of a variable holding records, named after it.
     pub implicit: bool,
-    /// An enum type's base and members (it has no fields); `None` for a compound type.
-    pub enumeration: Option<Enumeration>,
+    pub class: TypeClass,
+}
+
+/// The kind of a user-defined type, with what only that kind has.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TypeClass {
+    /// A compound type, of its `fields`.
+    Compound,
+    /// An enum type: its base and members (it has no fields).
+    Enum(Enumeration),
+    /// An opaque type: values of its size in bytes that nothing interprets (no fields).
+    Opaque,
+}
+
+impl UserType {
+    /// An enum type's base and members; `None` for a type of another class.
+    pub fn enumeration(&self) -> Option<&Enumeration> {
+        match &self.class {
+            TypeClass::Enum(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    pub fn is_compound(&self) -> bool {
+        self.class == TypeClass::Compound
+    }
+
+    pub fn is_opaque(&self) -> bool {
+        self.class == TypeClass::Opaque
+    }
 }
 
 /// One field of a compound type.
@@ -78,16 +106,16 @@ pub struct TypeField {
 }
 
 /// A type as a dataset's metadata declares it: a compound type, its fields' types by name
-/// (an atomic type's CDL name, or the full name of a compound or enum type declared anywhere),
-/// or an enum type.
+/// (an atomic type's CDL name, or the full name of a compound, enum or opaque type declared
+/// anywhere), an enum type or an opaque type.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeclaredType {
     pub group: GroupId,
     pub name: String,
     pub size: usize,
+    /// A compound type's fields (empty for other classes).
     pub fields: Vec<DeclaredField>,
-    /// An enum type's base and members (then `fields` is empty).
-    pub enumeration: Option<Enumeration>,
+    pub class: TypeClass,
 }
 
 /// One field of a [`DeclaredType`].
@@ -97,6 +125,25 @@ pub struct DeclaredField {
     pub offset: usize,
     pub type_name: String,
     pub dims: Vec<usize>,
+}
+
+/// The user-defined type of values stored as an atomic type (an enum type's, stored as its
+/// base; an opaque type's, stored as bytes): listed types by id; a type a dataset's metadata
+/// names, by its full name until the dataset's types are listed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TypeRef {
+    Listed(i32),
+    Named(String),
+}
+
+impl TypeRef {
+    /// The id of the type, once listed.
+    pub fn id(&self) -> Option<i32> {
+        match self {
+            TypeRef::Listed(id) => Some(*id),
+            TypeRef::Named(_) => None,
+        }
+    }
 }
 
 /// The most user-defined types a dataset may have (whose records need more are not served).
@@ -165,6 +212,20 @@ impl UserTypes {
         name: &str,
         taken: &dyn Fn(&str) -> bool,
     ) -> Result<i32> {
+        if record.is_raw() {
+            let type_name = self.name_after(g, name, taken);
+            return self.push(UserType {
+                name: type_name,
+                group: g,
+                size: record.stored_size,
+                fields: Vec::new(),
+                open: false,
+                depth: 0,
+                leaves: 1,
+                implicit: true,
+                class: TypeClass::Opaque,
+            });
+        }
         let offsets = record.memory_offsets()?;
         let mut fields = Vec::with_capacity(record.fields.len());
         let mut depth = 1;
@@ -190,6 +251,23 @@ impl UserTypes {
                 dims: f.memory_dims(),
             });
         }
+        let type_name = self.name_after(g, name, taken);
+        self.push(UserType {
+            name: type_name,
+            group: g,
+            size: record.memory_size()?,
+            fields,
+            open: false,
+            depth,
+            leaves,
+            implicit: true,
+            class: TypeClass::Compound,
+        })
+    }
+
+    /// A name for the type of the records of variable `name` of group `g`: `<name>_t`, with a
+    /// number after it when `taken` says the name is in use there or a type has it.
+    fn name_after(&mut self, g: GroupId, name: &str, taken: &dyn Fn(&str) -> bool) -> String {
         // Short enough for netCDF with any suffix.
         let mut cut = name.len().min(LONGEST_NAME - 16);
         while !name.is_char_boundary(cut) {
@@ -208,17 +286,7 @@ impl UserTypes {
             type_name = named(n);
         }
         self.suffixes.insert(key, n + 1);
-        self.push(UserType {
-            name: type_name,
-            group: g,
-            size: record.memory_size()?,
-            fields,
-            open: false,
-            depth,
-            leaves,
-            implicit: true,
-            enumeration: None,
-        })
+        type_name
     }
 
     /// The id of the type group `g` defines under `name`.
@@ -228,10 +296,24 @@ impl UserTypes {
 
     /// `nc_def_compound`: a compound type of `size` bytes and no fields yet, in group `g`.
     pub fn define(&mut self, g: GroupId, name: &str, size: usize) -> Result<i32> {
+        self.define_sized(g, name, size, TypeClass::Compound)
+    }
+
+    /// A type of `size` bytes of a class whose values have that size (compound, opaque),
+    /// defined in group `g`: the rules its name and size keep.
+    fn define_sized(
+        &mut self,
+        g: GroupId,
+        name: &str,
+        size: usize,
+        class: TypeClass,
+    ) -> Result<i32> {
         plain_name(name)?;
+        let compound = class == TypeClass::Compound;
         if size == 0 || size > MOST_RECORD_BYTES {
+            let what = if compound { "compound" } else { "opaque" };
             return Err(Error::Invalid(format!(
-                "a compound type of {size} bytes (at most {MOST_RECORD_BYTES} are stored)"
+                "{what} type of {size} bytes (at most {MOST_RECORD_BYTES} are stored)"
             )));
         }
         if self.named(g, name).is_some() {
@@ -242,11 +324,12 @@ impl UserTypes {
             group: g,
             size,
             fields: Vec::new(),
-            open: true,
-            depth: 1,
-            leaves: 0,
+            // A compound type takes fields next; an opaque type has none.
+            open: compound,
+            depth: usize::from(compound),
+            leaves: usize::from(!compound),
             implicit: false,
-            enumeration: None,
+            class,
         })
     }
 
@@ -266,8 +349,13 @@ impl UserTypes {
             depth: 0,
             leaves: 1,
             implicit: false,
-            enumeration: Some(enumeration),
+            class: TypeClass::Enum(enumeration),
         })
+    }
+
+    /// `nc_def_opaque`: an opaque type of values of `size` bytes, in group `g`.
+    pub fn define_opaque(&mut self, g: GroupId, name: &str, size: usize) -> Result<i32> {
+        self.define_sized(g, name, size, TypeClass::Opaque)
     }
 
     /// `nc_insert_enum`: member `name` of `value` in enum type `id`, which must still take
@@ -278,12 +366,15 @@ impl UserTypes {
             0..FIRST_USER_TYPE => return Err(Error::BadType(id)),
             _ => self.get_mut(id).ok_or(Error::BadTypeId(id))?,
         };
+        if !matches!(t.class, TypeClass::Enum(_)) {
+            return Err(Error::BadType(id));
+        }
         if !t.open {
             return Err(Error::TypeDefined(t.name.clone()));
         }
-        match &mut t.enumeration {
-            Some(e) => e.insert(name, value),
-            None => Err(Error::BadType(id)),
+        match &mut t.class {
+            TypeClass::Enum(e) => e.insert(name, value),
+            _ => Err(Error::BadType(id)),
         }
     }
 
@@ -291,28 +382,30 @@ impl UserTypes {
     pub fn enumeration(&self, id: i32) -> Result<&Enumeration> {
         self.get(id)
             .ok_or(Error::BadType(id))?
-            .enumeration
-            .as_ref()
+            .enumeration()
             .ok_or(Error::BadType(id))
     }
 
-    /// The atomic type values of type `id` are held in: an atomic type's own, an enum type's
-    /// base; `None` for a compound type.
-    fn value_type(&self, id: i32) -> Option<NcType> {
-        match self.enumeration(id) {
-            Ok(e) => Some(e.base),
-            Err(_) => NcType::from_id(id).ok(),
+    /// The atomic type one value of type `id` is held in as a field of a stored record, and
+    /// how many of them: an atomic type's own, an enum type's base, an opaque type's bytes
+    /// (`ubyte`, as many as its size); `None` for a compound type.
+    fn stored_as(&self, id: i32) -> Option<(NcType, usize)> {
+        match self.get(id).map(|t| &t.class) {
+            Some(TypeClass::Enum(e)) => Some((e.base, 1)),
+            Some(TypeClass::Opaque) => self.get(id).map(|t| (NcType::UByte, t.size)),
+            Some(TypeClass::Compound) => None,
+            None => NcType::from_id(id).ok().map(|ty| (ty, 1)),
         }
     }
 
     /// An enum type without members, which no definitions may end with (`NC_EINVAL`, as
     /// netCDF-4 answers when its definitions end).
     pub fn check_enums_have_members(&self) -> Result<()> {
-        match self.types.iter().find(|t| {
-            t.enumeration
-                .as_ref()
-                .is_some_and(|e| e.members().is_empty())
-        }) {
+        match self
+            .types
+            .iter()
+            .find(|t| t.enumeration().is_some_and(|e| e.members().is_empty()))
+        {
             Some(t) => Err(Error::Invalid(format!(
                 "enum type {} has no members",
                 t.name
@@ -326,9 +419,12 @@ impl UserTypes {
     fn field_type(&self, id: i32) -> Result<(usize, usize, usize)> {
         if id >= FIRST_USER_TYPE {
             let t = self.get(id).ok_or(Error::BadType(id))?;
-            if let Some(e) = &t.enumeration {
+            match &t.class {
                 // Stored as its base.
-                return Ok((e.base.size(), 0, 1));
+                TypeClass::Enum(e) => return Ok((e.base.size(), 0, 1)),
+                // Stored as its bytes.
+                TypeClass::Opaque => return Ok((t.size, 0, 1)),
+                TypeClass::Compound => {}
             }
             if t.fields.is_empty() {
                 return Err(Error::Invalid(format!(
@@ -353,7 +449,7 @@ impl UserTypes {
             0..FIRST_USER_TYPE => return Err(Error::BadType(id)),
             _ => self.get(id).ok_or(Error::BadTypeId(id))?,
         };
-        if t.enumeration.is_some() {
+        if !t.is_compound() {
             return Err(Error::BadType(id));
         }
         if !t.open {
@@ -416,7 +512,7 @@ impl UserTypes {
         }
         if self
             .get(field.type_id)
-            .is_some_and(|t| t.enumeration.is_none())
+            .is_some_and(|t| t.enumeration().is_none())
         {
             // An enum type takes members until the definitions end: its values are stored
             // as its base whatever they are.
@@ -464,6 +560,11 @@ impl UserTypes {
     /// the definition places it.
     pub fn record_of(&self, id: i32) -> Result<Record> {
         let t = self.get(id).ok_or(Error::BadType(id))?;
+        match &t.class {
+            TypeClass::Opaque => return Ok(Record::raw(t.size)),
+            TypeClass::Enum(_) => return Err(Error::BadType(id)),
+            TypeClass::Compound => {}
+        }
         if t.fields.is_empty() {
             return Err(Error::Invalid(format!(
                 "compound type {} has no fields",
@@ -473,39 +574,39 @@ impl UserTypes {
         let mut fields = Vec::with_capacity(t.fields.len());
         let mut at = 0usize;
         for f in &t.fields {
-            let enum_base = self.enumeration(f.type_id).ok().map(|e| e.base);
-            let (kind, size) = if let Some(ty) = enum_base {
-                (
-                    FieldKind::Number {
-                        ty,
-                        endian: Endian::native(),
-                    },
-                    ty.size(),
-                )
-            } else if f.type_id >= FIRST_USER_TYPE {
-                let inner = self.record_of(f.type_id)?;
-                let size = inner.stored_size;
-                (FieldKind::Nested(inner), size)
-            } else {
-                match NcType::from_id(f.type_id)? {
+            let number = |ty: NcType| FieldKind::Number {
+                ty,
+                endian: Endian::native(),
+            };
+            let mut dims = f.dims.clone();
+            let (kind, size) = match self.get(f.type_id) {
+                Some(ft) => match &ft.class {
+                    TypeClass::Enum(e) => (number(e.base), e.base.size()),
+                    // Its bytes, as numpy stores a void field's.
+                    TypeClass::Opaque => {
+                        dims.push(ft.size);
+                        (number(NcType::UByte), 1)
+                    }
+                    TypeClass::Compound => {
+                        let inner = self.record_of(f.type_id)?;
+                        let size = inner.stored_size;
+                        (FieldKind::Nested(inner), size)
+                    }
+                },
+                None => match NcType::from_id(f.type_id)? {
                     NcType::Char => (FieldKind::Char, 1),
                     NcType::String => return Err(Error::BadType(f.type_id)),
-                    ty => (
-                        FieldKind::Number {
-                            ty,
-                            endian: Endian::native(),
-                        },
-                        ty.size(),
-                    ),
-                }
+                    ty => (number(ty), ty.size()),
+                },
             };
+            let values = count(&dims)?;
             fields.push(RecordField {
                 name: f.name.clone(),
                 stored_offset: at,
-                dims: f.dims.clone(),
+                dims,
                 kind,
             });
-            at = count(&f.dims)?
+            at = values
                 .checked_mul(size)
                 .and_then(|bytes| at.checked_add(bytes))
                 .ok_or_else(|| too_large("a record"))?;
@@ -525,6 +626,13 @@ impl UserTypes {
     /// number of values.
     pub fn fit(&self, id: i32, record: &Record) -> Option<Record> {
         let t = self.get(id)?;
+        match &t.class {
+            TypeClass::Opaque if record.is_raw() && record.stored_size == t.size => {
+                return Some(record.clone());
+            }
+            TypeClass::Compound if !record.is_raw() => {}
+            _ => return None,
+        }
         if t.fields.len() != record.fields.len() {
             return None;
         }
@@ -539,8 +647,10 @@ impl UserTypes {
                     }
                     FieldKind::Nested(self.fit(tf.type_id, inner)?)
                 }
-                kind if kind.atomic() == self.value_type(tf.type_id)
-                    && count(&rf.memory_dims()).ok()? == values =>
+                kind if self.stored_as(tf.type_id).is_some_and(|(ty, per_value)| {
+                    kind.atomic() == Some(ty)
+                        && values.checked_mul(per_value) == count(&rf.memory_dims()).ok()
+                }) =>
                 {
                     kind.clone()
                 }
@@ -579,7 +689,10 @@ impl UserTypes {
             .iter()
             .take(MOST_DECLARED_TYPES)
             .take_while(|d| {
-                let members = d.enumeration.as_ref().map_or(0, |e| e.members().len());
+                let members = match &d.class {
+                    TypeClass::Enum(e) => e.members().len(),
+                    _ => 0,
+                };
                 fields = fields.saturating_add(d.fields.len() + members);
                 fields <= MOST_DECLARED_FIELDS
             })
@@ -627,8 +740,10 @@ impl UserTypes {
     /// Lists one declared type, its fields' compound types found in `listed` (full name ->
     /// id); a declaration that breaks a rule of [`UserTypes::insert`] lists nothing.
     fn declare(&mut self, decl: &DeclaredType, listed: &HashMap<String, i32>) -> Result<i32> {
-        if let Some(e) = &decl.enumeration {
-            return self.declare_enum(decl, e);
+        match &decl.class {
+            TypeClass::Enum(e) => return self.declare_enum(decl, e),
+            TypeClass::Opaque => return self.define_opaque(decl.group, &decl.name, decl.size),
+            TypeClass::Compound => {}
         }
         let id = self.define(decl.group, &decl.name, decl.size)?;
         let filled = decl.fields.iter().try_for_each(|f| {
@@ -672,7 +787,7 @@ impl UserTypes {
         }
         let id = self.define_enum(decl.group, &decl.name, e.base)?;
         if let Some(t) = self.get_mut(id) {
-            t.enumeration = Some(e.clone());
+            t.class = TypeClass::Enum(e.clone());
             t.open = false;
         }
         Ok(id)
@@ -946,7 +1061,7 @@ mod tests {
             name: name.into(),
             size,
             fields,
-            enumeration: None,
+            class: TypeClass::Compound,
         };
         let declared = vec![
             // Named before the type it holds, as a program may define it.
@@ -995,7 +1110,7 @@ mod tests {
                     },
                     dims: Vec::new(),
                 }],
-                enumeration: None,
+                class: TypeClass::Compound,
             })
             .collect();
         let names: Vec<String> = declared.iter().map(|d| format!("/{}", d.name)).collect();
@@ -1052,7 +1167,7 @@ mod tests {
             name: name.into(),
             size: 1,
             fields: Vec::new(),
-            enumeration: Some(e),
+            class: TypeClass::Enum(e),
         };
         let declared = vec![
             enum_decl("cloud_t", e.clone()),
@@ -1065,7 +1180,7 @@ mod tests {
         let listed = read.declare_all(&declared, &names);
         assert_eq!(listed.len(), 1);
         let t = read.get(listed["/cloud_t"]).unwrap();
-        assert_eq!((t.enumeration.as_ref(), t.open), (Some(&e), false));
+        assert_eq!((t.enumeration(), t.open), (Some(&e), false));
         assert_eq!(read.types.len(), 1);
     }
 
@@ -1080,7 +1195,7 @@ mod tests {
                 name: name.into(),
                 size: base.size(),
                 fields: Vec::new(),
-                enumeration: Some(e),
+                class: TypeClass::Enum(e),
             }
         };
         let compound = DeclaredType {
@@ -1101,7 +1216,7 @@ mod tests {
                     dims: vec![2],
                 },
             ],
-            enumeration: None,
+            class: TypeClass::Compound,
         };
         // The compound type named before the enum type it holds, of another group.
         let declared = vec![compound, enum_decl("e_t", NcType::UByte)];
@@ -1121,5 +1236,58 @@ mod tests {
             endian: Endian::native(),
         };
         assert!(types.fit(c, &wider).is_none());
+    }
+
+    #[test]
+    fn opaque_types_hold_bytes_and_fit_raw_records_of_their_size() {
+        let mut types = UserTypes::default();
+        let g = GroupId(0);
+        let raw = types.define_opaque(g, "raw_t", 3).unwrap();
+        for (name, size) in [
+            ("raw_t", 3),
+            ("none_t", 0),
+            ("huge_t", MOST_RECORD_BYTES + 1),
+        ] {
+            assert!(
+                types.define_opaque(g, name, size).is_err(),
+                "{name} of {size}"
+            );
+        }
+        // No fields, no members.
+        let int = NcType::Int.id();
+        assert!(matches!(
+            types.insert(raw, field("x", 0, int, &[])),
+            Err(Error::BadType(id)) if id == raw
+        ));
+        assert!(matches!(
+            types.insert_enum(raw, "x", 1),
+            Err(Error::BadType(id)) if id == raw
+        ));
+        // Its values are stored as raw bytes, and only raw bytes of its size fit it.
+        assert_eq!(types.record_of(raw).unwrap(), Record::raw(3));
+        assert_eq!(types.fit(raw, &Record::raw(3)), Some(Record::raw(3)));
+        assert_eq!(types.fit(raw, &Record::raw(4)), None);
+        // An opaque field is stored as its bytes and fitted back to its type.
+        let obs = types.define(g, "obs_t", 8).unwrap();
+        types.insert(obs, field("id", 0, int, &[])).unwrap();
+        types.insert(obs, field("tag", 4, raw, &[])).unwrap();
+        let stored = types.record_of(obs).unwrap();
+        assert_eq!(
+            (stored.fields[1].dims.as_slice(), stored.stored_size),
+            (&[3][..], 7)
+        );
+        let read = Record {
+            memory: None,
+            ..stored.clone()
+        };
+        assert_eq!(types.fit(obs, &read), Some(stored));
+        assert_eq!(types.fit(raw, &read), None);
+        // Raw bytes no definition gives are of an opaque type named after their variable.
+        let id = types.add(&Record::raw(5), g, "tags", &|_| false).unwrap();
+        let t = types.get(id).unwrap();
+        assert_eq!(
+            (t.name.as_str(), t.size, t.is_opaque(), t.implicit),
+            ("tags_t", 5, true, true)
+        );
     }
 }

@@ -15,6 +15,7 @@ pub mod diff;
 pub mod dump;
 pub mod python;
 pub mod s3;
+pub mod tool_round_trip;
 pub mod web;
 pub mod zarr_json;
 pub mod zarr_v3_check;

@@ -17,6 +17,17 @@ impl Dataset {
             .map(|r| r.type_id)
     }
 
+    /// Checks that the values of variable `v` of group `g`, holding records, may move in the
+    /// caller's type id `memtype` (`NC_NAT`, 0: the variable's): in the variable's own type
+    /// only (text: `NC_ECHAR`, another type: `NC_EBADTYPE`, as netCDF-4 answers).
+    pub fn check_records_memory_type(&self, g: GroupId, v: usize, memtype: i32) -> Result<()> {
+        match self.record_type(g, v) {
+            Some(id) if memtype == 0 || memtype == id => Ok(()),
+            Some(_) if memtype == crate::model::NcType::Char.id() => Err(Error::Char),
+            _ => Err(Error::BadType(memtype)),
+        }
+    }
+
     /// Reads a hyperslab of a variable holding records into `out` as compound values, laid
     /// out with element strides `mem_strides` (C order over `count` when `None`).
     pub fn get_records(

@@ -562,6 +562,9 @@ fn numpy_dtype(data_type: &Json, big: Option<bool>) -> std::result::Result<Strin
             1 => ">S1".to_string(),
             n => format!("|S{n}"),
         },
+        // zarr-python's numpy void, and the raw bits of the Zarr v3 specification (`r24`).
+        "raw_bytes" => format!("|V{}", length()?),
+        bits if let Some(n) = raw_bits(bits) => format!("|V{n}"),
         "numpy.datetime64" | "numpy.timedelta64" => {
             let unit = cfg
                 .and_then(|c| c.get("unit"))
@@ -579,6 +582,12 @@ fn numpy_dtype(data_type: &Json, big: Option<bool>) -> std::result::Result<Strin
         }
         other => return Err(format!("Zarr v3 data type {other} is not read")),
     })
+}
+
+/// The bytes of a Zarr v3 raw data type `r<bits>` (a whole number of bytes).
+fn raw_bits(name: &str) -> Option<usize> {
+    let bits: usize = name.strip_prefix('r')?.parse().ok()?;
+    (bits > 0 && bits.is_multiple_of(8) && !name[1..].starts_with(['0', '+'])).then_some(bits / 8)
 }
 
 /// The fields of zarr-python's `structured` data type in the form of a v2 structured dtype
@@ -833,6 +842,22 @@ mod tests {
     }
 
     #[test]
+    fn raw_bytes_are_numpy_void() {
+        for data_type in [
+            r#"{"name": "raw_bytes", "configuration": {"length_bytes": 3}}"#,
+            r#""r24""#,
+        ] {
+            let a = translated(&array_json(data_type, r#""YWJj""#, "[]", ""));
+            let z = Json::Object(a.zarray).to_value();
+            assert_eq!(
+                (&z["dtype"], &z["fill_value"]),
+                (&"|V3".into(), &"YWJj".into())
+            );
+            assert!(a.unreadable.is_none(), "{data_type}: {:?}", a.unreadable);
+        }
+    }
+
+    #[test]
     fn float16_fill_values_in_hex_are_numbers() {
         for (hex, want) in [
             (r#""0x3c00""#, serde_json::json!(1.0)),
@@ -885,7 +910,8 @@ mod tests {
                 r#", "storage_transformers": [{"name": "x"}]"#,
                 "storage",
             ),
-            (r#""r16""#, "[]", "", "data type r16"),
+            (r#""r12""#, "[]", "", "data type r12"),
+            (r#""r016""#, "[]", "", "data type r016"),
             (
                 r#""float32""#,
                 r#"[{"name": "transpose", "configuration": {"order": [0, 0]}}]"#,

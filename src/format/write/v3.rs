@@ -181,6 +181,13 @@ fn new_array(var: &Var) -> Map<String, Value> {
 
 fn data_type(var: &Var) -> Value {
     let bytes = |n: usize| json!({ "name": "null_terminated_bytes", "configuration": { "length_bytes": n.max(1) } });
+    if let Some(record) = var.record.as_ref().filter(|r| r.record.is_raw()) {
+        // zarr-python's name for numpy's void dtype.
+        return json!({
+            "name": "raw_bytes",
+            "configuration": { "length_bytes": record.record.stored_size }
+        });
+    }
     Value::from(match var.ty {
         NcType::Byte => "int8",
         NcType::UByte => "uint8",
@@ -213,6 +220,16 @@ fn data_type(var: &Var) -> Value {
 /// The `fill_value`: the one netCDF reads where nothing was written (under `NC_NOFILL`, which
 /// Zarr v3 has no word for, the `_FillValue` if there is one, else zeros).
 fn fill_value(var: &Var) -> Value {
+    if let Some(record) = &var.record {
+        // The stored record of the fill (netCDF's: zeros), in base64 as zarr-python writes it.
+        let memory = var
+            .stored_fill
+            .clone()
+            .unwrap_or_else(|| vec![0; record.plan.memory_size]);
+        return record
+            .stored_form(&memory)
+            .map_or(Value::Null, |stored| Value::from(base64::encode(&stored)));
+    }
     if var.ty == NcType::Char {
         // One byte, NUL included (zarr-python's base64 of no byte would read as none).
         let byte = match var.att("_FillValue").map(|a| &a.values) {
@@ -241,6 +258,10 @@ fn xarray_fill_attribute(var: &Var) -> FillAttribute {
     let Some(att) = var.att("_FillValue") else {
         return FillAttribute::AsAny;
     };
+    if var.record.is_some() {
+        // Its value is the `fill_value`: no attribute holds an opaque or compound value.
+        return FillAttribute::Left;
+    }
     match (&att.values, var.ty) {
         (_, NcType::Char | NcType::String) => FillAttribute::Left,
         (Values::Fixed { ty, bytes }, vty) if *ty == vty && bytes.len() >= ty.size() => {
