@@ -252,9 +252,20 @@ static void scenario(const target *t, trace *tr) {
         recs[i].tag[1] = (unsigned char)('b' + 2 * i);
     }
     TRACE_RC(tr, nc_put_var(ncid, v_obs, recs));
-    /* In memory types of other opaque types: the same size or not. */
-    char back[64];
+    /* A part read in the variable's own type. */
+    unsigned char back[64] = {0};
     TRACE_RC(tr, nc_get_vara(ncid, v_raw, &first, &count, back));
+    char line[128];
+    int at = snprintf(line, sizeof line, "part of raw:");
+    hex(line, sizeof line, at, back, 6);
+    trace_add(tr, "%s", line);
+    /* A fill whose attribute is deleted stays the fill (netCDF-4 keeps it). */
+    int v_dropped;
+    TRACE_RC(tr, nc_redef(ncid));
+    TRACE_RC(tr, nc_def_var(ncid, "dropped", raw, 1, &n, &v_dropped));
+    TRACE_RC(tr, nc_put_att(ncid, v_dropped, "_FillValue", raw, 1, "\x11\x22\x33"));
+    TRACE_RC(tr, nc_del_att(ncid, v_dropped, "_FillValue"));
+    TRACE_RC(tr, nc_enddef(ncid));
     trace_add(tr, "-- in session");
     trace_group(tr, ncid);
     CHECK(nc_close(ncid));
@@ -320,6 +331,34 @@ static int zarr_only(const target *zr) {
     CHECK(nc_inq_typeid(ncid, "twin_t", &twin));
     CHECK(nc_inq_att(ncid, NC_GLOBAL, "twinned", &stored_type, &stored_len));
     EXPECT(stored_type == twin && stored_len == 1);
+    CHECK(nc_close(ncid));
+
+    /* In Zarr v3 shards (raw bytes move as they are), read back after a reopen. */
+    char v3[4200];
+    snprintf(v3, sizeof v3, "%s", zr->path);
+    char *file = strstr(v3, ",file");
+    if (file) {
+        memmove(file + 3, file, strlen(file) + 1);
+        memcpy(file, ",v3", 3);
+    }
+    int d6;
+    CHECK(nc_create(v3, NC_NETCDF4 | NC_CLOBBER, &ncid));
+    CHECK(nc_def_dim(ncid, "m", 6, &d6));
+    CHECK(nc_def_opaque(ncid, 3, "raw_t", &raw));
+    CHECK(nc_def_var(ncid, "sharded", raw, 1, &d6, &v));
+    size_t shard = 6;
+    CHECK(nc_def_var_chunking(ncid, v, NC_CHUNKED, &shard));
+    int inner = 2;
+    CHECK(nc_put_att_int(ncid, v, "_InnerChunkSizes", NC_INT, 1, &inner));
+    CHECK(nc_put_att(ncid, v, "_FillValue", raw, 1, "---"));
+    CHECK(nc_enddef(ncid));
+    size_t start = 0, count = 2;
+    CHECK(nc_put_vara(ncid, v, &start, &count, "abcdef"));
+    CHECK(nc_close(ncid));
+    CHECK(nc_open(v3, NC_NOWRITE, &ncid));
+    char sharded[19] = "";
+    EXPECT_RC(nc_get_var(ncid, v, sharded), NC_NOERR);
+    EXPECT(memcmp(sharded, "abcdef------------", 18) == 0);
     CHECK(nc_close(ncid));
 
     /* In pure Zarr an opaque variable is a numpy void array (|V4): it reads back as values of

@@ -363,3 +363,57 @@ fn netcdf_4101_opens_zip_archives_through_the_ncrc_plugin_keys() {
     }
     report.finish(10);
 }
+
+/// Loaded from `.ncrc` (no preload), the library is not the `nc_reclaim_data` that `ncdump`
+/// calls on every value it reads, and libnetcdf's crashes on values of our user-defined types:
+/// the values of enum, opaque and compound types (variables and attributes) are refused with an
+/// error instead, and `ncdump` of such archives fails cleanly (exit 1, a netCDF message) rather
+/// than crashing; with the library preloaded the same archives dump.
+#[test]
+fn ncrc_plugin_keys_refuse_user_defined_values_instead_of_crashing() {
+    let common::Subject::Preload(lib) = common::subject() else {
+        eprintln!("reference-only mode: no library to register");
+        return;
+    };
+    let dir = scratch("ncrc_udf_user_types");
+    let home = dir.path().join("home");
+    fs::create_dir_all(&home).unwrap();
+    fs::write(
+        home.join(".ncrc"),
+        format!(
+            "NETCDF.UDF0.LIBRARY={}\nNETCDF.UDF0.INIT=nczarr_rs_udf0_init\nNETCDF.UDF0.MAGIC=PK\n",
+            lib.display()
+        ),
+    )
+    .unwrap();
+    let cache = std::env::var("NC410_HOME")
+        .unwrap_or_else(|_| format!("{}/.cache/netcdf-4.10", std::env::var("HOME").unwrap()));
+    let env = [
+        ("HOME", Some(home.to_str().unwrap())),
+        ("NC410_HOME", Some(cache.as_str())),
+    ];
+    let root = common::repo_root();
+    for cdl in [
+        "tests/cdl_enum/enum.cdl",
+        "tests/cdl_opaque/opaque.cdl",
+        "tests/cdl_compound/compound.cdl",
+    ] {
+        let cdl = root.join(cdl);
+        let archive = dir.path().join(format!("{}.zip", case_name(&cdl)));
+        ncgen(Host::Ours, &cdl, &zip_url(&archive, "nczarr")).unwrap_or_else(|e| panic!("{e}"));
+        for opts in [&["-h"][..], &[]] {
+            let mut args = opts.to_vec();
+            args.push(archive.to_str().unwrap());
+            let dumped = common::run_env(Host::Ref410, "ncdump", &args, &env);
+            assert_eq!(
+                dumped.status.and_then(|s| s.code()),
+                Some(1),
+                "{}",
+                dumped.describe()
+            );
+            assert!(dumped.stderr.contains("NetCDF: "), "{}", dumped.describe());
+        }
+        let preloaded = common::run(Host::OursOn410, "ncdump", &[archive.to_str().unwrap()]);
+        assert!(preloaded.success(), "{}", preloaded.describe());
+    }
+}

@@ -103,7 +103,7 @@ fn zarr_python_reads_the_bytes_the_file_holds() {
     let store = dir.path().join("s.zarr");
     ncgen(Host::Ours, &cdl, &url(&store, "nczarr,file")).unwrap_or_else(|e| panic!("{e}"));
     // The values the HDF5 file holds, as stock ncdump prints them (`_`: the fill).
-    let (nc, dump) = truth_of(dir.path(), &cdl);
+    let (_, dump) = truth_of(dir.path(), &cdl);
     let values = |var: &str| -> Vec<String> {
         let statement = |text: &str, start: &str| -> Option<String> {
             let from = text.find(start)? + start.len();
@@ -128,7 +128,6 @@ fn zarr_python_reads_the_bytes_the_file_holds() {
         "sub/pair": values("pair"),
         "sub/inherited": values("inherited"),
     });
-    let _ = nc;
     assert_eq!(
         want["raw"],
         serde_json::json!(["616263", "646566", "78797A", "000000"])
@@ -199,6 +198,41 @@ fn numpy_void_arrays_of_zarr_python_are_opaque_variables() {
             None,
             "{env} {fmt}: nccopy into a netCDF-4 file"
         );
+    }
+}
+
+/// The raw data type of the Zarr v3 specification (`r24`), its fill value one number per
+/// byte, as the specification gives it: a variable of an opaque type of its own.
+#[test]
+fn zarr_v3_raw_bits_are_opaque_variables() {
+    if common::reference_only() {
+        return;
+    }
+    let dir = scratch("opaque-raw-bits");
+    let store = dir.path().join("bits.zarr");
+    std::fs::create_dir_all(store.join("bits")).unwrap();
+    std::fs::write(
+        store.join("zarr.json"),
+        r#"{"zarr_format": 3, "node_type": "group", "attributes": {}}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        store.join("bits/zarr.json"),
+        r#"{"zarr_format": 3, "node_type": "array", "shape": [4], "data_type": "r24",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2]}},
+            "chunk_key_encoding": {"name": "default"}, "fill_value": [97, 98, 99],
+            "codecs": [{"name": "bytes"}], "dimension_names": ["x"], "attributes": {}}"#,
+    )
+    .unwrap();
+    std::fs::create_dir_all(store.join("bits/c")).unwrap();
+    std::fs::write(store.join("bits/c/1"), b"").unwrap();
+    let seen = dumped(Host::Ours, &url(&store, "zarr,file"));
+    for want in [
+        "opaque(3) bits_t ;",
+        "bits_t bits:_FillValue = 0X616263 ;",
+        "bits = _, _, 0X010203, 0X040506 ;",
+    ] {
+        assert!(seen.contains(want), "lacks {want:?}:\n{seen}");
     }
 }
 

@@ -213,13 +213,12 @@ impl Dataset {
                 }
                 if !var.inner_chunks.is_empty() {
                     // In one piece, as asked: one shard holding the whole variable.
-                    let one =
-                        one_shard(&shape, &var.inner_chunks, var.ty.size()).map_err(|why| {
-                            Error::BadChunk {
-                                var: var.name.clone(),
-                                why,
-                            }
-                        })?;
+                    let one = one_shard(&shape, &var.inner_chunks, var.stored_esize()).map_err(
+                        |why| Error::BadChunk {
+                            var: var.name.clone(),
+                            why,
+                        },
+                    )?;
                     var.chunks = one;
                     var.chunks_asked = true;
                     return Ok(());
@@ -241,7 +240,8 @@ impl Dataset {
 
     /// Stores the variable in Zarr v3 shards of its chunk shape, each holding chunks of
     /// `sizes` (`_InnerChunkSizes`), or not in shards when `None`. Only for a new array of
-    /// numbers or characters in a Zarr v3 dataset, in the variable's definition. Each size
+    /// numbers, characters or opaque values in a Zarr v3 dataset, in the variable's
+    /// definition. Each size
     /// must divide the chunk size of its dimension; chunk sizes netCDF chose (none were asked
     /// for yet) become the nearest multiples of the sizes below them.
     pub fn def_var_inner_chunks(

@@ -43,6 +43,9 @@ impl Dataset {
             .ok_or_else(|| Error::Invalid("fewer opaque values than counted".into()))?;
         let values = Values::fixed(NcType::UByte, bytes.to_vec());
         self.put_att_of(owner, name, NcType::UByte, values, Some(id))?;
+        // Kept as a defined type (one of a variable's raw bytes, named after it, would
+        // otherwise not be declared: its attribute would come back as bytes).
+        self.tree.types.close(id);
         Ok(())
     }
 }

@@ -188,7 +188,8 @@ impl Dataset {
     /// Whether attribute `name` of `owner` is the fill of a variable holding records (of a
     /// compound or opaque type), which holds one value of that type, the variable's fill.
     pub fn is_records_fill(&self, owner: Owner, name: &str) -> bool {
-        matches!(owner, Owner::Var(g, v) if name == FILL && self.tree.group(g).vars[v].record.is_some())
+        let holds_records = |g: GroupId, v: usize| self.tree.group(g).vars[v].record.is_some();
+        matches!(owner, Owner::Var(g, v) if name == FILL && holds_records(g, v))
     }
 
     /// The `_FillValue` attribute of a variable holding records, when it has one: its
@@ -203,6 +204,58 @@ impl Dataset {
             return None;
         }
         Some((record.type_id, super::data::fill_element(var)))
+    }
+
+    /// The value of attribute `name` of `owner` when it is the fill of a variable holding
+    /// records, read in the caller's type id `memtype` (the variable's own only:
+    /// [`Dataset::check_records_memory_type`]); `None` for another attribute.
+    pub fn records_fill_in(
+        &self,
+        owner: Owner,
+        name: &str,
+        memtype: i32,
+    ) -> Result<Option<Vec<u8>>> {
+        let Some((_, value)) = self.compound_att(owner, name) else {
+            return Ok(None);
+        };
+        if let Owner::Var(g, v) = owner {
+            self.check_records_memory_type(g, v, memtype)?;
+        }
+        Ok(Some(value))
+    }
+
+    /// Bytes `nc_put_att` of `count` values of user-defined type `id` reads from the caller:
+    /// all of them, but for a variable's fill, one value only (more are refused unread).
+    pub fn user_att_bytes(&self, owner: Owner, name: &str, id: i32, count: usize) -> Result<usize> {
+        let size = self.type_summary(id)?.size;
+        let one_value =
+            self.tree.types.enumeration(id).is_err() && self.is_records_fill(owner, name);
+        let compound = self.tree.types.get(id).is_some_and(|t| t.is_compound());
+        match count {
+            1 if one_value || compound => Ok(size),
+            _ if one_value || compound => Ok(0),
+            n => n.checked_mul(size).ok_or(Error::NoMem),
+        }
+    }
+
+    /// `nc_put_att` of `count` values of user-defined type `id` (`bytes`: as
+    /// [`Dataset::user_att_bytes`] says), by the type's class: an enum or opaque attribute, or
+    /// a variable's fill (compound or opaque).
+    pub fn put_user_att(
+        &mut self,
+        owner: Owner,
+        name: &str,
+        id: i32,
+        count: usize,
+        bytes: &[u8],
+    ) -> Result<()> {
+        if self.tree.types.enumeration(id).is_ok() {
+            return self.put_enum_att(owner, name, id, count, bytes);
+        }
+        if self.opaque_size(id).is_ok() && !self.is_records_fill(owner, name) {
+            return self.put_opaque_att(owner, name, id, count, bytes);
+        }
+        self.put_compound_att(owner, name, id, count, bytes)
     }
 
     /// `nc_put_att` of `count` compound values: a variable's `_FillValue`, one value of its

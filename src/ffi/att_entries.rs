@@ -103,22 +103,23 @@ pub(crate) extern "C" fn get_att(
 ) -> c_int {
     guard(|| {
         let name = cmem::name(name)?;
-        let (compound, enum_type) = with(ncid, |o, g| {
+        let (fill, user_type) = with(ncid, |o, g| {
             let ow = owner(&o.ds, g, varid)?;
-            Ok((o.ds.compound_att(ow, name), o.ds.att_user_type(ow, name)))
+            Ok((
+                o.ds.records_fill_in(ow, name, memtype)?,
+                o.ds.att_user_type(ow, name),
+            ))
         })?;
-        if let Some((id, bytes)) = compound {
-            if memtype == NcType::Char.id() {
-                return Err(Error::Char);
-            }
-            if memtype != NC_NAT && memtype != id {
-                return Err(Error::BadType(memtype));
-            }
+        if fill.is_some() || user_type.is_some() {
+            super::reclaim::refuse_user_values_unless_interposed(name)?;
+        }
+        if let Some(bytes) = fill {
             cmem::bytes_mut(value, bytes.len())?.copy_from_slice(&bytes);
             return Ok(NC_NOERR);
         }
-        // Values of an enum type are read as its base type's, in that type only.
-        let mt = if memtype == NC_NAT || enum_type == Some(memtype) {
+        // Values of an enum or opaque type are read as the bytes they are stored as, in that
+        // type only.
+        let mt = if memtype == NC_NAT || user_type == Some(memtype) {
             None
         } else {
             Some(NcType::from_id(memtype)?)
@@ -152,27 +153,11 @@ pub(crate) extern "C" fn put_att(
         if file_type >= crate::model::FIRST_USER_TYPE {
             return with(ncid, |o, g| {
                 let ow = owner(&o.ds, g, varid)?;
-                let size = o.ds.type_summary(file_type)?.size;
                 if memtype != NC_NAT && memtype != file_type {
                     return Err(Error::BadType(file_type));
                 }
-                if o.ds.tree.types.enumeration(file_type).is_ok() {
-                    let n = len.checked_mul(size).ok_or(Error::NoMem)?;
-                    o.ds.put_enum_att(ow, name, file_type, len, cmem::bytes(value, n)?)?;
-                    return Ok(NC_NOERR);
-                }
-                if o.ds.opaque_size(file_type).is_ok() && !o.ds.is_records_fill(ow, name) {
-                    let n = len.checked_mul(size).ok_or(Error::NoMem)?;
-                    o.ds.put_opaque_att(ow, name, file_type, len, cmem::bytes(value, n)?)?;
-                    return Ok(NC_NOERR);
-                }
-                // One value is all a compound attribute may hold; more are refused unread.
-                let bytes = if len == 1 {
-                    cmem::bytes(value, size)?
-                } else {
-                    &[]
-                };
-                o.ds.put_compound_att(ow, name, file_type, len, bytes)?;
+                let n = o.ds.user_att_bytes(ow, name, file_type, len)?;
+                o.ds.put_user_att(ow, name, file_type, len, cmem::bytes(value, n)?)?;
                 Ok(NC_NOERR)
             });
         }

@@ -116,14 +116,8 @@ fn call(
             let size = var.decoded_esize();
             let bytes = elems.checked_mul(size).ok_or(Error::NoMem)?;
             return match buf {
-                Buf::Get(_) if !super::reclaim::interposed() => Err(Error::Unsupported {
-                    var: var.name.clone(),
-                    why: "compound and opaque values are served only with the library \
-                          preloaded or linked ahead of libnetcdf (libnetcdf's nc_reclaim_data \
-                          cannot free them)"
-                        .into(),
-                }),
                 Buf::Get(p) => {
+                    super::reclaim::refuse_user_values_unless_interposed(&var.name)?;
                     let out = cmem::output_bytes(p, bytes)?;
                     o.ds.get_records(g, v, &slab, imap.as_deref(), out)?;
                     Ok(NC_NOERR)
@@ -136,6 +130,9 @@ fn call(
             };
         }
         let mt = o.ds.memory_type(g, v, memtype)?;
+        if let (Buf::Get(_), Some(_)) = (&buf, o.ds.var_enum_type(g, v)) {
+            super::reclaim::refuse_user_values_unless_interposed(&var.name)?;
+        }
         let offsets = || match &imap {
             Some(m) => strided_offsets(&slab.count, m),
             None => (0..elems).collect(),

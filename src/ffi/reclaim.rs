@@ -1,11 +1,13 @@
 //! `nc_reclaim_data` and `nc_reclaim_data_all`, interposed on libnetcdf's (preloaded, or linked
 //! ahead of libnetcdf).
 //!
-//! libnetcdf's versions ask its own HDF5-side bookkeeping whether a compound type holds
-//! variable-length parts, which a dataset served here has none of: `ncdump` dumping a compound
-//! variable of ours would crash there. The compound types of our records hold only fixed-size
-//! fields, so their values own no memory: reclaiming them frees nothing (and `_all` frees the
-//! buffer itself). Every other call goes to libnetcdf's definition unchanged.
+//! libnetcdf's versions ask its own HDF5-side bookkeeping whether a user-defined type holds
+//! variable-length parts, which a dataset served here has none of: `ncdump` dumping a compound,
+//! enum or opaque value of ours would crash there. Our user-defined types hold only fixed-size
+//! values, so their values own no memory: reclaiming them frees nothing (and `_all` frees the
+//! buffer itself). Every other call goes to libnetcdf's definition unchanged. Where ours is not
+//! the one called (the library loaded as a `.ncrc` user-defined format), values of
+//! user-defined types are not handed out at all ([`refuse_user_values_unless_interposed`]).
 
 use super::codes::*;
 use super::install::{is_ours, lookup, netcdf_symbol};
@@ -33,8 +35,23 @@ pub(crate) fn interposed() -> bool {
     *SEEN.get_or_init(|| is_ours(lookup(libc::RTLD_DEFAULT, c"nc_reclaim_data")))
 }
 
-/// True when `ncid` is a dataset of ours and `xtype` one of its compound types.
-fn our_compound(ncid: c_int, xtype: c_int) -> bool {
+/// Refuses to hand out values of a user-defined type where libnetcdf's `nc_reclaim_data` is
+/// the one its callers reach (`ncdump` calls it on every value it read, and it would crash on
+/// ours), naming `what` was asked for.
+pub(crate) fn refuse_user_values_unless_interposed(what: &str) -> crate::error::Result<()> {
+    if interposed() {
+        return Ok(());
+    }
+    Err(crate::error::Error::Unsupported {
+        var: what.to_string(),
+        why: "values of user-defined types are served only with the library preloaded or \
+              linked ahead of libnetcdf (libnetcdf's nc_reclaim_data cannot free them)"
+            .into(),
+    })
+}
+
+/// True when `ncid` is a dataset of ours and `xtype` one of its user-defined types.
+fn our_user_type(ncid: c_int, xtype: c_int) -> bool {
     xtype >= FIRST_USER_TYPE
         && guard(|| with(ncid, |o, _| o.ds.user_type(xtype).map(|_| NC_NOERR))) == NC_NOERR
 }
@@ -63,7 +80,7 @@ pub unsafe extern "C" fn nc_reclaim_data(
     count: usize,
 ) -> c_int {
     static REAL: OnceLock<Option<Reclaim>> = OnceLock::new();
-    if our_compound(ncid, xtype) {
+    if our_user_type(ncid, xtype) {
         return NC_NOERR;
     }
     forward(&REAL, c"nc_reclaim_data", (ncid, xtype, memory, count))
@@ -82,7 +99,7 @@ pub unsafe extern "C" fn nc_reclaim_data_all(
     count: usize,
 ) -> c_int {
     static REAL: OnceLock<Option<Reclaim>> = OnceLock::new();
-    if our_compound(ncid, xtype) {
+    if our_user_type(ncid, xtype) {
         // SAFETY: `memory` is the caller's malloc'd buffer (or null), handed over to be freed.
         unsafe { libc::free(memory) };
         return NC_NOERR;

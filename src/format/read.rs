@@ -668,7 +668,8 @@ impl<'a> Reader<'a> {
         }
         self.read_codecs(&zarray, &mut var);
         check_object_codec(&mut var);
-        if var.record.is_some()
+        // Raw bytes move as they are, in shards too.
+        if var.record.as_ref().is_some_and(|r| !r.plan.is_identity())
             && var
                 .filters
                 .first()
@@ -1345,6 +1346,12 @@ fn record_fill(record: &VarRecord, fill: Option<&Json>) -> std::result::Result<V
             return super::structured::fill_of_fields(&record.record, fields)
                 .map_err(|e| e.to_string());
         }
+        // Raw bits as the Zarr v3 specification gives their fill: one number per byte.
+        Some(Json::Array(items)) if record.record.is_raw() => items
+            .iter()
+            .map(|b| b.as_u64().and_then(|b| u8::try_from(b).ok()))
+            .collect::<Option<Vec<u8>>>()
+            .ok_or_else(|| format!("fill_value {items:?} of raw bytes is not bytes"))?,
         Some(other) => return Err(format!("fill_value {other:?} is no record")),
     };
     if stored.len() != record.plan.stored_size {

@@ -207,9 +207,9 @@ fn field_kind(name: &str, text: &str, dims: &mut Vec<usize>) -> Result<(FieldKin
     })
 }
 
-/// The Zarr v2 dtype of `record` (of raw bytes: `|V<n>`): its fields in the order they are stored, numbers in their
-/// byte order, text a byte (`|S1`) per character, and numpy's padding (`["", "|V<n>"]`, as it
-/// lists an aligned dtype) wherever no field is stored.
+/// The Zarr v2 dtype of `record` (raw bytes: `|V<n>`): its fields in the order they are
+/// stored, numbers in their byte order, text a byte (`|S1`) per character, and numpy's padding
+/// (`["", "|V<n>"]`, as it lists an aligned dtype) wherever no field is stored.
 pub fn to_json(record: &Record) -> serde_json::Value {
     use serde_json::Value;
     if record.is_raw() {

@@ -5,7 +5,9 @@
 //! one its compound type's definition gives, or else each field at the next offset its
 //! alignment allows, as a C compiler places a struct's members, the layout netcdf-c gives the
 //! compound types of files it did not write) and the plan that moves one into the other. The
-//! compound types themselves are [`super::user_types`]'s. Knows nothing of JSON, stores or C.
+//! compound types themselves are [`super::user_types`]'s. A record without fields is raw bytes
+//! (numpy's void dtype), the values of an opaque type, moved as they are. Knows nothing of
+//! JSON, stores or C.
 
 use super::tree::Endian;
 use super::types::NcType;

@@ -414,8 +414,9 @@ impl UserTypes {
         }
     }
 
-    /// Bytes of one value of type `id`, how deep compound types nest in it (0 for an atomic
-    /// or enum type) and its atomic fields. Variable-length strings have no place in a stored record.
+    /// Bytes of one value of type `id`, how deep compound types nest in it (0 for an atomic,
+    /// enum or opaque type) and its atomic fields. Variable-length strings have no place in a
+    /// stored record.
     fn field_type(&self, id: i32) -> Result<(usize, usize, usize)> {
         if id >= FIRST_USER_TYPE {
             let t = self.get(id).ok_or(Error::BadType(id))?;
