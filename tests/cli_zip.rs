@@ -315,6 +315,25 @@ fn damaged_archives_give_netcdf_errors() {
     }
 }
 
+/// A home directory below `dir` whose `.ncrc` names library `lib` as user-defined format 0 of
+/// zip archives, and where netcdf-c 4.10.1 is cached (with-netcdf-4.10 keeps its environment
+/// under $HOME unless told otherwise).
+fn ncrc_home(dir: &Path, lib: &Path) -> (PathBuf, String) {
+    let home = dir.join("home");
+    fs::create_dir_all(&home).unwrap();
+    fs::write(
+        home.join(".ncrc"),
+        format!(
+            "NETCDF.UDF0.LIBRARY={}\nNETCDF.UDF0.INIT=nczarr_rs_udf0_init\nNETCDF.UDF0.MAGIC=PK\n",
+            lib.display()
+        ),
+    )
+    .unwrap();
+    let cache = std::env::var("NC410_HOME")
+        .unwrap_or_else(|_| format!("{}/.cache/netcdf-4.10", std::env::var("HOME").unwrap()));
+    (home, cache)
+}
+
 /// netcdf-c >= 4.10 loads user-defined formats named in `.ncrc`. With our library in slot 0 and
 /// the zip signature as its magic number, stock `ncdump` on netcdf-c 4.10.1 (which has no zip
 /// storage of its own), with no preload, dumps a plain `x.zip` path like the HDF5 truth.
@@ -328,19 +347,7 @@ fn netcdf_4101_opens_zip_archives_through_the_ncrc_plugin_keys() {
     };
     let mut report = Report::new("ncrc_udf_zip");
     let dir = scratch("ncrc_udf");
-    let home = dir.path().join("home");
-    fs::create_dir_all(&home).unwrap();
-    fs::write(
-        home.join(".ncrc"),
-        format!(
-            "NETCDF.UDF0.LIBRARY={}\nNETCDF.UDF0.INIT=nczarr_rs_udf0_init\nNETCDF.UDF0.MAGIC=PK\n",
-            lib.display()
-        ),
-    )
-    .unwrap();
-    // with-netcdf-4.10 keeps its environment under $HOME unless told otherwise.
-    let cache = std::env::var("NC410_HOME")
-        .unwrap_or_else(|_| format!("{}/.cache/netcdf-4.10", std::env::var("HOME").unwrap()));
+    let (home, cache) = ncrc_home(dir.path(), lib);
     let env = [
         ("HOME", Some(home.to_str().unwrap())),
         ("NC410_HOME", Some(cache.as_str())),
@@ -376,18 +383,7 @@ fn ncrc_plugin_keys_refuse_user_defined_values_instead_of_crashing() {
         return;
     };
     let dir = scratch("ncrc_udf_user_types");
-    let home = dir.path().join("home");
-    fs::create_dir_all(&home).unwrap();
-    fs::write(
-        home.join(".ncrc"),
-        format!(
-            "NETCDF.UDF0.LIBRARY={}\nNETCDF.UDF0.INIT=nczarr_rs_udf0_init\nNETCDF.UDF0.MAGIC=PK\n",
-            lib.display()
-        ),
-    )
-    .unwrap();
-    let cache = std::env::var("NC410_HOME")
-        .unwrap_or_else(|_| format!("{}/.cache/netcdf-4.10", std::env::var("HOME").unwrap()));
+    let (home, cache) = ncrc_home(dir.path(), lib);
     let env = [
         ("HOME", Some(home.to_str().unwrap())),
         ("NC410_HOME", Some(cache.as_str())),
