@@ -238,6 +238,61 @@ static void define_errors(const target *t, trace *tr) {
     CHECK(nc_close(ncid));
 }
 
+/* Fills whose _FillValue attribute is deleted (in the definition, and after data were written
+ * elsewhere): netCDF-4 keeps each as the fill, in the session and after a reopen, listing no
+ * attribute. */
+static void trace_fill(trace *tr, int ncid, int v, const char *when) {
+    int nofill = -1, natts = -1;
+    nc_type type;
+    union {
+        short s;
+        int i;
+        double d;
+    } fill = {.d = 0};
+    double back[3] = {0, 0, 0};
+    CHECK(nc_inq_vartype(ncid, v, &type));
+    int rc = nc_inq_var_fill(ncid, v, &nofill, &fill);
+    double value = type == NC_SHORT ? fill.s : type == NC_INT ? fill.i : fill.d;
+    CHECK(nc_inq_varnatts(ncid, v, &natts));
+    int get = nc_get_var_double(ncid, v, back);
+    trace_add(tr, "%s: var %d fill -> %d: %g, %d atts, get -> %d: %g %g %g", when, v, rc, value,
+              natts, get, back[0], back[1], back[2]);
+}
+
+static void deleted_fills(const target *t, trace *tr) {
+    int ncid, x, vi, vd, vs;
+    const int seven = 7;
+    const double half = 0.5;
+    const short minus = -2;
+    CHECK(nc_create(t->path, NC_NETCDF4 | NC_CLOBBER, &ncid));
+    CHECK(nc_def_dim(ncid, "x", 3, &x));
+    CHECK(nc_def_var(ncid, "i", NC_INT, 1, &x, &vi));
+    CHECK(nc_def_var(ncid, "d", NC_DOUBLE, 1, &x, &vd));
+    CHECK(nc_def_var(ncid, "s", NC_SHORT, 1, &x, &vs));
+    TRACE_RC(tr, nc_put_att_int(ncid, vi, "_FillValue", NC_INT, 1, &seven));
+    TRACE_RC(tr, nc_put_att_double(ncid, vd, "_FillValue", NC_DOUBLE, 1, &half));
+    TRACE_RC(tr, nc_put_att_short(ncid, vs, "_FillValue", NC_SHORT, 1, &minus));
+    TRACE_RC(tr, nc_del_att(ncid, vi, "_FillValue"));
+    TRACE_RC(tr, nc_del_att(ncid, vd, "_FillValue"));
+    /* Given again after its deletion: the new one. */
+    const int eight = 8;
+    TRACE_RC(tr, nc_put_att_int(ncid, vi, "_FillValue", NC_INT, 1, &eight));
+    TRACE_RC(tr, nc_del_att(ncid, vi, "_FillValue"));
+    TRACE_RC(tr, nc_enddef(ncid));
+    for (int v = 0; v < 3; v++) trace_fill(tr, ncid, v, "in session");
+    const size_t one = 1, first = 0;
+    const double two = 2;
+    TRACE_RC(tr, nc_put_vara_double(ncid, vs, &first, &one, &two));
+    TRACE_RC(tr, nc_redef(ncid));
+    TRACE_RC(tr, nc_del_att(ncid, vs, "_FillValue"));
+    TRACE_RC(tr, nc_enddef(ncid));
+    trace_fill(tr, ncid, vs, "after deleting a written variable's");
+    CHECK(nc_close(ncid));
+    CHECK(nc_open(t->path, NC_NOWRITE, &ncid));
+    for (int v = 0; v < 3; v++) trace_fill(tr, ncid, v, "reopened");
+    CHECK(nc_close(ncid));
+}
+
 /* A close whose chunks cannot be stored fails and leaves the dataset open, as netcdf-c keeps a
  * dataset whose close failed: closing again fails again (not NC_EBADID), and once the cause is
  * gone a close stores every value. Directory stores only: a directory with something in it in
@@ -305,6 +360,13 @@ int main(int argc, char **argv) {
     int bad = trace_compare("dataset life cycle", &a, &b) + explicit_failures + define_bad;
     bad += zarr_only(&zr);
     bad += failed_close_can_be_retried(dir);
+    trace e = {0}, f = {0};
+    make_targets(dir, "deleted_fills", &h5, &zr);
+    deleted_fills(&h5, &e);
+    deleted_fills(&zr, &f);
+    bad += trace_compare("deleted fills", &e, &f);
+    trace_free(&e);
+    trace_free(&f);
     trace_free(&a);
     trace_free(&b);
     return bad ? 1 : 0;

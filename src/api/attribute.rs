@@ -360,7 +360,20 @@ impl Dataset {
             .position(|a| a.name == name)
             .ok_or_else(|| Error::NotAtt(name.to_string()))?;
         self.ensure_define_mode()?;
+        // A number variable's fill outlives its `_FillValue` attribute, as in netCDF-4 files
+        // and netcdf-c's NCZarr (the array's `fill_value` keeps it).
+        let kept_fill = match owner {
+            Owner::Var(g, v) if name == "_FillValue" => {
+                let var = &self.tree.group(g).vars[v];
+                (var.record.is_none() && var.ty.is_numeric())
+                    .then(|| super::data::fill_element(var))
+            }
+            _ => None,
+        };
         self.atts_mut(owner).remove(i);
+        if let (Some(fill), Owner::Var(g, v)) = (kept_fill, owner) {
+            self.tree.group_mut(g).vars[v].stored_fill = Some(fill);
+        }
         Ok(())
     }
 }

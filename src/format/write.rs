@@ -325,9 +325,12 @@ fn fill_of(var: &Var, nczarr: bool) -> Value {
                 {
                     bytes[..ty.size()].to_vec()
                 }
-                // 16-bit floats have no room for netCDF's default fill: theirs stays.
+                // A fill the array's metadata gave (or a deleted `_FillValue` left) stays; 16-bit
+                // floats have no room for netCDF's default fill, so theirs does too.
                 _ => match &var.stored_fill {
-                    Some(fill) if var.half_floats.is_some() => fill.clone(),
+                    Some(fill) if var.half_floats.is_some() || fill.len() == ty.size() => {
+                        fill.clone()
+                    }
                     _ => ty.default_fill(),
                 },
             };
