@@ -199,7 +199,7 @@ static void scenario(const target *t, trace *tr) {
 
 /* Expectations for the store that have no HDF5 counterpart. */
 static int zarr_only(const target *t) {
-    int ncid, fmt, mode, bad = 0, tid;
+    int ncid, fmt, mode, bad = 0;
     CHECK(nc_open(t->path, NC_WRITE, &ncid));
     CHECK(nc_inq_format(ncid, &fmt));
     CHECK(nc_inq_format_extended(ncid, &fmt, &mode));
@@ -207,12 +207,6 @@ static int zarr_only(const target *t) {
     int want = m != NULL && strstr(m, "udf0") != NULL ? NC_FORMATX_UDF0 : NC_FORMATX_NCZARR;
     if (fmt != want) {
         fprintf(stderr, "inq_format_extended: %d, expected %d\n", fmt, want);
-        bad++;
-    }
-    CHECK(nc_redef(ncid));
-    int rc = nc_def_vlen(ncid, "vl", NC_INT, &tid);
-    if (rc != NC_ENOTNC4) {
-        fprintf(stderr, "nc_def_vlen: %d, expected NC_ENOTNC4\n", rc);
         bad++;
     }
     CHECK(nc_close(ncid));

@@ -13,6 +13,7 @@ pub mod define;
 pub mod define_enums;
 pub mod define_opaque;
 pub mod define_types;
+pub mod define_vlen;
 pub mod filters;
 pub mod inquire;
 pub mod names;

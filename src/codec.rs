@@ -27,7 +27,10 @@ mod shuffle;
 mod stage_buffer;
 mod stream;
 mod vlen;
-pub use vlen::{SLOT_HEADER as OBJECT_SLOT_HEADER, UTF8 as VLEN_UTF8, put_slot_item, slot_item};
+pub use vlen::{
+    ARRAY as VLEN_ARRAY, SLOT_HEADER as OBJECT_SLOT_HEADER, UTF8 as VLEN_UTF8, array_dtype,
+    put_slot_item, slot_item,
+};
 mod zlib;
 mod zstd;
 
@@ -235,7 +238,7 @@ pub fn from_config(cfg: &Config, ctx: Context) -> Result<Arc<dyn Codec>> {
         "fletcher32" => Arc::new(fletcher32::Fletcher32::from_config(cfg)?),
         crc32c::ID => Arc::new(crc32c::Crc32c::from_config(cfg)?),
         sharding::ID => Arc::new(sharding::Sharding::from_config(cfg, ctx)?),
-        vlen::UTF8 | vlen::BYTES => Arc::new(vlen::Vlen::from_config(id, cfg, ctx)?),
+        vlen::UTF8 | vlen::BYTES | vlen::ARRAY => Arc::new(vlen::Vlen::from_config(id, cfg, ctx)?),
         other => {
             return Err(Error::NoFilter {
                 var: String::new(),
@@ -270,7 +273,7 @@ pub fn is_object_codec(id: &str) -> bool {
         id,
         vlen::UTF8
             | vlen::BYTES
-            | "vlen-array"
+            | vlen::ARRAY
             | "json2"
             | "json"
             | "msgpack2"

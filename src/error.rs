@@ -116,6 +116,10 @@ pub enum Error {
     /// Conversion between text and numbers.
     #[error("attempt to convert between text and numbers")]
     Char,
+    /// Mapped access (`nc_get_varm`, `nc_put_varm` with a map) to a variable of a user-defined
+    /// type: netCDF serves it for atomic types only.
+    #[error("mapped access is for variables of atomic types only")]
+    MapType,
     /// A request too large for this address space.
     #[error("request too large: {0}")]
     TooLarge(String),

@@ -14,11 +14,11 @@ pub use enums::{EnumMember, Enumeration};
 pub use records::{FieldKind, MOST_RECORD_BYTES, MemoryLayout, Record, RecordField, VarRecord};
 pub use tree::{
     Att, COMPLEX_DIMENSION, CacheSettings, Dim, DimId, Endian, Filter, Group, GroupId, Storage,
-    StringStorage, Tree, Var,
+    StringStorage, Tree, Var, VarVlen,
 };
 pub use types::NcType;
 pub use user_types::{
     DeclaredField, DeclaredType, FIRST_USER_TYPE, TypeClass, TypeField, TypeRef, UserType,
-    UserTypes,
+    UserTypes, VLEN_SIZE,
 };
 pub use values::Values;

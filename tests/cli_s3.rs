@@ -141,6 +141,16 @@ fn opaque_types_through_s3s_fs_equal_the_file_store() {
 }
 
 #[test]
+fn vlen_types_through_s3s_fs_equal_the_file_store() {
+    let dir = common::repo_root().join("tests/cdl_vlen");
+    let cases: Vec<_> = ["vlen", "vlen_atts"]
+        .iter()
+        .map(|name| dir.join(format!("{name}.cdl")))
+        .collect();
+    corpus_round_trip(Kind::S3sFs, &cases);
+}
+
+#[test]
 fn corpus_through_moto_equals_the_file_store() {
     let some: Vec<_> = cdl_files()
         .into_iter()

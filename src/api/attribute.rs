@@ -32,6 +32,10 @@ pub const VIRTUAL: [&str; 5] = [
 /// some value was out of range.
 pub fn convert_values(values: &Values, to: NcType, classic_model: bool) -> Result<(Values, bool)> {
     match values {
+        // Sequences move in their own type only.
+        Values::Vlens { .. } if to == NcType::Char => Err(Error::Char),
+        Values::Vlens { base, .. } if *base == to => Ok((values.clone(), false)),
+        Values::Vlens { .. } => Err(Error::BadType(to.id())),
         Values::Strings(_) if to == NcType::String => Ok((values.clone(), false)),
         Values::Strings(_) => Err(Error::Char),
         Values::Fixed { .. } if to == NcType::String => Err(Error::Char),
@@ -262,9 +266,14 @@ impl Dataset {
             && let Owner::Var(g, v) = owner
         {
             let var = &self.tree.group(g).vars[v];
-            // Of the variable's own type: an enum variable's fill is of its enum type.
-            if file_type != var.ty || var.record.is_some() || self.var_enum_type(g, v) != user_type
-            {
+            // Of the variable's own type: an enum variable's fill is of its enum type, a
+            // variable-length one's of its variable-length type.
+            let own_type = self.var_enum_type(g, v).or(self.var_vlen_type(g, v));
+            let stored_as = match &var.vlen {
+                Some(vlen) => vlen.base,
+                None => var.ty,
+            };
+            if file_type != stored_as || var.record.is_some() || own_type != user_type {
                 return Err(Error::BadType(file_type.id()));
             }
             if stored.len() != 1 {
@@ -289,6 +298,14 @@ impl Dataset {
             }
             Owner::Group(_) => None,
         };
+        if let (Owner::Var(g, v), Values::Vlens { items, .. }) = (owner, &stored)
+            && name == "_FillValue"
+        {
+            // Slots hold the fill whole.
+            let var = &mut self.tree.group_mut(g).vars[v];
+            let longest = items.iter().map(Vec::len).max().unwrap_or(0);
+            var.maxstrlen = var.maxstrlen.max(longest);
+        }
         let atts = self.atts_mut(owner);
         let mut new = Att::new(name, stored);
         new.user_type = user_type.map(crate::model::TypeRef::Listed);

@@ -436,7 +436,9 @@ pub(super) fn fill_element(var: &Var) -> Vec<u8> {
     }
     if var.strings == StringStorage::Objects && var.ty == NcType::String {
         let text = match var.att("_FillValue").map(|a| &a.values) {
-            Some(crate::model::Values::Strings(s)) if !var.zarr_v3 => s.first().cloned(),
+            Some(
+                crate::model::Values::Strings(s) | crate::model::Values::Vlens { items: s, .. },
+            ) if !var.zarr_v3 => s.first().cloned(),
             _ => None,
         };
         let mut slot = vec![0u8; esize];
@@ -699,6 +701,41 @@ impl Dataset {
 
     /// Reads an NC_STRING hyperslab, in C order over `count`.
     pub fn get_strings(&mut self, g: GroupId, v: usize, slab: &Slab) -> Result<Vec<Vec<u8>>> {
+        self.refuse_vlen_as_strings(g, v)?;
+        self.get_items(g, v, slab)
+    }
+
+    /// Reads a hyperslab of a variable of a variable-length type, in C order over `count`:
+    /// each value's sequence as the bytes of its values (the base type's, native order).
+    pub fn get_vlens(&mut self, g: GroupId, v: usize, slab: &Slab) -> Result<Vec<Vec<u8>>> {
+        self.refuse_all_but_vlens(g, v)?;
+        self.get_items(g, v, slab)
+    }
+
+    /// Writes values of a variable of a variable-length type (C order over `count`), each
+    /// sequence as the bytes of its values (the base type's, native order).
+    pub fn put_vlens(&mut self, g: GroupId, v: usize, slab: &Slab, data: &[Vec<u8>]) -> Result<()> {
+        self.refuse_all_but_vlens(g, v)?;
+        self.put_items(g, v, slab, data)
+    }
+
+    /// Values of a variable-length type move in that type only, never as strings.
+    fn refuse_vlen_as_strings(&self, g: GroupId, v: usize) -> Result<()> {
+        match self.tree.group(g).vars[v].vlen {
+            Some(_) => Err(Error::BadType(NcType::String.id())),
+            None => Ok(()),
+        }
+    }
+
+    fn refuse_all_but_vlens(&self, g: GroupId, v: usize) -> Result<()> {
+        match self.tree.group(g).vars[v].vlen {
+            Some(_) => Ok(()),
+            None => Err(Error::BadType(0)),
+        }
+    }
+
+    /// Reads the items of a variable of strings or sequences, in C order over `count`.
+    fn get_items(&mut self, g: GroupId, v: usize, slab: &Slab) -> Result<Vec<Vec<u8>>> {
         self.ensure_data_mode()?;
         self.check_slab(g, v, slab, false)?;
         let slab = scalar_slab(self.tree.group(g).vars[v].is_scalar(), slab);
@@ -1213,6 +1250,13 @@ impl Dataset {
         slab: &Slab,
         data: &[Vec<u8>],
     ) -> Result<()> {
+        self.refuse_vlen_as_strings(g, v)?;
+        self.put_items(g, v, slab, data)
+    }
+
+    /// Writes the items of a variable of strings or sequences, each whole (see
+    /// [`Dataset::put_strings`]).
+    fn put_items(&mut self, g: GroupId, v: usize, slab: &Slab, data: &[Vec<u8>]) -> Result<()> {
         self.check_writable()?;
         self.ensure_data_mode()?;
         self.check_slab(g, v, slab, true)?;

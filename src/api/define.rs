@@ -338,9 +338,10 @@ impl Dataset {
     /// `nc_def_var_endian`.
     pub fn def_var_endian(&mut self, g: GroupId, v: usize, endian: Option<Endian>) -> Result<()> {
         let var = self.var_mut_for_definition(g, v)?;
-        if var.enum_type.is_some() || var.record.is_some() {
+        if var.enum_type.is_some() || var.record.is_some() || var.vlen.is_some() {
             // As netCDF-4: a user-defined type's byte order (an enum's base's, a compound
-            // type's fields') is set by no variable, and opaque bytes have none.
+            // type's fields', a variable-length type's base's) is set by no variable, and
+            // opaque bytes have none.
             return Err(Error::Invalid(format!(
                 "{} is of a user-defined type",
                 var.name
@@ -368,14 +369,25 @@ impl Dataset {
         let var = self.var_mut_for_definition(g, v)?;
         var.no_fill = no_fill;
         if let Some(val) = value {
-            if val.ty() != var.ty || val.len() != 1 {
+            // A variable-length variable's fill is a sequence of its base's values.
+            let (stored_as, own_type) = match &var.vlen {
+                Some(vlen) => (vlen.base, vlen.type_ref.clone()),
+                None => (var.ty, var.enum_type.clone()),
+            };
+            let sequences = matches!(val, Values::Vlens { .. });
+            if val.ty() != stored_as || val.len() != 1 || sequences != var.vlen.is_some() {
                 return Err(Error::Invalid(
                     "fill value must be one value of the variable's type".into(),
                 ));
             }
+            if let Values::Vlens { items, .. } = &val {
+                // Slots hold the fill whole.
+                let longest = items.iter().map(Vec::len).max().unwrap_or(0);
+                var.maxstrlen = var.maxstrlen.max(longest);
+            }
             var.atts.retain(|a| a.name != "_FillValue");
             let mut fill = crate::model::Att::new("_FillValue", val);
-            fill.user_type = var.enum_type.clone();
+            fill.user_type = own_type;
             var.atts.push(fill);
         }
         Ok(())

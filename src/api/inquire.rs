@@ -14,6 +14,9 @@ pub struct VarInfo {
     pub type_id: i32,
     /// Bytes of one value in memory (of the fill value).
     pub value_size: usize,
+    /// The base of the variable's variable-length type, when its values are of one (its
+    /// fill is then a sequence of them).
+    pub vlen_base: Option<NcType>,
     pub dims: Vec<DimId>,
     pub natts: usize,
     pub storage: Storage,
@@ -118,12 +121,17 @@ impl Dataset {
             type_id: match (&var.record, var.enum_type.as_ref().and_then(|e| e.id())) {
                 (Some(r), _) => r.type_id,
                 (None, Some(id)) => id,
-                (None, None) => var.ty.id(),
+                (None, None) => match var.vlen.as_ref().and_then(|l| l.type_ref.as_ref()?.id()) {
+                    Some(id) => id,
+                    None => var.ty.id(),
+                },
             },
-            value_size: var
-                .record
-                .as_ref()
-                .map_or(var.ty.size(), |r| r.plan.memory_size),
+            value_size: match (&var.record, &var.vlen) {
+                (Some(r), _) => r.plan.memory_size,
+                (None, Some(_)) => crate::model::VLEN_SIZE,
+                (None, None) => var.ty.size(),
+            },
+            vlen_base: var.vlen.as_ref().map(|l| l.base),
             dims: var.dims.clone(),
             natts: var.atts.len(),
             storage,
@@ -149,7 +157,9 @@ impl Dataset {
         }
         match var.att("_FillValue").map(|a| &a.values) {
             Some(crate::model::Values::Fixed { bytes, .. }) => bytes.clone(),
-            Some(crate::model::Values::Strings(s)) => s.first().cloned().unwrap_or_default(),
+            Some(
+                crate::model::Values::Strings(s) | crate::model::Values::Vlens { items: s, .. },
+            ) => s.first().cloned().unwrap_or_default(),
             None => match &var.stored_fill {
                 Some(b) => b.clone(),
                 None => var.ty.default_fill(),

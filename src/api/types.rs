@@ -32,6 +32,10 @@ pub enum TypeShape {
     Opaque {
         size: usize,
     },
+    /// Variable-length types of the same base are equal, whatever their names.
+    Vlen {
+        base: NcType,
+    },
 }
 
 /// One field of a compound [`TypeShape`].
@@ -151,6 +155,9 @@ impl Dataset {
         let t = self.user_type(id)?;
         if t.is_opaque() {
             return Ok(TypeShape::Opaque { size: t.size });
+        }
+        if let Some(base) = t.vlen_base() {
+            return Ok(TypeShape::Vlen { base });
         }
         if let Some(e) = t.enumeration() {
             // Members sorted by name (the order they were given in does not count).

@@ -1,12 +1,14 @@
-//! numcodecs' variable-length strings (`vlen-utf8`, `vlen-bytes`): the object codec of numpy
-//! `|O` arrays of strings, between fixed-width slots and stored items.
+//! numcodecs' variable-length items (`vlen-utf8`, `vlen-bytes`, `vlen-array`): the object
+//! codec of numpy `|O` arrays of strings or of arrays of numbers, between fixed-width slots and
+//! stored items.
 //!
 //! Stored: a little-endian `u32` item count, then each item as a `u32` length and its bytes.
 //! Decoded: one slot of fixed width per item ([`SLOT_HEADER`] bytes of length, then room for
 //! the item, zero padded), so the chunk engine serves these like fixed-width elements and an
 //! item keeps every byte, NULs included, when its chunk is written again. An item longer than
-//! its slot's room fails decoding with [`Error::StringSlots`] naming the room it needs. Knows
-//! nothing of variables or stores.
+//! its slot's room fails decoding with [`Error::StringSlots`] naming the room it needs. The
+//! items of `vlen-array` are arrays of its `dtype`'s numbers, in the slots in native byte
+//! order. Knows nothing of variables or stores.
 
 use super::{Codec, Config, Context, failed, past_limit};
 use crate::error::{Error, Result};
@@ -16,6 +18,8 @@ use serde_json::Value;
 pub const UTF8: &str = "vlen-utf8";
 /// numcodecs' id of byte strings.
 pub const BYTES: &str = "vlen-bytes";
+/// numcodecs' id of arrays of numbers of one `dtype` (each a numpy array of any length).
+pub const ARRAY: &str = "vlen-array";
 
 /// Bytes of an item count or length.
 const LEN: usize = 4;
@@ -50,14 +54,54 @@ pub struct Vlen {
     id: &'static str,
     /// Bytes per decoded slot.
     width: usize,
+    /// `vlen-array`: its `dtype` as configured, and the bytes of one number when they are
+    /// stored in the other byte order than this machine's (swapped each way).
+    array: Option<(String, Option<usize>)>,
+}
+
+/// The bytes of one number of a numpy dtype (`<i4`, `>f8`, `|u1`) and whether they are stored
+/// in the other byte order than this machine's; `None` for a dtype that is not of numbers.
+pub fn array_dtype(dtype: &str) -> Option<(usize, bool)> {
+    let mut chars = dtype.chars();
+    let order = chars.next()?;
+    let kind = chars.next()?;
+    let size: usize = chars.as_str().parse().ok()?;
+    if !matches!(kind, 'i' | 'u' | 'f' | 'b') || ![1, 2, 4, 8].contains(&size) {
+        return None;
+    }
+    let swapped = match order {
+        '<' => cfg!(target_endian = "big"),
+        '>' => cfg!(target_endian = "little"),
+        '|' | '=' => false,
+        _ => return None,
+    };
+    Some((size, swapped && size > 1))
 }
 
 impl Vlen {
-    pub fn from_config(id: &str, _cfg: &Config, ctx: Context) -> Result<Vlen> {
+    pub fn from_config(id: &str, cfg: &Config, ctx: Context) -> Result<Vlen> {
+        let array = if id == ARRAY {
+            let dtype = cfg.get("dtype").and_then(Value::as_str).unwrap_or("");
+            let (size, swapped) = array_dtype(dtype)
+                .ok_or_else(|| failed(ARRAY, format!("dtype {dtype:?} is not of numbers")))?;
+            Some((dtype.to_string(), swapped.then_some(size)))
+        } else {
+            None
+        };
         Ok(Vlen {
-            id: if id == BYTES { BYTES } else { UTF8 },
+            id: match id {
+                BYTES => BYTES,
+                ARRAY => ARRAY,
+                _ => UTF8,
+            },
             width: ctx.elem_size.max(SLOT_HEADER + 1),
+            array,
         })
+    }
+
+    /// The bytes of one number to swap, for `vlen-array` items stored in the other byte order.
+    fn swapped_size(&self) -> Option<usize> {
+        self.array.as_ref().and_then(|(_, swapped)| *swapped)
     }
 
     /// The most bytes one item of a slot can hold.
@@ -68,6 +112,11 @@ impl Vlen {
     /// The items of a stored buffer (checked to lie within it) and the longest one's length.
     fn items<'a>(&self, encoded: &'a [u8]) -> Result<(Vec<&'a [u8]>, usize)> {
         let truncated = || failed(self.id, "truncated: the items run past the buffer");
+        let number = self
+            .array
+            .as_ref()
+            .and_then(|(dtype, _)| array_dtype(dtype))
+            .map_or(1, |(size, _)| size);
         let mut rest = encoded;
         let count = take_len(&mut rest).ok_or_else(truncated)?;
         // Every item takes at least its length's bytes: a count beyond that is damage.
@@ -79,6 +128,12 @@ impl Vlen {
         for _ in 0..count {
             let len = take_len(&mut rest).ok_or_else(truncated)?;
             let item = rest.get(..len).ok_or_else(truncated)?;
+            if !len.is_multiple_of(number) {
+                return Err(failed(
+                    self.id,
+                    format!("an item of {len} bytes is no whole number of {number}-byte values"),
+                ));
+            }
             rest = &rest[len..];
             longest = longest.max(len);
             items.push(item);
@@ -92,6 +147,13 @@ fn too_many(id: &str, items: usize, limit: usize) -> Error {
         id,
         format!("{items} strings, more than the expected {limit} bytes hold"),
     )
+}
+
+/// Reverses the bytes of each `size`-byte number of `bytes`.
+fn swap_each(bytes: &mut [u8], size: usize) {
+    for number in bytes.chunks_exact_mut(size) {
+        number.reverse();
+    }
 }
 
 /// Reads a little-endian `u32` length from the front of `rest`.
@@ -109,6 +171,9 @@ impl Codec for Vlen {
     fn config(&self) -> Config {
         let mut cfg = Config::new();
         cfg.insert("id".into(), Value::from(self.id));
+        if let Some((dtype, _)) = &self.array {
+            cfg.insert("dtype".into(), Value::from(dtype.as_str()));
+        }
         cfg
     }
 
@@ -133,7 +198,11 @@ impl Codec for Vlen {
             let len = u32::try_from(item.len())
                 .map_err(|_| failed(self.id, "a string of 4 GiB or more"))?;
             out.extend_from_slice(&len.to_le_bytes());
+            let at = out.len();
             out.extend_from_slice(item);
+            if let Some(size) = self.swapped_size() {
+                swap_each(&mut out[at..], size);
+            }
         }
         Ok(())
     }
@@ -163,6 +232,10 @@ impl Codec for Vlen {
             .ok_or_else(|| too_many(self.id, items.len(), room))?;
         for (slot, item) in slots.chunks_exact_mut(self.width).zip(items) {
             put_slot_item(slot, item);
+            if let Some(size) = self.swapped_size() {
+                let len = item.len();
+                swap_each(&mut slot[SLOT_HEADER..SLOT_HEADER + len], size);
+            }
         }
         Ok(bytes)
     }
@@ -272,6 +345,43 @@ mod tests {
             Err(Error::PastLimit { .. })
         ));
         assert!(matches!(c.decode(&good, 8), Err(Error::PastLimit { .. })));
+    }
+
+    #[test]
+    fn arrays_of_numbers_are_swapped_to_this_machines_order_and_back() {
+        let config = |dtype: &str| {
+            let mut cfg = Config::new();
+            cfg.insert("dtype".into(), Value::from(dtype));
+            cfg
+        };
+        let ctx = Context {
+            elem_size: SLOT_HEADER + 8,
+        };
+        let big = Vlen::from_config(ARRAY, &config(">i2"), ctx).unwrap();
+        let encoded = stored(&[&[0x01, 0x2C, 0xFF, 0xFE], b""]);
+        let mut out = vec![0u8; 2 * 12];
+        big.decode_into(&encoded, &mut out).unwrap();
+        let values: Vec<i16> = slot_item(&out[..12])
+            .chunks_exact(2)
+            .map(|b| i16::from_ne_bytes([b[0], b[1]]))
+            .collect();
+        assert_eq!(values, [300, -2]);
+        assert_eq!(big.encode(&out).unwrap(), encoded);
+        assert_eq!(big.config()["dtype"], ">i2");
+        // An item that is no whole number of values, and a dtype that is not of numbers.
+        let odd = stored(&[&[1, 2, 3]]);
+        assert!(matches!(
+            big.decode_into(&odd, &mut out),
+            Err(Error::Filter { .. })
+        ));
+        for dtype in ["<U4", "|O", "<i3", "i4", ""] {
+            assert!(
+                Vlen::from_config(ARRAY, &config(dtype), ctx).is_err(),
+                "{dtype}"
+            );
+        }
+        assert_eq!(array_dtype("|u1"), Some((1, false)));
+        assert_eq!(array_dtype("<f8"), Some((8, cfg!(target_endian = "big"))));
     }
 
     #[test]

@@ -133,6 +133,11 @@ pub(crate) extern "C" fn get_att(
                 cmem::bytes_mut(value, bytes.len())?.copy_from_slice(bytes)
             }
             Values::Strings(items) => cmem::put_strings(value, items, 0..items.len())?,
+            // Only as values of their own type, whose `nc_vlen_t`s the caller's memory holds.
+            Values::Vlens { .. } if user_type.is_none() => return Err(Error::BadType(memtype)),
+            Values::Vlens { base, items } => {
+                cmem::put_vlens(value, items, base.size(), 0..items.len())?
+            }
         }
         Ok(if range { NC_ERANGE } else { NC_NOERR })
     })
@@ -155,6 +160,11 @@ pub(crate) extern "C" fn put_att(
                 let ow = owner(&o.ds, g, varid)?;
                 if memtype != NC_NAT && memtype != file_type {
                     return Err(Error::BadType(file_type));
+                }
+                if let Ok(base) = o.ds.vlen_base(file_type) {
+                    let items = cmem::get_vlens(value, len, base.size(), 0..len)?;
+                    o.ds.put_vlen_att(ow, name, file_type, items)?;
+                    return Ok(NC_NOERR);
                 }
                 let n = o.ds.user_att_bytes(ow, name, file_type, len)?;
                 o.ds.put_user_att(ow, name, file_type, len, cmem::bytes(value, n)?)?;

@@ -114,6 +114,90 @@ pub(crate) fn get_strings(
         .collect())
 }
 
+/// netCDF's `nc_vlen_t`: one value of a variable-length type, `len` values at `p`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct NcVlen {
+    pub len: usize,
+    pub p: *mut c_void,
+}
+
+/// Writes `nc_vlen_t`s into a caller array at element offsets `offsets`, each pointing to a
+/// `malloc`ed copy of its item (`items`: the values' bytes, `base_size` bytes each; an empty
+/// one points nowhere), which C frees (`nc_free_vlen`, `nc_reclaim_data`). When memory runs
+/// out, the copies made so far are freed and the array is left as it was.
+pub(crate) fn put_vlens(
+    dst: *mut c_void,
+    items: &[Vec<u8>],
+    base_size: usize,
+    offsets: impl Iterator<Item = usize>,
+) -> Result<()> {
+    if dst.is_null() {
+        return Err(Error::Invalid("NULL data pointer".into()));
+    }
+    let mut made: Vec<(usize, NcVlen)> = Vec::with_capacity(items.len());
+    for (item, off) in items.iter().zip(offsets) {
+        let p = if item.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            // SAFETY: malloc of the item's length, checked for NULL, filled before use.
+            let p = unsafe { libc::malloc(item.len()) };
+            if p.is_null() {
+                for (_, v) in &made {
+                    // SAFETY: each was malloc'ed above and not handed out yet.
+                    unsafe { libc::free(v.p) };
+                }
+                return Err(Error::NoMem);
+            }
+            // SAFETY: `p` holds `item.len()` bytes.
+            unsafe { std::ptr::copy_nonoverlapping(item.as_ptr(), p.cast::<u8>(), item.len()) };
+            p
+        };
+        let len = item.len() / base_size.max(1);
+        made.push((off, NcVlen { len, p }));
+    }
+    let arr = dst.cast::<NcVlen>();
+    for (off, v) in made {
+        // SAFETY: the caller's array holds one `nc_vlen_t` per requested element.
+        unsafe { arr.add(off).write_unaligned(v) };
+    }
+    Ok(())
+}
+
+/// Reads `n` `nc_vlen_t`s from a caller array at element offsets `offsets`: each one's values'
+/// bytes (`base_size` bytes a value). A count with no values behind it (`NULL`) is invalid.
+pub(crate) fn get_vlens(
+    src: *const c_void,
+    n: usize,
+    base_size: usize,
+    offsets: impl Iterator<Item = usize>,
+) -> Result<Vec<Vec<u8>>> {
+    if src.is_null() {
+        return Err(Error::Invalid("NULL data pointer".into()));
+    }
+    let arr = src.cast::<NcVlen>();
+    offsets
+        .take(n)
+        .map(|off| {
+            // SAFETY: the caller's array holds one `nc_vlen_t` per element.
+            let v = unsafe { arr.add(off).read_unaligned() };
+            let bytes = v
+                .len
+                .checked_mul(base_size)
+                .ok_or_else(|| Error::Invalid(format!("a sequence of {} values", v.len)))?;
+            Ok(bytes_of_sequence(v.p, bytes)?.to_vec())
+        })
+        .collect()
+}
+
+/// The `len` bytes of a sequence's values (none: any pointer; else a `NULL` one is invalid).
+fn bytes_of_sequence<'a>(p: *const c_void, len: usize) -> Result<&'a [u8]> {
+    if len > 0 && p.is_null() {
+        return Err(Error::Invalid("a sequence of values at NULL".into()));
+    }
+    bytes(p, len)
+}
+
 /// A read-only byte view of caller memory.
 pub(crate) fn bytes<'a>(p: *const c_void, len: usize) -> Result<&'a [u8]> {
     if len == 0 {

@@ -109,7 +109,35 @@ fn call(
             };
         }
         let imap = if rank == 0 { None } else { imap };
+        if imap.is_some() && o.ds.var_info(g, v).type_id >= crate::model::FIRST_USER_TYPE {
+            // As libnetcdf's mapped access: for atomic types only.
+            return Err(Error::MapType);
+        }
         let elems = span(&slab.count, imap.as_deref())?;
+        let offsets = || match &imap {
+            Some(m) => strided_offsets(&slab.count, m),
+            None => (0..elems).collect(),
+        };
+        if let Some(id) = o.ds.var_vlen_type(g, v) {
+            // Sequences move as `nc_vlen_t`s, in the variable's own type only.
+            o.ds.check_records_memory_type(g, v, memtype)?;
+            let base_size = o.ds.vlen_base(id)?.size();
+            return match buf {
+                Buf::Get(p) => {
+                    super::reclaim::refuse_user_values_unless_interposed(&var.name)?;
+                    let items = o.ds.get_vlens(g, v, &slab)?;
+                    cmem::put_vlens(p, &items, base_size, offsets().into_iter())?;
+                    Ok(NC_NOERR)
+                }
+                Buf::Put(p) => {
+                    let n = usize::try_from(slab.count.iter().product::<u64>())
+                        .map_err(|_| Error::NoMem)?;
+                    let items = cmem::get_vlens(p, n, base_size, offsets().into_iter())?;
+                    o.ds.put_vlens(g, v, &slab, &items)?;
+                    Ok(NC_NOERR)
+                }
+            };
+        }
         if o.ds.record_type(g, v).is_some() {
             // Compound and opaque values move as they are, in the variable's own type only.
             o.ds.check_records_memory_type(g, v, memtype)?;
@@ -133,10 +161,6 @@ fn call(
         if let (Buf::Get(_), Some(_)) = (&buf, o.ds.var_enum_type(g, v)) {
             super::reclaim::refuse_user_values_unless_interposed(&var.name)?;
         }
-        let offsets = || match &imap {
-            Some(m) => strided_offsets(&slab.count, m),
-            None => (0..elems).collect(),
-        };
         match buf {
             Buf::Get(p) if mt == NcType::String => {
                 let strings = o.ds.get_strings(g, v, &slab)?;

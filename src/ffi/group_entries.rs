@@ -177,6 +177,11 @@ pub(crate) extern "C" fn inq_user_type(
                 put(nfields, 0);
                 put(class, NC_OPAQUE);
             }
+            TypeClass::Vlen(element) => {
+                put(base, element.id());
+                put(nfields, 0);
+                put(class, NC_VLEN);
+            }
             TypeClass::Compound => {
                 put(base, NC_NAT);
                 put(nfields, t.fields.len());
@@ -193,14 +198,6 @@ pub(crate) extern "C" fn inq_typeid(ncid: c_int, name: *const c_char, typep: *mu
         let id = with(ncid, |o, g| o.ds.typeid_in(g, name))?;
         put(typep, id);
         Ok(NC_NOERR)
-    })
-}
-
-fn not_nc4(what: &str) -> c_int {
-    guard(|| {
-        Err(Error::NotNc4(format!(
-            "{what}: user-defined types are not part of the NCZarr model"
-        )))
     })
 }
 
@@ -298,26 +295,62 @@ pub(crate) extern "C" fn inq_compound_fieldindex(
         Ok(NC_NOERR)
     })
 }
-pub(crate) extern "C" fn def_vlen(_: c_int, _: *const c_char, _: c_int, _: *mut c_int) -> c_int {
-    not_nc4("nc_def_vlen")
+pub(crate) extern "C" fn def_vlen(
+    ncid: c_int,
+    name: *const c_char,
+    base: c_int,
+    typeidp: *mut c_int,
+) -> c_int {
+    guard(|| {
+        let name = cmem::name(name)?;
+        let id = with(ncid, |o, g| o.ds.def_vlen(g, name, base))?;
+        put(typeidp, id);
+        Ok(NC_NOERR)
+    })
 }
+
+/// `nc_put_vlen_element`: points the `nc_vlen_t` at `element` to `len` values at `data` (not
+/// copied, as netCDF-4 does).
 pub(crate) extern "C" fn put_vlen_element(
-    _: c_int,
-    _: c_int,
-    _: *mut c_void,
-    _: usize,
-    _: *const c_void,
+    ncid: c_int,
+    xtype: c_int,
+    element: *mut c_void,
+    len: usize,
+    data: *const c_void,
 ) -> c_int {
-    not_nc4("nc_put_vlen_element")
+    guard(|| {
+        with(ncid, |o, _| o.ds.vlen_base(xtype))?;
+        if element.is_null() {
+            return Err(Error::Invalid("NULL vlen element".into()));
+        }
+        put(
+            element.cast::<cmem::NcVlen>(),
+            cmem::NcVlen {
+                len,
+                p: data.cast_mut(),
+            },
+        );
+        Ok(NC_NOERR)
+    })
 }
+
+/// `nc_get_vlen_element`: the count of the `nc_vlen_t` at `element`, its values copied to
+/// `data`.
 pub(crate) extern "C" fn get_vlen_element(
-    _: c_int,
-    _: c_int,
-    _: *const c_void,
-    _: *mut usize,
-    _: *mut c_void,
+    ncid: c_int,
+    xtype: c_int,
+    element: *const c_void,
+    len: *mut usize,
+    data: *mut c_void,
 ) -> c_int {
-    not_nc4("nc_get_vlen_element")
+    guard(|| {
+        let base = with(ncid, |o, _| o.ds.vlen_base(xtype))?;
+        let items = cmem::get_vlens(element, 1, base.size(), std::iter::once(0))?;
+        let item = items.first().map(Vec::as_slice).unwrap_or_default();
+        put(len, item.len() / base.size());
+        cmem::bytes_mut(data, item.len())?.copy_from_slice(item);
+        Ok(NC_NOERR)
+    })
 }
 pub(crate) extern "C" fn def_enum(
     ncid: c_int,

@@ -3,9 +3,9 @@
 //!
 //! libnetcdf's versions ask its own HDF5-side bookkeeping whether a user-defined type holds
 //! variable-length parts, which a dataset served here has none of: `ncdump` dumping a compound,
-//! enum or opaque value of ours would crash there. Our user-defined types hold only fixed-size
-//! values, so their values own no memory: reclaiming them frees nothing (and `_all` frees the
-//! buffer itself). Every other call goes to libnetcdf's definition unchanged. Where ours is not
+//! enum, opaque or variable-length value of ours would crash there. Of our user-defined types,
+//! only a variable-length type's values own memory (each its sequence, `malloc`ed): reclaiming
+//! frees those, and nothing for the other types (`_all` then frees the buffer itself). Every other call goes to libnetcdf's definition unchanged. Where ours is not
 //! the one called (the library loaded as a `.ncrc` user-defined format), values of
 //! user-defined types are not handed out at all ([`refuse_user_values_unless_interposed`]).
 
@@ -50,10 +50,42 @@ pub(crate) fn refuse_user_values_unless_interposed(what: &str) -> crate::error::
     })
 }
 
-/// True when `ncid` is a dataset of ours and `xtype` one of its user-defined types.
-fn our_user_type(ncid: c_int, xtype: c_int) -> bool {
-    xtype >= FIRST_USER_TYPE
-        && guard(|| with(ncid, |o, _| o.ds.user_type(xtype).map(|_| NC_NOERR))) == NC_NOERR
+/// What values of `xtype` own, when `ncid` is a dataset of ours and `xtype` one of its
+/// user-defined types: nothing (`Some(false)`), or each one's sequence of a variable-length
+/// type (`Some(true)`).
+fn our_user_type(ncid: c_int, xtype: c_int) -> Option<bool> {
+    if xtype < FIRST_USER_TYPE {
+        return None;
+    }
+    let mut sequences = false;
+    let ours = guard(|| {
+        with(ncid, |o, _| {
+            sequences = o.ds.user_type(xtype)?.vlen_base().is_some();
+            Ok(NC_NOERR)
+        })
+    });
+    (ours == NC_NOERR).then_some(sequences)
+}
+
+/// Frees the sequences of `count` `nc_vlen_t`s at `memory` (handed out by us, each `malloc`ed
+/// or null) and leaves them empty.
+fn free_sequences(memory: *mut c_void, count: usize) {
+    if memory.is_null() {
+        return;
+    }
+    let values = memory.cast::<super::cmem::NcVlen>();
+    for i in 0..count {
+        // SAFETY: `memory` holds `count` values of a variable-length type, as the caller
+        // promises; each sequence was `malloc`ed (or is null).
+        unsafe {
+            let v = values.add(i);
+            let mut value = v.read_unaligned();
+            libc::free(value.p);
+            value.p = std::ptr::null_mut();
+            value.len = 0;
+            v.write_unaligned(value);
+        }
+    }
 }
 
 fn forward(
@@ -80,10 +112,15 @@ pub unsafe extern "C" fn nc_reclaim_data(
     count: usize,
 ) -> c_int {
     static REAL: OnceLock<Option<Reclaim>> = OnceLock::new();
-    if our_user_type(ncid, xtype) {
-        return NC_NOERR;
+    match our_user_type(ncid, xtype) {
+        Some(sequences) => {
+            if sequences {
+                free_sequences(memory, count);
+            }
+            NC_NOERR
+        }
+        None => forward(&REAL, c"nc_reclaim_data", (ncid, xtype, memory, count)),
     }
-    forward(&REAL, c"nc_reclaim_data", (ncid, xtype, memory, count))
 }
 
 /// `nc_reclaim_data_all`: as [`nc_reclaim_data`], then frees `memory` itself.
@@ -99,7 +136,10 @@ pub unsafe extern "C" fn nc_reclaim_data_all(
     count: usize,
 ) -> c_int {
     static REAL: OnceLock<Option<Reclaim>> = OnceLock::new();
-    if our_user_type(ncid, xtype) {
+    if let Some(sequences) = our_user_type(ncid, xtype) {
+        if sequences {
+            free_sequences(memory, count);
+        }
         // SAFETY: `memory` is the caller's malloc'd buffer (or null), handed over to be freed.
         unsafe { libc::free(memory) };
         return NC_NOERR;

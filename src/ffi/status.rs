@@ -39,6 +39,7 @@ pub fn code(e: &Error) -> c_int {
         Error::Stride(_) => NC_ESTRIDE,
         Error::Range => NC_ERANGE,
         Error::Char => NC_ECHAR,
+        Error::MapType => NC_EMAPTYPE,
         Error::TooLarge(_) => NC_ENOMEM,
         Error::NoFilter { .. } => NC_ENOFILTER,
         Error::CodecConfig { .. } => NC_EFILTER,

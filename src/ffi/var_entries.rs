@@ -23,6 +23,7 @@ pub(crate) extern "C" fn def_var(
             Err(_) if o.ds.tree.types.enumeration(xtype).is_ok() => {
                 o.ds.def_enum_var(g, name, xtype, dims)
             }
+            Err(_) if o.ds.vlen_base(xtype).is_ok() => o.ds.def_vlen_var(g, name, xtype, dims),
             Err(_) if xtype >= crate::model::FIRST_USER_TYPE => {
                 o.ds.def_record_var(g, name, xtype, dims)
             }
@@ -114,7 +115,10 @@ pub(crate) extern "C" fn inq_var_all(
         put(no_fill, c_int::from(info.no_fill));
         // As netCDF-4: a variable in NC_NOFILL mode leaves the fill value's buffer alone.
         if !fill_valuep.is_null() && !info.no_fill {
-            if info.ty == NcType::String {
+            if let Some(base) = info.vlen_base {
+                let fill = std::slice::from_ref(&info.fill);
+                cmem::put_vlens(fill_valuep, fill, base.size(), std::iter::once(0))?;
+            } else if info.ty == NcType::String {
                 let p = cmem::malloc_string(&info.fill)?;
                 put(fill_valuep.cast::<*mut c_char>(), p);
             } else {
@@ -159,8 +163,13 @@ pub(crate) extern "C" fn def_var_fill(
                 return o.ds.def_record_fill(g, v, no_fill != 0, value);
             }
             let ty = o.ds.tree.group(g).vars[v].ty;
+            let vlen_base = o.ds.var_vlen_type(g, v).map(|id| o.ds.vlen_base(id));
             let value = if fill.is_null() {
                 None
+            } else if let Some(base) = vlen_base {
+                let base = base?;
+                let items = cmem::get_vlens(fill, 1, base.size(), 0..1)?;
+                Some(Values::Vlens { base, items })
             } else if ty == NcType::String {
                 Some(Values::Strings(cmem::get_strings(fill, 1, 0..1)?))
             } else {

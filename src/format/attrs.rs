@@ -53,6 +53,19 @@ pub fn to_json(values: &Values, nczarr: bool) -> (Value, String) {
             };
             (v, dtype::format(*ty, Endian::Little, 1, nczarr))
         }
+        Values::Vlens { base, items } => {
+            let sequences = items
+                .iter()
+                .map(|item| {
+                    let values = item.chunks_exact(base.size());
+                    Value::Array(values.map(|b| number::to_json(*base, b)).collect())
+                })
+                .collect();
+            (
+                Value::Array(sequences),
+                dtype::format(*base, Endian::Little, 1, nczarr),
+            )
+        }
         Values::Strings(items) => {
             let width = items.iter().map(Vec::len).max().unwrap_or(1).max(1);
             let mut strs: Vec<Value> = items
@@ -115,6 +128,37 @@ pub fn from_json(name: &str, v: &Value, recorded: Option<&str>, key: &str) -> Re
             Ok(Values::Fixed { ty, bytes })
         }
     }
+}
+
+/// Values of a variable-length type of attribute `name` (NCZarr records its type): a JSON
+/// array of arrays of numbers of the recorded dtype, one array a value.
+pub fn vlens_from_json(name: &str, v: &Value, recorded: Option<&str>, key: &str) -> Result<Values> {
+    let bad = |why: String| Error::metadata(key, format!("attribute {name}: {why}"));
+    let base = recorded
+        .and_then(|dt| dtype::parse(dt, true).ok())
+        .map(|d| d.ty)
+        .filter(|t| *t != NcType::String)
+        .ok_or_else(|| bad(format!("sequences of type {recorded:?}")))?;
+    let Value::Array(sequences) = v else {
+        return Err(bad(format!("{v} is no array of sequences")));
+    };
+    let items = sequences
+        .iter()
+        .map(|s| {
+            let Value::Array(values) = s else {
+                return Err(bad(format!("{s} is no sequence")));
+            };
+            let mut bytes = Vec::with_capacity(values.len() * base.size());
+            for item in values {
+                bytes.extend(
+                    number::from_json(base, item)
+                        .ok_or_else(|| bad(format!("{item} is not a {}", base.name())))?,
+                );
+            }
+            Ok(bytes)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Values::Vlens { base, items })
 }
 
 /// The type a pure-Zarr attribute value gets when nothing records it.

@@ -92,16 +92,23 @@ fn read_atts(zattrs: &Obj, key: &str) -> Result<Vec<Att>> {
     let types = info.and_then(|t| t.get("types")).and_then(Json::as_object);
     let named = |key: &str| info.and_then(|t| t.get(key)).and_then(Json::as_object);
     let (enums, opaques) = (named("enum_types"), named("opaque_types"));
+    let vlens = named("vlen_types");
     let mut out = Vec::new();
     for (name, v) in zattrs.iter() {
         if is_reserved(name) {
             continue;
         }
         let recorded = types.and_then(|t| t.get(name)).and_then(Json::as_str);
-        let mut att = Att::new(name, attrs::from_json(name, &v.to_value(), recorded, key)?);
+        let sequences = vlens.is_some_and(|by_name| by_name.get(name).is_some());
+        let values = if sequences {
+            attrs::vlens_from_json(name, &v.to_value(), recorded, key)?
+        } else {
+            attrs::from_json(name, &v.to_value(), recorded, key)?
+        };
+        let mut att = Att::new(name, values);
         // Each names a type of its class; which class a name is of is checked once the
         // dataset's types are listed.
-        att.user_type = [enums, opaques]
+        att.user_type = [enums, opaques, vlens]
             .into_iter()
             .find_map(|by_class| by_class?.get(name)?.as_str())
             .map(|full| crate::model::TypeRef::Named(full.to_string()));
@@ -173,6 +180,16 @@ fn declared_types(info: &Json) -> Vec<crate::model::DeclaredType> {
                     size: enumeration.base.size(),
                     fields: Vec::new(),
                     class: TypeClass::Enum(enumeration),
+                });
+            }
+            if let Some(base) = t.get("vlen") {
+                let base = NcType::from_name(base.as_str()?).filter(|b| *b != NcType::String)?;
+                return Some(crate::model::DeclaredType {
+                    group: GroupId(0),
+                    name,
+                    size: crate::model::VLEN_SIZE,
+                    fields: Vec::new(),
+                    class: TypeClass::Vlen(base),
                 });
             }
             let Some(Json::Array(fields)) = t.get("fields") else {
@@ -667,6 +684,7 @@ impl<'a> Reader<'a> {
                 .get_or_insert_with(|| "complex numbers in Fortran order are not read".to_string());
         }
         self.read_codecs(&zarray, &mut var);
+        read_vlen(&mut var);
         check_object_codec(&mut var);
         // Raw bytes move as they are, in shards too.
         if var.record.as_ref().is_some_and(|r| !r.plan.is_identity())
@@ -708,7 +726,9 @@ impl<'a> Reader<'a> {
         if var.strings == StringStorage::Objects {
             // Slots hold the fill value whole from the start.
             let fill = match var.att("_FillValue").map(|a| &a.values) {
-                Some(Values::Strings(s)) => s.iter().map(Vec::len).max(),
+                Some(Values::Strings(s) | Values::Vlens { items: s, .. }) => {
+                    s.iter().map(Vec::len).max()
+                }
                 _ => None,
             };
             let stored = var.stored_fill.as_ref().map(Vec::len);
@@ -816,6 +836,12 @@ impl<'a> Reader<'a> {
     /// holds numpy datetimes, whose only fill value that means missing is NaT (zarr-python 2's
     /// default of 0 is the epoch, a time like any other, as xarray reads it).
     fn read_fill(&self, zarray: &Obj, var: &mut Var, key: &str, time: bool) -> Result<()> {
+        if var.vlen.is_some() {
+            // numcodecs' arrays of numbers have no fill of their own (zarr-python writes
+            // null, or 0 by default): a sequence's fill is its `_FillValue`, else the empty
+            // sequence; NCZarr records `NC_NOFILL` beside it.
+            return Ok(());
+        }
         if let Some(record) = &var.record {
             // No attribute holds a compound value: the stored fill is the fill (zeros, and
             // `NC_NOFILL`, when there is none).
@@ -926,14 +952,52 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// A numpy object array (`|O`) whose first codec is numcodecs' `vlen-array` of numbers holds
+/// values of a variable-length type of them: of the type its metadata declared (which the
+/// reader took for an enum type's), else of one named after it.
+fn read_vlen(var: &mut Var) {
+    let Some(first) = var.filters.first() else {
+        return;
+    };
+    if var.strings != StringStorage::Objects || first.codec_id() != crate::codec::VLEN_ARRAY {
+        return;
+    }
+    let base = first
+        .codec
+        .get("dtype")
+        .and_then(serde_json::Value::as_str)
+        .and_then(|d| dtype::parse(d, false).ok())
+        .filter(|d| d.ty.is_numeric() && d.time.is_none() && !d.complex && !d.half)
+        .map(|d| d.ty);
+    match base {
+        Some(base) => {
+            var.vlen = Some(crate::model::VarVlen {
+                base,
+                type_ref: var.enum_type.take(),
+            });
+            var.endian = crate::model::Endian::native();
+        }
+        None => {
+            var.unreadable.get_or_insert_with(|| {
+                "arrays of numbers (vlen-array) of another dtype than numbers".to_string()
+            });
+        }
+    }
+}
+
 /// Marks a numpy object array (`|O`) unreadable unless its first codec turns objects into
-/// bytes and back as strings (`vlen-utf8`, `vlen-bytes`), and any other array unreadable when
-/// such a codec is in its chain: those codecs serve only strings stored as objects.
+/// bytes and back as strings (`vlen-utf8`, `vlen-bytes`) or arrays of numbers (`vlen-array`,
+/// [`read_vlen`]), and any other array unreadable when such a codec is in its chain: those
+/// codecs serve only objects.
 fn check_object_codec(var: &mut Var) {
     let ids: Vec<&str> = var.filters.iter().map(|f| f.codec_id()).collect();
     let objects = var.strings == StringStorage::Objects;
+    let served = |first: &str| {
+        crate::codec::is_object_codec(first)
+            && (first != crate::codec::VLEN_ARRAY || var.vlen.is_some())
+    };
     let why = match ids.split_first() {
-        Some((first, rest)) if objects && crate::codec::is_object_codec(first) => {
+        Some((first, rest)) if objects && served(first) => {
             match rest.iter().find(|id| crate::codec::is_object_codec(id)) {
                 Some(id) => format!("{id} after the first codec"),
                 None => return,
@@ -941,7 +1005,7 @@ fn check_object_codec(var: &mut Var) {
         }
         Some((first, _)) if objects => {
             format!(
-                "objects stored by codec {first}: only strings (vlen-utf8, vlen-bytes) are read"
+                "objects stored by codec {first}: only strings (vlen-utf8, vlen-bytes) and arrays of numbers (vlen-array) are read"
             )
         }
         None if objects => "objects stored without an object codec".to_string(),

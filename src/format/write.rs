@@ -71,13 +71,16 @@ enum FillAttribute {
 }
 
 /// What NCZarr records of the types of an object's attributes: each one's dtype (`types`),
-/// and the full name of the enum type of those of one (`enum_types`) and of the opaque type
-/// of those of one (`opaque_types`: their values are stored as bytes, `ubyte`).
+/// and the full name of the enum type of those of one (`enum_types`), of the opaque type
+/// of those of one (`opaque_types`: their values are stored as bytes, `ubyte`) and of the
+/// variable-length type of those of one (`vlen_types`: their values are stored as arrays of
+/// the base's numbers).
 #[derive(Default)]
 struct AttTypes {
     dtypes: Map<String, Value>,
     enums: Map<String, Value>,
     opaques: Map<String, Value>,
+    vlens: Map<String, Value>,
 }
 
 /// Writes the user attributes into `map` and returns the record of their types.
@@ -106,11 +109,11 @@ fn user_atts(
         if let Some(id) = a.user_type.as_ref().and_then(crate::model::TypeRef::id)
             && let Some(full) = tree.type_full_name(id)
         {
-            let opaque = tree.types.get(id).is_some_and(|t| t.is_opaque());
-            let by_class = if opaque {
-                &mut types.opaques
-            } else {
-                &mut types.enums
+            let class = tree.types.get(id).map(|t| &t.class);
+            let by_class = match class {
+                Some(crate::model::TypeClass::Opaque) => &mut types.opaques,
+                Some(crate::model::TypeClass::Vlen(_)) => &mut types.vlens,
+                _ => &mut types.enums,
             };
             by_class.insert(a.name.clone(), Value::from(full));
         }
@@ -129,6 +132,7 @@ fn close_attrs(mut map: Map<String, Value>, types: AttTypes, layout: Layout) -> 
             mut dtypes,
             enums,
             opaques,
+            vlens,
         } = types;
         for k in map.keys() {
             if k.starts_with("_nczarr_") {
@@ -142,6 +146,9 @@ fn close_attrs(mut map: Map<String, Value>, types: AttTypes, layout: Layout) -> 
         }
         if !opaques.is_empty() {
             info["opaque_types"] = Value::Object(opaques);
+        }
+        if !vlens.is_empty() {
+            info["vlen_types"] = Value::Object(vlens);
         }
         map.insert(ATTR.into(), info);
     }
@@ -191,7 +198,8 @@ fn group_attributes(tree: &Tree, g: GroupId, layout: Layout, superblock: Value) 
 /// The types group `g` defines, as NCZarr declares them: a compound type's name, size and
 /// fields (name, offset, type and dimensions; a field's type is an atomic type's CDL name or
 /// a user-defined type's full name), an enum type's name, base (a CDL name) and members (name
-/// and value), an opaque type's name and size (nothing else). Left out: types without fields
+/// and value), an opaque type's name and size (nothing else), a variable-length type's name
+/// and base (`"vlen"`: a CDL name). Left out: types without fields
 /// or members, and the types of variables holding records that no definition gave (their
 /// records tell them again).
 fn declared_types(tree: &Tree, g: GroupId) -> Vec<Value> {
@@ -216,6 +224,9 @@ fn declared_types(tree: &Tree, g: GroupId) -> Vec<Value> {
                     );
                 }
                 TypeClass::Opaque => return Some(json!({ "name": t.name, "size": t.size })),
+                TypeClass::Vlen(base) => {
+                    return Some(json!({ "name": t.name, "vlen": base.name() }));
+                }
                 TypeClass::Compound => {}
             }
             if t.fields.is_empty() {
@@ -273,7 +284,9 @@ pub fn fill_json(var: &Var, nczarr: bool) -> Value {
             }
         };
     }
-    if var.no_fill {
+    // numcodecs' arrays of numbers have no fill of their own (zarr-python reads null as
+    // `None`): a sequence's fill is its `_FillValue`, the empty sequence without one.
+    if var.no_fill || var.vlen.is_some() {
         return Value::Null;
     }
     fill_of(var, nczarr)
@@ -454,9 +467,12 @@ fn array_attributes(tree: &Tree, var: &Var, layout: Layout, fill: FillAttribute)
         if scalar && !layout.zarr_v3 {
             info["scalar"] = Value::from(1);
         }
-        if var.no_fill && (layout.zarr_v3 || fill_beside_nofill(var, layout.nczarr)) {
+        if var.no_fill
+            && (layout.zarr_v3 || var.vlen.is_some() || fill_beside_nofill(var, layout.nczarr))
+        {
             // Zarr v3 has a fill value for every array (Zarr v2's null one is `NC_NOFILL`),
-            // and a compound variable's fill given is kept with `NC_NOFILL`.
+            // a compound variable's fill given is kept with `NC_NOFILL`, and an array of
+            // sequences has a null one either way.
             info["nofill"] = Value::from(1);
         }
         if let Some(position) = left_at {
@@ -469,7 +485,12 @@ fn array_attributes(tree: &Tree, var: &Var, layout: Layout, fill: FillAttribute)
         {
             info["type"] = Value::from(name);
         }
-        if let Some(name) = enum_name(tree, var.enum_type.as_ref()) {
+        let vlen_type = var.vlen.as_ref().and_then(|l| l.type_ref.as_ref());
+        if let Some(name) = enum_name(tree, var.enum_type.as_ref().or(vlen_type))
+            && vlen_type
+                .and_then(|r| tree.types.get(r.id()?))
+                .is_none_or(|t| !t.implicit)
+        {
             info["type"] = Value::from(name);
         }
         map.insert(ARRAY.into(), info);

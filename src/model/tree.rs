@@ -239,6 +239,20 @@ pub struct Var {
     pub record: Option<super::records::VarRecord>,
     /// The enum type of the values, which are stored as its base type ([`Var::ty`]).
     pub enum_type: Option<TypeRef>,
+    /// The values are of a variable-length type, stored as numpy objects by numcodecs'
+    /// `vlen-array`: [`Var::ty`] is then only a stand-in (`string`, its values' bytes held
+    /// as [`StringStorage::Objects`] are), and [`Var::endian`] native.
+    pub vlen: Option<VarVlen>,
+}
+
+/// The variable-length type of a variable's values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VarVlen {
+    /// The type of the values of each sequence (the dtype of numcodecs' `vlen-array`).
+    pub base: NcType,
+    /// The type, listed; before the dataset's types are listed, the full name of the one its
+    /// metadata declares, if any (else the type is named after the variable).
+    pub type_ref: Option<TypeRef>,
 }
 
 /// The enum type a dataset's metadata names for values of type `base`, by id when it is
@@ -267,7 +281,13 @@ fn resolve_att_type(
         Some(t) if t.is_opaque() => {
             values.ty() == NcType::UByte && values.len().is_multiple_of(t.size.max(1))
         }
-        _ => types.enumeration(id).is_ok_and(|e| e.base == values.ty()),
+        Some(t) if let Some(base) = t.vlen_base() => {
+            matches!(values, Values::Vlens { base: b, .. } if *b == base)
+        }
+        _ => {
+            !matches!(values, Values::Vlens { .. })
+                && types.enumeration(id).is_ok_and(|e| e.base == values.ty())
+        }
     });
 }
 
@@ -327,6 +347,7 @@ impl Var {
             v3_stored: None,
             record: None,
             enum_type: None,
+            vlen: None,
         }
     }
 
@@ -560,6 +581,24 @@ impl Tree {
                 .chain(group.dims.iter().map(|d| self.dims[d.0].name.as_str()))
                 .collect();
             let taken = |name: &str| names_in_use.contains(name);
+            let vlens: Vec<Option<crate::error::Result<i32>>> = group
+                .vars
+                .iter()
+                .map(|var| {
+                    let vlen = var.vlen.as_ref()?;
+                    let declared = match &vlen.type_ref {
+                        Some(TypeRef::Named(full)) => listed.get(full).copied(),
+                        Some(TypeRef::Listed(id)) => Some(*id),
+                        None => None,
+                    };
+                    let fits =
+                        |id: &i32| types.get(*id).and_then(|t| t.vlen_base()) == Some(vlen.base);
+                    Some(match declared.filter(fits) {
+                        Some(id) => Ok(id),
+                        None => types.add_vlen(vlen.base, g, &var.name, &taken),
+                    })
+                })
+                .collect();
             let listed: Vec<_> = group
                 .vars
                 .iter()
@@ -594,6 +633,15 @@ impl Tree {
                     })
                 })
                 .collect();
+            for (var, listed) in self.groups[g.0].vars.iter_mut().zip(vlens) {
+                match (listed, var.vlen.as_mut()) {
+                    (Some(Ok(id)), Some(vlen)) => vlen.type_ref = Some(TypeRef::Listed(id)),
+                    (Some(Err(e)), _) => {
+                        var.unreadable.get_or_insert_with(|| e.to_string());
+                    }
+                    _ => {}
+                }
+            }
             for (var, listed) in self.groups[g.0].vars.iter_mut().zip(listed) {
                 match listed {
                     Some(Ok((r, fill))) => {
@@ -626,10 +674,36 @@ impl Tree {
                 for att in &mut var.atts {
                     if att.name == "_FillValue" {
                         // A fill is of its variable's type (stored as the array's).
-                        att.user_type = var.enum_type.clone().filter(|_| att.values.ty() == var.ty);
+                        att.user_type = match &var.vlen {
+                            Some(vlen) => vlen.type_ref.clone().filter(|_| {
+                                matches!(att.values, Values::Vlens { base, .. } if base == vlen.base)
+                            }),
+                            None => var.enum_type.clone().filter(|_| att.values.ty() == var.ty),
+                        };
                     } else {
                         resolve_att_type(att, &listed, &types);
                     }
+                }
+            }
+        }
+        // Sequences whose declared type is not listed get one of their own, named after them,
+        // as variables do (their values are handed out as `nc_vlen_t`s of that type only).
+        for (g, group) in self.groups.iter_mut().enumerate() {
+            let names: std::collections::HashSet<String> =
+                group.vars.iter().map(|v| v.name.clone()).collect();
+            let taken = |name: &str| names.contains(name);
+            let atts = group
+                .atts
+                .iter_mut()
+                .chain(group.vars.iter_mut().flat_map(|v| v.atts.iter_mut()));
+            for att in atts {
+                if let Values::Vlens { base, .. } = att.values
+                    && att.user_type.is_none()
+                {
+                    att.user_type = types
+                        .add_vlen(base, GroupId(g), &att.name, &taken)
+                        .ok()
+                        .map(TypeRef::Listed);
                 }
             }
         }

@@ -21,6 +21,10 @@ use std::collections::HashMap;
 /// The first id of a user-defined type (`NC_FIRSTUSERTYPEID`).
 pub const FIRST_USER_TYPE: i32 = 32;
 
+/// Bytes of one value of a variable-length type in memory (`nc_vlen_t`: a `size_t` count and
+/// a pointer).
+pub const VLEN_SIZE: usize = 2 * std::mem::size_of::<usize>();
+
 /// The longest netCDF name, in bytes (`NC_MAX_NAME`).
 const LONGEST_NAME: usize = 256;
 
@@ -75,6 +79,9 @@ pub enum TypeClass {
     Enum(Enumeration),
     /// An opaque type: values of its size in bytes that nothing interprets (no fields).
     Opaque,
+    /// A variable-length type: each value a sequence of any length of its base type's values
+    /// (in memory an `nc_vlen_t`, a count and a pointer).
+    Vlen(NcType),
 }
 
 impl UserType {
@@ -92,6 +99,14 @@ impl UserType {
 
     pub fn is_opaque(&self) -> bool {
         self.class == TypeClass::Opaque
+    }
+
+    /// A variable-length type's base; `None` for a type of another class.
+    pub fn vlen_base(&self) -> Option<NcType> {
+        match self.class {
+            TypeClass::Vlen(base) => Some(base),
+            _ => None,
+        }
     }
 }
 
@@ -358,6 +373,48 @@ impl UserTypes {
         self.define_sized(g, name, size, TypeClass::Opaque)
     }
 
+    /// `nc_def_vlen`: a variable-length type of values of atomic type `base` (not `string`:
+    /// the sequences of a variable-length type of strings, or of user-defined types, are not
+    /// served), in group `g`.
+    pub fn define_vlen(&mut self, g: GroupId, name: &str, base: NcType) -> Result<i32> {
+        plain_name(name)?;
+        if base == NcType::String {
+            return Err(Error::BadType(base.id()));
+        }
+        if self.named(g, name).is_some() {
+            return Err(Error::NameInUse(name.to_string()));
+        }
+        self.push(UserType {
+            name: name.to_string(),
+            group: g,
+            size: VLEN_SIZE,
+            fields: Vec::new(),
+            open: false,
+            depth: 0,
+            leaves: 1,
+            implicit: false,
+            class: TypeClass::Vlen(base),
+        })
+    }
+
+    /// Lists the variable-length type of base `base` of a variable `name` of group `g` whose
+    /// metadata declares none, named after it (`<name>_t`) unless `taken` says a name is in
+    /// use there; returns its id.
+    pub fn add_vlen(
+        &mut self,
+        base: NcType,
+        g: GroupId,
+        name: &str,
+        taken: &dyn Fn(&str) -> bool,
+    ) -> Result<i32> {
+        let type_name = self.name_after(g, name, taken);
+        let id = self.define_vlen(g, &type_name, base)?;
+        if let Some(t) = self.get_mut(id) {
+            t.implicit = true;
+        }
+        Ok(id)
+    }
+
     /// `nc_insert_enum`: member `name` of `value` in enum type `id`, which must still take
     /// members (until the definitions end).
     pub fn insert_enum(&mut self, id: i32, name: &str, value: i128) -> Result<()> {
@@ -393,7 +450,7 @@ impl UserTypes {
         match self.get(id).map(|t| &t.class) {
             Some(TypeClass::Enum(e)) => Some((e.base, 1)),
             Some(TypeClass::Opaque) => self.get(id).map(|t| (NcType::UByte, t.size)),
-            Some(TypeClass::Compound) => None,
+            Some(TypeClass::Compound | TypeClass::Vlen(_)) => None,
             None => NcType::from_id(id).ok().map(|ty| (ty, 1)),
         }
     }
@@ -425,6 +482,8 @@ impl UserTypes {
                 TypeClass::Enum(e) => return Ok((e.base.size(), 0, 1)),
                 // Stored as its bytes.
                 TypeClass::Opaque => return Ok((t.size, 0, 1)),
+                // Fields of variable-length types are not served.
+                TypeClass::Vlen(_) => return Err(Error::BadType(id)),
                 TypeClass::Compound => {}
             }
             if t.fields.is_empty() {
@@ -563,7 +622,7 @@ impl UserTypes {
         let t = self.get(id).ok_or(Error::BadType(id))?;
         match &t.class {
             TypeClass::Opaque => return Ok(Record::raw(t.size)),
-            TypeClass::Enum(_) => return Err(Error::BadType(id)),
+            TypeClass::Enum(_) | TypeClass::Vlen(_) => return Err(Error::BadType(id)),
             TypeClass::Compound => {}
         }
         if t.fields.is_empty() {
@@ -588,6 +647,7 @@ impl UserTypes {
                         dims.push(ft.size);
                         (number(NcType::UByte), 1)
                     }
+                    TypeClass::Vlen(_) => return Err(Error::BadType(f.type_id)),
                     TypeClass::Compound => {
                         let inner = self.record_of(f.type_id)?;
                         let size = inner.stored_size;
@@ -744,6 +804,7 @@ impl UserTypes {
         match &decl.class {
             TypeClass::Enum(e) => return self.declare_enum(decl, e),
             TypeClass::Opaque => return self.define_opaque(decl.group, &decl.name, decl.size),
+            TypeClass::Vlen(base) => return self.define_vlen(decl.group, &decl.name, *base),
             TypeClass::Compound => {}
         }
         let id = self.define(decl.group, &decl.name, decl.size)?;

@@ -12,14 +12,18 @@ pub enum Values {
     Fixed { ty: NcType, bytes: Vec<u8> },
     /// NC_STRING values (arbitrary bytes without NUL; usually UTF-8).
     Strings(Vec<Vec<u8>>),
+    /// Values of a variable-length type: each a sequence of values of `base` (never `String`),
+    /// as their native-endian bytes.
+    Vlens { base: NcType, items: Vec<Vec<u8>> },
 }
 
 impl Values {
-    /// The values' type.
+    /// The values' type (of sequences: their values').
     pub fn ty(&self) -> NcType {
         match self {
             Values::Fixed { ty, .. } => *ty,
             Values::Strings(_) => NcType::String,
+            Values::Vlens { base, .. } => *base,
         }
     }
 
@@ -27,7 +31,7 @@ impl Values {
     pub fn len(&self) -> usize {
         match self {
             Values::Fixed { ty, bytes } => bytes.len() / ty.size(),
-            Values::Strings(v) => v.len(),
+            Values::Strings(v) | Values::Vlens { items: v, .. } => v.len(),
         }
     }
 

@@ -17,11 +17,12 @@ impl Dataset {
             .map(|r| r.type_id)
     }
 
-    /// Checks that the values of variable `v` of group `g`, holding records, may move in the
+    /// Checks that the values of variable `v` of group `g`, holding records or sequences of a
+    /// variable-length type, may move in the
     /// caller's type id `memtype` (`NC_NAT`, 0: the variable's): in the variable's own type
     /// only (text: `NC_ECHAR`, another type: `NC_EBADTYPE`, as netCDF-4 answers).
     pub fn check_records_memory_type(&self, g: GroupId, v: usize, memtype: i32) -> Result<()> {
-        match self.record_type(g, v) {
+        match self.record_type(g, v).or_else(|| self.var_vlen_type(g, v)) {
             Some(id) if memtype == 0 || memtype == id => Ok(()),
             Some(_) if memtype == crate::model::NcType::Char.id() => Err(Error::Char),
             _ => Err(Error::BadType(memtype)),
