@@ -319,9 +319,10 @@ static int zarr_only(const target *zr) {
     nc_type ints_t;
     CHECK(nc_create(zr->path, NC_NETCDF4 | NC_CLOBBER, &ncid));
     CHECK(nc_def_dim(ncid, "n", 2, &n));
-    /* Sequences of strings, or of user-defined types, are not served (netCDF-4 files take
-     * them, and a base that is no type at all until the definitions end). */
+    /* Sequences of text or strings, or of user-defined types, are not served (netCDF-4 files
+     * take them, and a base that is no type at all until the definitions end). */
     EXPECT_RC(nc_def_vlen(ncid, "strings_t", NC_STRING, &tmp), NC_EBADTYPE);
+    EXPECT_RC(nc_def_vlen(ncid, "text_t", NC_CHAR, &tmp), NC_EBADTYPE);
     EXPECT_RC(nc_def_vlen(ncid, "nothing_t", NC_NAT, &tmp), NC_EBADTYPE);
     EXPECT_RC(nc_def_vlen(ncid, "unknown_t", 99, &tmp), NC_EBADTYPE);
     CHECK(nc_def_vlen(ncid, "ints_t", NC_INT, &ints_t));
@@ -357,6 +358,21 @@ static int zarr_only(const target *zr) {
     /* A count with no values behind it is refused, before anything is stored. */
     nc_vlen_t broken = {3, NULL};
     EXPECT_RC(nc_put_att(ncid, NC_GLOBAL, "broken", ints_t, 1, &broken), NC_EINVAL);
+    /* Renamed to _FillValue: an attribute of another type is refused; one of the variable's
+     * own type becomes its fill, whole however long. */
+    int v_renamed;
+    CHECK(nc_def_var(ncid, "renamed", ints_t, 1, &n, &v_renamed));
+    CHECK(nc_put_att_int(ncid, v_renamed, "not_fill", NC_INT, 1, xs));
+    EXPECT_RC(nc_rename_att(ncid, v_renamed, "not_fill", "_FillValue"), NC_EBADTYPE);
+    int hundred[100];
+    for (int i = 0; i < 100; i++) hundred[i] = -i;
+    nc_vlen_t long_fill = {100, hundred};
+    CHECK(nc_put_att(ncid, v_renamed, "future", ints_t, 1, &long_fill));
+    EXPECT_RC(nc_rename_att(ncid, v_renamed, "future", "_FillValue"), NC_NOERR);
+    /* Compressed after their object codec (netCDF-4 files refuse filters on them); shuffle
+     * has no use there and is left out. As for strings, no filter is reported (so that nccopy
+     * into a netCDF-4 file, which would refuse it, copies them); _Codecs lists the codecs. */
+    EXPECT_RC(nc_def_var_deflate(ncid, v, 1, 1, 1), NC_NOERR);
     EXPECT_RC(nc_inq_attid(ncid, NC_GLOBAL, "broken", &attid), NC_ENOTATT);
     CHECK(nc_enddef(ncid));
     nc_vlen_t half_broken[2] = {{1, xs}, {3, NULL}};
@@ -380,6 +396,19 @@ static int zarr_only(const target *zr) {
     CHECK(nc_get_var(ncid, v, back));
     EXPECT(back[0].len == 1000 && back[1].len == 0 && back[1].p == NULL);
     EXPECT(back[0].len == 1000 && memcmp(back[0].p, many, sizeof many) == 0);
+    CHECK(nc_free_vlens(2, back));
+    int shuffle = -1, deflate = -1, level = -1;
+    CHECK(nc_inq_var_deflate(ncid, v, &shuffle, &deflate, &level));
+    EXPECT(shuffle == 0 && deflate == 0);
+    char codecs[512] = "";
+    size_t codecs_len = 0;
+    CHECK(nc_inq_attlen(ncid, v, "_Codecs", &codecs_len));
+    if (codecs_len < sizeof codecs) CHECK(nc_get_att_text(ncid, v, "_Codecs", codecs));
+    EXPECT(strstr(codecs, "\"vlen-array\"") && strstr(codecs, "\"zlib\"") &&
+           !strstr(codecs, "shuffle"));
+    CHECK(nc_get_var(ncid, v_renamed, back));
+    EXPECT(back[0].len == 100 && back[1].len == 100 &&
+           memcmp(back[1].p, hundred, sizeof hundred) == 0);
     CHECK(nc_free_vlens(2, back));
     int no_fill = -1;
     CHECK(nc_inq_var_fill(ncid, v_quiet, &no_fill, NULL));
@@ -411,9 +440,21 @@ static int zarr_only(const target *zr) {
     CHECK(nc_def_dim(ncid, "n", 2, &n));
     CHECK(nc_def_vlen(ncid, "ints_t", NC_INT, &ints_t));
     CHECK(nc_def_var(ncid, "v", ints_t, 1, &n, &v));
+    /* A fill, whose type pure Zarr does not record, and no value written. */
+    int w;
+    CHECK(nc_def_var(ncid, "w", ints_t, 1, &n, &w));
+    CHECK(nc_put_att(ncid, w, "_FillValue", ints_t, 1, &two[1]));
     CHECK(nc_put_var(ncid, v, two));
     CHECK(nc_close(ncid));
     CHECK(nc_open(pure, NC_NOWRITE, &ncid));
+    nc_type w_type, fill_type;
+    size_t fill_len = 0;
+    CHECK(nc_inq_vartype(ncid, w, &w_type));
+    CHECK(nc_inq_att(ncid, w, "_FillValue", &fill_type, &fill_len));
+    EXPECT(fill_type == w_type && fill_len == 1);
+    CHECK(nc_get_var(ncid, w, back));
+    EXPECT(back[0].len == 2 && back[1].len == 2 && ((int *)back[1].p)[1] == 3);
+    CHECK(nc_free_vlens(2, back));
     nc_type type;
     CHECK(nc_inq_vartype(ncid, v, &type));
     char name[NC_MAX_NAME + 1] = "";

@@ -393,6 +393,7 @@ fn ncrc_plugin_keys_refuse_user_defined_values_instead_of_crashing() {
         "tests/cdl_enum/enum.cdl",
         "tests/cdl_opaque/opaque.cdl",
         "tests/cdl_compound/compound.cdl",
+        "tests/cdl_vlen/vlen_atts.cdl",
     ] {
         let cdl = root.join(cdl);
         let archive = dir.path().join(format!("{}.zip", case_name(&cdl)));

@@ -63,20 +63,7 @@ fn stock_netcdf_refuses_the_store_cleanly() {
         return;
     }
     let dir = scratch("opaque-stock");
-    let store = url(&dir.path().join("s.zarr"), "nczarr,file");
-    ncgen(Host::Ours, &cdl_named("opaque"), &store).unwrap_or_else(|e| panic!("{e}"));
-    let dumped = run(Host::Ref410, "ncdump", &["-h", &store]);
-    assert_eq!(
-        dumped.status.and_then(|s| s.code()),
-        Some(1),
-        "{}",
-        dumped.describe()
-    );
-    assert!(
-        dumped.stderr.contains("NCZarr error"),
-        "{}",
-        dumped.describe()
-    );
+    common::tool_round_trip::refused_by_stock_410(dir.path(), &cdl_named("opaque"));
 }
 
 /// Prints, as JSON, each variable of `opaque.cdl` as hex text, one value after another: read by

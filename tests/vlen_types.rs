@@ -141,26 +141,15 @@ fn stock_netcdf_refuses_the_store_cleanly() {
         return;
     }
     let dir = scratch("vlen-stock");
-    let store = url(&dir.path().join("s.zarr"), "nczarr,file");
-    ncgen(Host::Ours, &cdl_named("vlen"), &store).unwrap_or_else(|e| panic!("{e}"));
-    let dumped = run(Host::Ref410, "ncdump", &["-h", &store]);
-    assert_eq!(
-        dumped.status.and_then(|s| s.code()),
-        Some(1),
-        "{}",
-        dumped.describe()
-    );
-    assert!(
-        dumped.stderr.contains("NCZarr error"),
-        "{}",
-        dumped.describe()
-    );
+    common::tool_round_trip::refused_by_stock_410(dir.path(), &cdl_named("vlen"));
 }
 
-/// A store whose metadata is damaged: a ragged array of a dtype that is no numbers is listed
-/// but unreadable, a declaration of a string base or of no base lists no type (its variable
-/// gets one of its own), and an attribute's sequences that are not lists of numbers fail the
-/// open with a clear error, never a crash.
+/// A store whose metadata is damaged or hostile: a ragged array of a dtype that is no numbers is
+/// listed but unreadable; a declaration of a `string` or `char` base lists no type (its variable
+/// gets one of its own); sequences another class's table also names (opaque, enum), or that a
+/// variable's enum type would take as its fill, are still handed out only as values of a
+/// variable-length type (never `nc_vlen_t`s into memory sized for bytes or numbers); an
+/// attribute's sequences that are not lists of numbers fail the open with a clear error.
 #[test]
 fn broken_vlen_metadata_is_refused_cleanly() {
     if common::reference_only() {
@@ -170,35 +159,82 @@ fn broken_vlen_metadata_is_refused_cleanly() {
     let path = dir.path().join("s.zarr");
     let store = url(&path, "nczarr,file");
     ncgen(Host::Ours, &cdl_named("vlen_atts"), &store).unwrap_or_else(|e| panic!("{e}"));
-    let edit = |file: &str, from: &str, to: &str| {
+    let edit = |file: &str, change: &dyn Fn(&mut serde_json::Value)| {
         let p = path.join(file);
-        let text = std::fs::read_to_string(&p).unwrap();
-        assert!(text.contains(from), "{from} in {text}");
-        std::fs::write(&p, text.replacen(from, to, 1)).unwrap();
+        let mut json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        change(&mut json);
+        std::fs::write(&p, serde_json::to_string(&json).unwrap()).unwrap();
     };
-    // The type declared with a string base: not listed; the variable's own type is.
-    edit(".zattrs", "\"vlen\": \"int\"", "\"vlen\": \"string\"");
-    let dumped = ncdump(Host::Ours, &[], &store).unwrap_or_else(|e| panic!("{e}"));
-    assert!(
-        dumped.contains("int(*) ragged_t1 ;") || dumped.contains("int(*) ragged_t ;"),
-        "{dumped}"
+    // Bases of text: the declarations are not listed; the variables get types of their own.
+    for base in ["string", "char"] {
+        edit(".zattrs", &|j| {
+            j["_nczarr_group"]["types"][0]["vlen"] = base.into();
+            j["_nczarr_group"]["types"][1]["vlen"] = base.into();
+        });
+        let dumped = ncdump(Host::Ours, &[], &store).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!dumped.contains(&format!("{base}(*)")), "{dumped}");
+        assert!(dumped.contains("int(*) ragged_t ;"), "{dumped}");
+        assert!(dumped.contains("float(*) spectrum_t ;"), "{dumped}");
+        assert!(dumped.contains(" ragged = {1}, _, {2, 3} ;"), "{dumped}");
+    }
+    // Another class's table naming sequences too: an opaque type of one byte that sequences
+    // of bytes would fit as bytes, an enum type of their base; and an enum variable whose fill
+    // is stored as a sequence.
+    edit(".zattrs", &|j| {
+        let types = j["_nczarr_group"]["types"].as_array_mut().unwrap();
+        types.push(serde_json::json!({"name": "raw_t", "size": 1}));
+        types.push(serde_json::json!({"name": "e_t", "base": "int",
+                                      "members": [{"name": "a", "value": 1},
+                                                  {"name": "b", "value": 2},
+                                                  {"name": "c", "value": 3}]}));
+        j["packets"] = serde_json::json!([[1, 2, 3], [4]]);
+        let info = &mut j["_nczarr_attr"];
+        info["types"]["packets"] = "|u1".into();
+        info["vlen_types"]["packets"] = "/ragged_t".into();
+        info["opaque_types"] = serde_json::json!({"packets": "/raw_t"});
+        info["enum_types"] = serde_json::json!({"reference": "/e_t"});
+    });
+    edit("plain/.zattrs", &|j| {
+        j["_FillValue"] = serde_json::json!([[5, 6]]);
+        let info = &mut j["_nczarr_attr"];
+        info["types"]["_FillValue"] = "<i4".into();
+        info["vlen_types"] = serde_json::json!({"_FillValue": "/ragged_t"});
+        j["_nczarr_array"]["type"] = "/e_t".into();
+    });
+    let checked = run(
+        Host::Ours,
+        "valgrind",
+        &["-q", "--error-exitcode=9", "ncdump", &store],
     );
-    assert!(dumped.contains(" ragged = {1}, _, {2, 3} ;"), "{dumped}");
+    assert!(checked.success(), "{}", checked.describe());
+    for want in [
+        ":reference = {0.5, 1.5, 2.5} ;",
+        ":bounds = {0, 10}, {}, {20, 30, 40} ;",
+        ":_FillValue = {-1} ;",
+        "e_t plain(n) ;",
+        ":packets = {1, 2, 3}, {4} ;",
+        "plain:_FillValue = {5, 6} ;",
+    ] {
+        assert!(
+            checked.stdout.contains(want),
+            "{want} in {}",
+            checked.stdout
+        );
+    }
     // A dtype that is no numbers: listed, its data refused.
-    edit(
-        "ragged/.zarray",
-        "\"dtype\": \"<i4\"",
-        "\"dtype\": \"<M8[s]\"",
-    );
+    edit("ragged/.zarray", &|j| {
+        j["filters"][0]["dtype"] = "<M8[s]".into()
+    });
     let refused = run(Host::Ours, "ncdump", &["-v", "ragged", &store]);
-    assert!(!refused.success(), "{}", refused.describe());
-    assert!(
-        refused.status.and_then(|s| s.code()).is_some(),
+    assert_eq!(
+        refused.status.and_then(|s| s.code()),
+        Some(1),
         "{}",
         refused.describe()
     );
     // Sequences that are not lists of numbers.
-    edit("ragged/.zattrs", "\"bounds\": [", "\"bounds\": [\"x\", ");
+    edit("ragged/.zattrs", &|j| j["bounds"][0] = "x".into());
     let broken = run(Host::Ours, "ncdump", &["-h", &store]);
     assert_eq!(
         broken.status.and_then(|s| s.code()),

@@ -338,8 +338,16 @@ impl Dataset {
             && new_name == "_FillValue"
         {
             let renamed = self.att_user_type(owner, name);
-            if self.var_enum_type(g, v) != renamed {
+            let own_type = self.var_enum_type(g, v).or(self.var_vlen_type(g, v));
+            if own_type != renamed {
                 return Err(Error::BadType(renamed.unwrap_or(0)));
+            }
+            // Slots hold a sequence's fill whole.
+            if let Some(Values::Vlens { items, .. }) = self.att_values(owner, name).ok().as_ref() {
+                let longest = items.iter().map(Vec::len).max().unwrap_or(0);
+                if longest > self.tree.group(g).vars[v].maxstrlen {
+                    self.widen_strings(g, v, longest)?;
+                }
             }
         }
         let atts = self.atts(owner);

@@ -15,7 +15,7 @@ use crate::model::{Filter, GroupId, NcType, StringStorage, TypeRef, VarVlen};
 const FIRST_SLOT_ROOM: usize = 32;
 
 impl Dataset {
-    /// `nc_def_vlen`: a variable-length type of values of atomic type `base` in group `g`;
+    /// `nc_def_vlen`: a variable-length type of values of numeric type `base` in group `g`;
     /// returns its id. Zarr v3 has no codec for them.
     pub fn def_vlen(&mut self, g: GroupId, name: &str, base: i32) -> Result<i32> {
         if self.layout.zarr_v3 && !self.classic_model {
@@ -73,6 +73,9 @@ impl Dataset {
         let base = self.vlen_base(id)?;
         let values = crate::model::Values::Vlens { base, items };
         self.put_att_of(owner, name, base, values, Some(id))?;
+        // Kept as a defined type (one of a variable read from pure Zarr, named after it, would
+        // otherwise not be declared: its attribute would come back of a type of its own).
+        self.tree.types.close(id);
         Ok(())
     }
 

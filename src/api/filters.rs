@@ -14,10 +14,18 @@ use crate::model::{Att, Filter, GroupId, NcType, Storage, Values, Var};
 impl Dataset {
     /// A variable ready for a filter definition (define mode entered as netCDF-4 does), or
     /// `None` when netCDF ignores filters on it (strings; scalars have no chunks to filter).
-    fn var_for_filter(&mut self, g: GroupId, v: usize) -> Result<Option<&mut Var>> {
+    /// Sequences of a variable-length type take compressors after their object codec (netCDF-4
+    /// files refuse every filter on them, Zarr compresses them as zarr-python does), but no
+    /// shuffle, which their slots have no use of; as for strings, none is reported
+    /// ([`Var::reported_filters`]).
+    fn var_for_filter(&mut self, g: GroupId, v: usize, id: u32) -> Result<Option<&mut Var>> {
         self.ensure_define_mode()?;
         let var = self.var_mut_for_definition(g, v)?;
-        if var.ty == NcType::String || var.is_scalar() {
+        let sequences = var.vlen.is_some();
+        if (var.ty == NcType::String && !sequences)
+            || var.is_scalar()
+            || (sequences && id == hdf5_id::SHUFFLE)
+        {
             return Ok(None);
         }
         Ok(Some(var))
@@ -30,7 +38,7 @@ impl Dataset {
             return Err(Error::FilterUnavailable(id));
         }
         let zarr_v3 = self.layout.zarr_v3;
-        let Some(var) = self.var_for_filter(g, v)? else {
+        let Some(var) = self.var_for_filter(g, v, id)? else {
             return Ok(());
         };
         let ctx = codec::Context {
@@ -99,7 +107,7 @@ impl Dataset {
         if on {
             return self.def_var_filter(g, v, hdf5_id::FLETCHER32, &[]);
         }
-        if let Some(var) = self.var_for_filter(g, v)? {
+        if let Some(var) = self.var_for_filter(g, v, hdf5_id::FLETCHER32)? {
             var.filters.retain(|f| f.id != hdf5_id::FLETCHER32);
         }
         Ok(())

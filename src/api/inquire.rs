@@ -131,7 +131,12 @@ impl Dataset {
                 (None, Some(_)) => crate::model::VLEN_SIZE,
                 (None, None) => var.ty.size(),
             },
-            vlen_base: var.vlen.as_ref().map(|l| l.base),
+            // Only when the variable's type is listed (its fill is then an `nc_vlen_t`).
+            vlen_base: var
+                .vlen
+                .as_ref()
+                .filter(|l| l.type_ref.as_ref().and_then(|r| r.id()).is_some())
+                .map(|l| l.base),
             dims: var.dims.clone(),
             natts: var.atts.len(),
             storage,

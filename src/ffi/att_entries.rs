@@ -124,9 +124,11 @@ pub(crate) extern "C" fn get_att(
         } else {
             Some(NcType::from_id(memtype)?)
         };
-        let (values, range) = with(ncid, |o, g| {
+        let (values, range, sequences_typed) = with(ncid, |o, g| {
             let ow = owner(&o.ds, g, varid)?;
-            o.ds.get_att(ow, name, mt)
+            let (values, range) = o.ds.get_att(ow, name, mt)?;
+            let typed = user_type.is_some_and(|id| o.ds.vlen_base(id).is_ok());
+            Ok((values, range, typed))
         })?;
         match &values {
             Values::Fixed { bytes, .. } => {
@@ -134,7 +136,7 @@ pub(crate) extern "C" fn get_att(
             }
             Values::Strings(items) => cmem::put_strings(value, items, 0..items.len())?,
             // Only as values of their own type, whose `nc_vlen_t`s the caller's memory holds.
-            Values::Vlens { .. } if user_type.is_none() => return Err(Error::BadType(memtype)),
+            Values::Vlens { .. } if !sequences_typed => return Err(Error::BadType(memtype)),
             Values::Vlens { base, items } => {
                 cmem::put_vlens(value, items, base.size(), 0..items.len())?
             }

@@ -137,7 +137,7 @@ pub fn vlens_from_json(name: &str, v: &Value, recorded: Option<&str>, key: &str)
     let base = recorded
         .and_then(|dt| dtype::parse(dt, true).ok())
         .map(|d| d.ty)
-        .filter(|t| *t != NcType::String)
+        .filter(|t| t.is_numeric())
         .ok_or_else(|| bad(format!("sequences of type {recorded:?}")))?;
     let Value::Array(sequences) = v else {
         return Err(bad(format!("{v} is no array of sequences")));

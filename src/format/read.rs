@@ -183,7 +183,7 @@ fn declared_types(info: &Json) -> Vec<crate::model::DeclaredType> {
                 });
             }
             if let Some(base) = t.get("vlen") {
-                let base = NcType::from_name(base.as_str()?).filter(|b| *b != NcType::String)?;
+                let base = NcType::from_name(base.as_str()?).filter(|b| b.is_numeric())?;
                 return Some(crate::model::DeclaredType {
                     group: GroupId(0),
                     name,
@@ -685,6 +685,7 @@ impl<'a> Reader<'a> {
         }
         self.read_codecs(&zarray, &mut var);
         read_vlen(&mut var);
+        type_vlen_fill(&mut var, &zattrs, &ak);
         check_object_codec(&mut var);
         // Raw bytes move as they are, in shards too.
         if var.record.as_ref().is_some_and(|r| !r.plan.is_identity())
@@ -982,6 +983,28 @@ fn read_vlen(var: &mut Var) {
                 "arrays of numbers (vlen-array) of another dtype than numbers".to_string()
             });
         }
+    }
+}
+
+/// Gives the `_FillValue` of a variable of sequences its type where nothing recorded it (pure
+/// Zarr records no types, so `[[-1]]` was read as its JSON text): one sequence of the base's
+/// numbers, as NCZarr records it. Left as it was when it is none.
+fn type_vlen_fill(var: &mut Var, zattrs: &Obj, key: &str) {
+    let Some(base) = var.vlen.as_ref().map(|v| v.base) else {
+        return;
+    };
+    let Some(att) = var.atts.iter_mut().find(|a| a.name == "_FillValue") else {
+        return;
+    };
+    if matches!(att.values, Values::Vlens { .. }) {
+        return;
+    }
+    let dtype = dtype::format(base, crate::model::Endian::Little, 1, true);
+    if let Some(json) = zattrs.get("_FillValue")
+        && let Ok(values) =
+            attrs::vlens_from_json("_FillValue", &json.to_value(), Some(&dtype), key)
+    {
+        att.values = values;
     }
 }
 

@@ -121,8 +121,9 @@ fn user_atts(
     types
 }
 
-/// The full name of an enum type listed in `tree`.
-fn enum_name(tree: &Tree, r: Option<&crate::model::TypeRef>) -> Option<String> {
+/// The full name of a user-defined type listed in `tree` (an enum or variable-length type of a
+/// variable).
+fn listed_type_name(tree: &Tree, r: Option<&crate::model::TypeRef>) -> Option<String> {
     tree.type_full_name(r?.id()?)
 }
 
@@ -486,7 +487,7 @@ fn array_attributes(tree: &Tree, var: &Var, layout: Layout, fill: FillAttribute)
             info["type"] = Value::from(name);
         }
         let vlen_type = var.vlen.as_ref().and_then(|l| l.type_ref.as_ref());
-        if let Some(name) = enum_name(tree, var.enum_type.as_ref().or(vlen_type))
+        if let Some(name) = listed_type_name(tree, var.enum_type.as_ref().or(vlen_type))
             && vlen_type
                 .and_then(|r| tree.types.get(r.id()?))
                 .is_none_or(|t| !t.implicit)

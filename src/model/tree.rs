@@ -277,17 +277,15 @@ fn resolve_att_type(
     types: &super::user_types::UserTypes,
 ) {
     let values = &att.values;
+    let sequences = matches!(values, Values::Vlens { .. });
     resolve(&mut att.user_type, listed, |id| match types.get(id) {
         Some(t) if t.is_opaque() => {
-            values.ty() == NcType::UByte && values.len().is_multiple_of(t.size.max(1))
+            !sequences && values.ty() == NcType::UByte && values.len().is_multiple_of(t.size.max(1))
         }
         Some(t) if let Some(base) = t.vlen_base() => {
             matches!(values, Values::Vlens { base: b, .. } if *b == base)
         }
-        _ => {
-            !matches!(values, Values::Vlens { .. })
-                && types.enumeration(id).is_ok_and(|e| e.base == values.ty())
-        }
+        _ => !sequences && types.enumeration(id).is_ok_and(|e| e.base == values.ty()),
     });
 }
 
@@ -678,7 +676,10 @@ impl Tree {
                             Some(vlen) => vlen.type_ref.clone().filter(|_| {
                                 matches!(att.values, Values::Vlens { base, .. } if base == vlen.base)
                             }),
-                            None => var.enum_type.clone().filter(|_| att.values.ty() == var.ty),
+                            None => var.enum_type.clone().filter(|_| {
+                                !matches!(att.values, Values::Vlens { .. })
+                                    && att.values.ty() == var.ty
+                            }),
                         };
                     } else {
                         resolve_att_type(att, &listed, &types);

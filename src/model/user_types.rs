@@ -373,12 +373,12 @@ impl UserTypes {
         self.define_sized(g, name, size, TypeClass::Opaque)
     }
 
-    /// `nc_def_vlen`: a variable-length type of values of atomic type `base` (not `string`:
-    /// the sequences of a variable-length type of strings, or of user-defined types, are not
-    /// served), in group `g`.
+    /// `nc_def_vlen`: a variable-length type of values of numeric type `base` (not `char` or
+    /// `string`: sequences of text, of strings, or of user-defined types, are not served), in
+    /// group `g`.
     pub fn define_vlen(&mut self, g: GroupId, name: &str, base: NcType) -> Result<i32> {
         plain_name(name)?;
-        if base == NcType::String {
+        if !base.is_numeric() {
             return Err(Error::BadType(base.id()));
         }
         if self.named(g, name).is_some() {

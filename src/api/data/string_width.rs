@@ -53,7 +53,12 @@ impl Dataset {
     /// rewritten at the new width and the array's metadata saved with them; when that fails
     /// before any chunk is stored again, nothing changes. Refused ([`Error::TooLarge`]) when
     /// one chunk's slots would take more than a quarter of the machine's memory.
-    pub(super) fn widen_strings(&mut self, g: GroupId, v: usize, width: usize) -> Result<()> {
+    pub(in crate::api) fn widen_strings(
+        &mut self,
+        g: GroupId,
+        v: usize,
+        width: usize,
+    ) -> Result<()> {
         let var = &self.tree.group(g).vars[v];
         let old_width = var.maxstrlen;
         if var.ty != NcType::String || width <= old_width {
