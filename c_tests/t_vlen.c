@@ -369,6 +369,26 @@ static int zarr_only(const target *zr) {
     nc_vlen_t long_fill = {100, hundred};
     CHECK(nc_put_att(ncid, v_renamed, "future", ints_t, 1, &long_fill));
     EXPECT_RC(nc_rename_att(ncid, v_renamed, "future", "_FillValue"), NC_NOERR);
+    /* A fill whose attribute is deleted stays the fill, after a reopen too (as numbers'). */
+    int v_kept;
+    int nine = 9;
+    nc_vlen_t fill_nine = {1, &nine};
+    CHECK(nc_def_var(ncid, "kept", ints_t, 1, &n, &v_kept));
+    CHECK(nc_put_att(ncid, v_kept, "_FillValue", ints_t, 1, &fill_nine));
+    /* Renamed onto it, another attribute is refused and changes nothing; a fill is one
+     * sequence. */
+    CHECK(nc_put_att(ncid, v_kept, "other_fill", ints_t, 1, &long_fill));
+    EXPECT_RC(nc_rename_att(ncid, v_kept, "other_fill", "_FillValue"), NC_ENAMEINUSE);
+    CHECK(nc_put_att(ncid, v_kept, "two_fills", ints_t, 2, two));
+    CHECK(nc_del_att(ncid, v_kept, "_FillValue"));
+    EXPECT_RC(nc_rename_att(ncid, v_kept, "two_fills", "_FillValue"), NC_EINVAL);
+    /* NC_NOFILL ignores the fill given: its pointer is not followed. */
+    int v_nofill;
+    nc_vlen_t wild = {5, (void *)16};
+    CHECK(nc_def_var(ncid, "nofill", ints_t, 1, &n, &v_nofill));
+    EXPECT_RC(nc_def_var_fill(ncid, v_nofill, NC_NOFILL, &wild), NC_NOERR);
+    /* No values at all may come from nowhere. */
+    EXPECT_RC(nc_put_att(ncid, NC_GLOBAL, "nothing", ints_t, 0, NULL), NC_NOERR);
     /* Compressed after their object codec (netCDF-4 files refuse filters on them); shuffle
      * has no use there and is left out. As for strings, no filter is reported (so that nccopy
      * into a netCDF-4 file, which would refuse it, copies them); _Codecs lists the codecs. */
@@ -390,6 +410,8 @@ static int zarr_only(const target *zr) {
     for (int i = 0; i < 1000; i++) many[i] = i * 3;
     nc_vlen_t long_ones[2] = {{1000, many}, {0, NULL}};
     CHECK(nc_put_var(ncid, v, long_ones));
+    size_t kept_start = 0, kept_count = 1;
+    CHECK(nc_put_vara(ncid, v_kept, &kept_start, &kept_count, &two[1]));
     CHECK(nc_close(ncid));
     CHECK(nc_open(zr->path, NC_NOWRITE, &ncid));
     nc_vlen_t back[2];
@@ -410,6 +432,21 @@ static int zarr_only(const target *zr) {
     EXPECT(back[0].len == 100 && back[1].len == 100 &&
            memcmp(back[1].p, hundred, sizeof hundred) == 0);
     CHECK(nc_free_vlens(2, back));
+    CHECK(nc_get_var(ncid, v_kept, back));
+    EXPECT(back[0].len == 2 && back[1].len == 1 && *(int *)back[1].p == 9);
+    CHECK(nc_free_vlens(2, back));
+    EXPECT_RC(nc_inq_attid(ncid, v_kept, "_FillValue", &attid), NC_ENOTATT);
+    nc_vlen_t kept_fill = {0, NULL};
+    int kept_nofill = -1;
+    CHECK(nc_inq_var_fill(ncid, v_kept, &kept_nofill, &kept_fill));
+    EXPECT(kept_nofill == 0 && kept_fill.len == 1 && *(int *)kept_fill.p == 9);
+    CHECK(nc_free_vlen(&kept_fill));
+    EXPECT_RC(nc_inq_var_fill(ncid, v_nofill, &kept_nofill, NULL), NC_NOERR);
+    EXPECT(kept_nofill == 1);
+    size_t nothing = 99;
+    CHECK(nc_inq_attlen(ncid, NC_GLOBAL, "nothing", &nothing));
+    EXPECT(nothing == 0);
+    EXPECT_RC(nc_get_att(ncid, NC_GLOBAL, "nothing", NULL), NC_NOERR);
     int no_fill = -1;
     CHECK(nc_inq_var_fill(ncid, v_quiet, &no_fill, NULL));
     EXPECT(no_fill == 1);

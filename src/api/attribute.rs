@@ -342,13 +342,6 @@ impl Dataset {
             if own_type != renamed {
                 return Err(Error::BadType(renamed.unwrap_or(0)));
             }
-            // Slots hold a sequence's fill whole.
-            if let Some(Values::Vlens { items, .. }) = self.att_values(owner, name).ok().as_ref() {
-                let longest = items.iter().map(Vec::len).max().unwrap_or(0);
-                if longest > self.tree.group(g).vars[v].maxstrlen {
-                    self.widen_strings(g, v, longest)?;
-                }
-            }
         }
         let atts = self.atts(owner);
         if atts.iter().any(|a| a.name == new_name) {
@@ -358,6 +351,20 @@ impl Dataset {
             .iter()
             .position(|a| a.name == name)
             .ok_or_else(|| Error::NotAtt(name.to_string()))?;
+        // A sequence that becomes a fill is one, which slots hold whole.
+        if let (Owner::Var(g, v), "_FillValue", Values::Vlens { items, .. }) =
+            (owner, new_name, &atts[i].values)
+        {
+            if items.len() != 1 {
+                return Err(Error::Invalid(
+                    "_FillValue must have exactly one value".into(),
+                ));
+            }
+            let longest = items.iter().map(Vec::len).max().unwrap_or(0);
+            if longest > self.tree.group(g).vars[v].maxstrlen {
+                self.widen_strings(g, v, longest)?;
+            }
+        }
         self.atts_mut(owner)[i].name = new_name.to_string();
         if !self.define_mode {
             self.write_metadata()?;
@@ -386,12 +393,17 @@ impl Dataset {
             .ok_or_else(|| Error::NotAtt(name.to_string()))?;
         self.ensure_define_mode()?;
         // A number variable's fill outlives its `_FillValue` attribute, as in netCDF-4 files
-        // and netcdf-c's NCZarr (the array's `fill_value` keeps it).
+        // and netcdf-c's NCZarr (the array's `fill_value` keeps it); so does a variable of
+        // sequences' (NCZarr keeps it beside the array's null `fill_value`).
         let kept_fill = match owner {
             Owner::Var(g, v) if name == "_FillValue" => {
                 let var = &self.tree.group(g).vars[v];
-                (var.record.is_none() && var.ty.is_numeric())
-                    .then(|| super::data::fill_element(var))
+                if var.vlen.is_some() {
+                    var.vlen_fill()
+                } else {
+                    (var.record.is_none() && var.ty.is_numeric())
+                        .then(|| super::data::fill_element(var))
+                }
             }
             _ => None,
         };

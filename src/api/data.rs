@@ -434,11 +434,16 @@ pub(super) fn fill_element(var: &Var) -> Vec<u8> {
         fill.resize(esize, 0);
         return fill;
     }
+    if var.vlen.is_some() {
+        let mut slot = vec![0u8; esize];
+        if !var.no_fill {
+            codec::put_slot_item(&mut slot, &var.vlen_fill().unwrap_or_default());
+        }
+        return slot;
+    }
     if var.strings == StringStorage::Objects && var.ty == NcType::String {
         let text = match var.att("_FillValue").map(|a| &a.values) {
-            Some(
-                crate::model::Values::Strings(s) | crate::model::Values::Vlens { items: s, .. },
-            ) if !var.zarr_v3 => s.first().cloned(),
+            Some(crate::model::Values::Strings(s)) if !var.zarr_v3 => s.first().cloned(),
             _ => None,
         };
         let mut slot = vec![0u8; esize];

@@ -41,6 +41,13 @@ impl Dataset {
     /// `nc_def_var` of variable-length type `id`.
     pub fn def_vlen_var(&mut self, g: GroupId, name: &str, id: i32, dims: &[i32]) -> Result<usize> {
         let base = self.vlen_base(id)?;
+        if self.layout.zarr_v3 {
+            // A type a Zarr v3 dataset's metadata declares has no codec there either.
+            return Err(Error::Unsupported {
+                var: name.to_string(),
+                why: "variable-length types are stored in Zarr v2 datasets only".into(),
+            });
+        }
         let v = self.define_var(g, name, NcType::String, dims, None)?;
         let var = &mut self.tree.group_mut(g).vars[v];
         var.strings = StringStorage::Objects;

@@ -160,12 +160,14 @@ impl Dataset {
         if var.record.is_some() {
             return super::data::fill_element(var);
         }
+        if var.vlen.is_some() {
+            return var.vlen_fill().unwrap_or_default();
+        }
         match var.att("_FillValue").map(|a| &a.values) {
-            Some(crate::model::Values::Fixed { bytes, .. }) => bytes.clone(),
-            Some(
-                crate::model::Values::Strings(s) | crate::model::Values::Vlens { items: s, .. },
-            ) => s.first().cloned().unwrap_or_default(),
-            None => match &var.stored_fill {
+            Some(crate::model::Values::Fixed { ty, bytes }) if *ty == var.ty => bytes.clone(),
+            Some(crate::model::Values::Strings(s)) => s.first().cloned().unwrap_or_default(),
+            // None, or one of another type (a store's), which is no fill.
+            _ => match &var.stored_fill {
                 Some(b) => b.clone(),
                 None => var.ty.default_fill(),
             },

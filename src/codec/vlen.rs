@@ -99,6 +99,14 @@ impl Vlen {
         })
     }
 
+    /// The bytes of one value of an item: a `vlen-array` number's, else 1.
+    fn number_size(&self) -> usize {
+        self.array
+            .as_ref()
+            .and_then(|(dtype, _)| array_dtype(dtype))
+            .map_or(1, |(size, _)| size)
+    }
+
     /// The bytes of one number to swap, for `vlen-array` items stored in the other byte order.
     fn swapped_size(&self) -> Option<usize> {
         self.array.as_ref().and_then(|(_, swapped)| *swapped)
@@ -112,11 +120,7 @@ impl Vlen {
     /// The items of a stored buffer (checked to lie within it) and the longest one's length.
     fn items<'a>(&self, encoded: &'a [u8]) -> Result<(Vec<&'a [u8]>, usize)> {
         let truncated = || failed(self.id, "truncated: the items run past the buffer");
-        let number = self
-            .array
-            .as_ref()
-            .and_then(|(dtype, _)| array_dtype(dtype))
-            .map_or(1, |(size, _)| size);
+        let number = self.number_size();
         let mut rest = encoded;
         let count = take_len(&mut rest).ok_or_else(truncated)?;
         // Every item takes at least its length's bytes: a count beyond that is damage.
@@ -197,6 +201,15 @@ impl Codec for Vlen {
             let item = slot_item(slot);
             let len = u32::try_from(item.len())
                 .map_err(|_| failed(self.id, "a string of 4 GiB or more"))?;
+            if !item.len().is_multiple_of(self.number_size()) {
+                return Err(failed(
+                    self.id,
+                    format!(
+                        "an item of {} bytes is no whole number of values",
+                        item.len()
+                    ),
+                ));
+            }
             out.extend_from_slice(&len.to_le_bytes());
             let at = out.len();
             out.extend_from_slice(item);

@@ -132,6 +132,9 @@ pub(crate) fn put_vlens(
     base_size: usize,
     offsets: impl Iterator<Item = usize>,
 ) -> Result<()> {
+    if items.is_empty() {
+        return Ok(());
+    }
     if dst.is_null() {
         return Err(Error::Invalid("NULL data pointer".into()));
     }
@@ -172,6 +175,9 @@ pub(crate) fn get_vlens(
     base_size: usize,
     offsets: impl Iterator<Item = usize>,
 ) -> Result<Vec<Vec<u8>>> {
+    if n == 0 {
+        return Ok(Vec::new());
+    }
     if src.is_null() {
         return Err(Error::Invalid("NULL data pointer".into()));
     }

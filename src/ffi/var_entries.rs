@@ -167,9 +167,12 @@ pub(crate) extern "C" fn def_var_fill(
             let value = if fill.is_null() {
                 None
             } else if let Some(base) = vlen_base {
+                // Not followed with NC_NOFILL, which ignores it.
                 let base = base?;
-                let items = cmem::get_vlens(fill, 1, base.size(), 0..1)?;
-                Some(Values::Vlens { base, items })
+                (no_fill == 0)
+                    .then(|| cmem::get_vlens(fill, 1, base.size(), 0..1))
+                    .transpose()?
+                    .map(|items| Values::Vlens { base, items })
             } else if ty == NcType::String {
                 Some(Values::Strings(cmem::get_strings(fill, 1, 0..1)?))
             } else {

@@ -701,6 +701,18 @@ impl<'a> Reader<'a> {
         if ainfo.and_then(|i| i.get("nofill")).and_then(Json::as_u64) == Some(1) {
             var.no_fill = true;
         }
+        if let Some(base) = var.vlen.as_ref().map(|v| v.base)
+            && let Some(fill) = ainfo.and_then(|i| i.get("fill"))
+        {
+            // A variable of sequences whose `_FillValue` was deleted keeps its fill.
+            let one = serde_json::Value::Array(vec![fill.to_value()]);
+            let dtype = dtype::format(base, crate::model::Endian::Little, 1, true);
+            if let Ok(Values::Vlens { mut items, .. }) =
+                attrs::vlens_from_json("fill", &one, Some(&dtype), &ak)
+            {
+                var.stored_fill = items.pop();
+            }
+        }
         let recorded = ainfo
             .and_then(|i| i.get("fill_attribute"))
             .and_then(Json::as_u64);

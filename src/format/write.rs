@@ -480,6 +480,14 @@ fn array_attributes(tree: &Tree, var: &Var, layout: Layout, fill: FillAttribute)
             // The `fill_value` is the attribute.
             info["fill_attribute"] = Value::from(position);
         }
+        if let Some(vlen) = &var.vlen
+            && var.att("_FillValue").is_none()
+            && let Some(fill) = var.vlen_fill()
+        {
+            // A deleted `_FillValue`'s sequence stays the fill (the `fill_value` is null).
+            let numbers = fill.chunks_exact(vlen.base.size());
+            info["fill"] = numbers.map(|b| number::to_json(vlen.base, b)).collect();
+        }
         if let Some(record) = &var.record
             && tree.types.get(record.type_id).is_some_and(|t| !t.implicit)
             && let Some(name) = tree.type_full_name(record.type_id)

@@ -373,6 +373,20 @@ impl Var {
         }
     }
 
+    /// The fill of a variable of sequences: its `_FillValue` when that is one sequence of its
+    /// base's values, else the fill its metadata kept (a deleted `_FillValue`'s); `None` for
+    /// the empty sequence, and for a variable of another type.
+    pub fn vlen_fill(&self) -> Option<Vec<u8>> {
+        let base = self.vlen.as_ref()?.base;
+        let whole = |item: &Vec<u8>| item.len().is_multiple_of(base.size());
+        match self.att("_FillValue").map(|a| &a.values) {
+            Some(Values::Vlens { base: b, items }) if *b == base && items.len() == 1 => {
+                items.first().filter(|i| whole(i)).cloned()
+            }
+            _ => self.stored_fill.clone().filter(whole),
+        }
+    }
+
     /// The byte order of the stored values.
     pub fn stored_endian(&self) -> Endian {
         self.half_floats.unwrap_or(self.endian)
@@ -689,10 +703,18 @@ impl Tree {
         }
         // Sequences whose declared type is not listed get one of their own, named after them,
         // as variables do (their values are handed out as `nc_vlen_t`s of that type only).
+        let names_in_use: Vec<std::collections::HashSet<String>> = self
+            .groups
+            .iter()
+            .map(|group| {
+                let vars = group.vars.iter().map(|v| v.name.clone());
+                let children = group.children.iter().map(|c| self.groups[c.0].name.clone());
+                let dims = group.dims.iter().map(|d| self.dims[d.0].name.clone());
+                vars.chain(children).chain(dims).collect()
+            })
+            .collect();
         for (g, group) in self.groups.iter_mut().enumerate() {
-            let names: std::collections::HashSet<String> =
-                group.vars.iter().map(|v| v.name.clone()).collect();
-            let taken = |name: &str| names.contains(name);
+            let taken = |name: &str| names_in_use[g].contains(name);
             let atts = group
                 .atts
                 .iter_mut()
