@@ -287,6 +287,49 @@ static void deleted_fills(const target *t, trace *tr) {
     CHECK(nc_close(ncid));
 }
 
+/* The fills of a char and a string variable, and their values (one written, two never). */
+static void trace_text_fills(trace *tr, int ncid, int vc, int vs, const char *when) {
+    int nofill = -1, natts = -1;
+    char fill_char = 0, text[4] = {0};
+    char *fill_string = NULL, *strings[3] = {NULL, NULL, NULL};
+    int rc = nc_inq_var_fill(ncid, vc, &nofill, &fill_char);
+    CHECK(nc_inq_varnatts(ncid, vc, &natts));
+    int get = nc_get_var_text(ncid, vc, text);
+    trace_add(tr, "%s: char fill -> %d: %d, %d atts, get -> %d: %d %d %d", when, rc, fill_char,
+              natts, get, text[0], text[1], text[2]);
+    rc = nc_inq_var_fill(ncid, vs, &nofill, &fill_string);
+    CHECK(nc_inq_varnatts(ncid, vs, &natts));
+    get = nc_get_var_string(ncid, vs, strings);
+    trace_add(tr, "%s: string fill -> %d: '%s', %d atts, get -> %d: '%s' '%s' '%s'", when, rc,
+              fill_string ? fill_string : "(null)", natts, get, get ? "" : strings[0],
+              get ? "" : strings[1], get ? "" : strings[2]);
+    free(fill_string);
+    if (get == NC_NOERR) CHECK(nc_free_string(3, strings));
+}
+
+/* Deleted fills of text: a char and a string variable keep them, as numbers do. */
+static void deleted_text_fills(const target *t, trace *tr) {
+    int ncid, x, vc, vs;
+    const char *abc = "abc", *w = "w";
+    CHECK(nc_create(t->path, NC_NETCDF4 | NC_CLOBBER, &ncid));
+    CHECK(nc_def_dim(ncid, "x", 3, &x));
+    CHECK(nc_def_var(ncid, "c", NC_CHAR, 1, &x, &vc));
+    CHECK(nc_def_var(ncid, "s", NC_STRING, 1, &x, &vs));
+    TRACE_RC(tr, nc_put_att_text(ncid, vc, "_FillValue", 1, "x"));
+    TRACE_RC(tr, nc_put_att_string(ncid, vs, "_FillValue", 1, &abc));
+    TRACE_RC(tr, nc_del_att(ncid, vc, "_FillValue"));
+    TRACE_RC(tr, nc_del_att(ncid, vs, "_FillValue"));
+    TRACE_RC(tr, nc_enddef(ncid));
+    const size_t first = 0, one = 1;
+    TRACE_RC(tr, nc_put_vara_text(ncid, vc, &first, &one, "y"));
+    TRACE_RC(tr, nc_put_vara_string(ncid, vs, &first, &one, &w));
+    trace_text_fills(tr, ncid, vc, vs, "in session");
+    CHECK(nc_close(ncid));
+    CHECK(nc_open(t->path, NC_NOWRITE, &ncid));
+    trace_text_fills(tr, ncid, vc, vs, "reopened");
+    CHECK(nc_close(ncid));
+}
+
 /* A close whose chunks cannot be stored fails and leaves the dataset open, as netcdf-c keeps a
  * dataset whose close failed: closing again fails again (not NC_EBADID), and once the cause is
  * gone a close stores every value. Directory stores only: a directory with something in it in
@@ -361,6 +404,13 @@ int main(int argc, char **argv) {
     bad += trace_compare("deleted fills", &e, &f);
     trace_free(&e);
     trace_free(&f);
+    trace g = {0}, h = {0};
+    make_targets(dir, "deleted_text_fills", &h5, &zr);
+    deleted_text_fills(&h5, &g);
+    deleted_text_fills(&zr, &h);
+    bad += trace_compare("deleted text fills", &g, &h);
+    trace_free(&g);
+    trace_free(&h);
     trace_free(&a);
     trace_free(&b);
     return bad ? 1 : 0;

@@ -392,19 +392,11 @@ impl Dataset {
             .position(|a| a.name == name)
             .ok_or_else(|| Error::NotAtt(name.to_string()))?;
         self.ensure_define_mode()?;
-        // A number variable's fill outlives its `_FillValue` attribute, as in netCDF-4 files
-        // and netcdf-c's NCZarr (the array's `fill_value` keeps it); so does a variable of
-        // sequences' (NCZarr keeps it beside the array's null `fill_value`).
+        // A variable's fill outlives its `_FillValue` attribute, as in netCDF-4 files and
+        // netcdf-c 4.10.1's NCZarr (the array's `fill_value` keeps it; a variable of
+        // sequences' NCZarr keeps beside its null `fill_value`).
         let kept_fill = match owner {
-            Owner::Var(g, v) if name == "_FillValue" => {
-                let var = &self.tree.group(g).vars[v];
-                if var.vlen.is_some() {
-                    var.vlen_fill()
-                } else {
-                    (var.record.is_none() && var.ty.is_numeric())
-                        .then(|| super::data::fill_element(var))
-                }
-            }
+            Owner::Var(g, v) if name == "_FillValue" => kept_fill(&self.tree.group(g).vars[v]),
             _ => None,
         };
         self.atts_mut(owner).remove(i);
@@ -413,6 +405,31 @@ impl Dataset {
         }
         Ok(())
     }
+}
+
+/// The fill variable `var` keeps when its `_FillValue` attribute is deleted, as
+/// [`crate::model::Var::stored_fill`] holds it: a number's or a character's value, a
+/// string's text (numpy unicode: its code points), a sequence's values; none for records.
+fn kept_fill(var: &crate::model::Var) -> Option<Vec<u8>> {
+    if var.vlen.is_some() {
+        return var.vlen_fill();
+    }
+    if var.record.is_some() {
+        return None;
+    }
+    if var.ty != NcType::String {
+        return Some(super::data::fill_element(var));
+    }
+    let text = match var.att("_FillValue").map(|a| &a.values) {
+        Some(Values::Strings(s)) => s.first()?,
+        _ => return None,
+    };
+    Some(match var.strings {
+        crate::model::StringStorage::Ucs4 => {
+            crate::format::ucs4::encode(&String::from_utf8_lossy(text), var.endian)
+        }
+        _ => text.clone(),
+    })
 }
 
 /// `sizes` as `int` values, or as `int64` when some does not fit.

@@ -319,10 +319,18 @@ fn fill_of(var: &Var, nczarr: bool) -> Value {
             super::base64::encode(b)
         })
     };
+    // A fill the array's metadata gave (or a deleted `_FillValue` left) stays.
+    let kept = var.stored_fill.as_deref();
     match var.ty {
         NcType::String => match att {
             Some(crate::model::Values::Strings(s)) if !s.is_empty() => text(&s[0]),
-            _ => text(b""),
+            _ => match kept {
+                Some(f) if var.strings == StringStorage::Ucs4 => {
+                    text(&super::ucs4::decode(f, var.endian))
+                }
+                Some(f) => text(f.split(|b| *b == 0).next().unwrap_or_default()),
+                None => text(b""),
+            },
         },
         NcType::Char => match att {
             Some(crate::model::Values::Fixed { bytes, .. })
@@ -330,7 +338,10 @@ fn fill_of(var: &Var, nczarr: bool) -> Value {
             {
                 text(&bytes[..1])
             }
-            _ => text(b""),
+            _ => {
+                let kept_char = kept.and_then(|f| f.first()).filter(|b| **b != 0);
+                text(kept_char.map_or(&[][..], std::slice::from_ref))
+            }
         },
         ty => {
             let bytes = match att {
