@@ -307,26 +307,50 @@ static void trace_text_fills(trace *tr, int ncid, int vc, int vs, const char *wh
     if (get == NC_NOERR) CHECK(nc_free_string(3, strings));
 }
 
-/* Deleted fills of text: a char and a string variable keep them, as numbers do. */
+/* Deleted fills of text: a char and a string variable keep them, as numbers do; a fill renamed
+ * away stays too; a NUL fill given after a deleted one is the fill; a string fill longer than
+ * NCZarr's default string width is kept whole. */
 static void deleted_text_fills(const target *t, trace *tr) {
-    int ncid, x, vc, vs;
+    int ncid, x, vc, vs, vr, vn, vl;
     const char *abc = "abc", *w = "w";
+    char long_fill[201];
+    memset(long_fill, 'L', 200);
+    long_fill[200] = 0;
+    const char *lf = long_fill;
+    const int five = 5;
     CHECK(nc_create(t->path, NC_NETCDF4 | NC_CLOBBER, &ncid));
     CHECK(nc_def_dim(ncid, "x", 3, &x));
     CHECK(nc_def_var(ncid, "c", NC_CHAR, 1, &x, &vc));
     CHECK(nc_def_var(ncid, "s", NC_STRING, 1, &x, &vs));
+    CHECK(nc_def_var(ncid, "r", NC_INT, 1, &x, &vr));
+    CHECK(nc_def_var(ncid, "n", NC_CHAR, 1, &x, &vn));
+    CHECK(nc_def_var(ncid, "l", NC_STRING, 1, &x, &vl));
     TRACE_RC(tr, nc_put_att_text(ncid, vc, "_FillValue", 1, "x"));
     TRACE_RC(tr, nc_put_att_string(ncid, vs, "_FillValue", 1, &abc));
     TRACE_RC(tr, nc_del_att(ncid, vc, "_FillValue"));
     TRACE_RC(tr, nc_del_att(ncid, vs, "_FillValue"));
+    TRACE_RC(tr, nc_put_att_int(ncid, vr, "_FillValue", NC_INT, 1, &five));
+    TRACE_RC(tr, nc_rename_att(ncid, vr, "_FillValue", "old_fill"));
+    TRACE_RC(tr, nc_put_att_text(ncid, vn, "_FillValue", 1, "x"));
+    TRACE_RC(tr, nc_del_att(ncid, vn, "_FillValue"));
+    TRACE_RC(tr, nc_put_att_text(ncid, vn, "_FillValue", 1, "\0"));
+    TRACE_RC(tr, nc_put_att_string(ncid, vl, "_FillValue", 1, &lf));
     TRACE_RC(tr, nc_enddef(ncid));
     const size_t first = 0, one = 1;
     TRACE_RC(tr, nc_put_vara_text(ncid, vc, &first, &one, "y"));
     TRACE_RC(tr, nc_put_vara_string(ncid, vs, &first, &one, &w));
-    trace_text_fills(tr, ncid, vc, vs, "in session");
-    CHECK(nc_close(ncid));
-    CHECK(nc_open(t->path, NC_NOWRITE, &ncid));
-    trace_text_fills(tr, ncid, vc, vs, "reopened");
+    TRACE_RC(tr, nc_put_vara_text(ncid, vn, &first, &one, "y"));
+    TRACE_RC(tr, nc_put_vara_string(ncid, vl, &first, &one, &w));
+    for (int pass = 0; pass < 2; pass++) {
+        const char *when = pass ? "reopened" : "in session";
+        trace_text_fills(tr, ncid, vc, vs, when);
+        trace_text_fills(tr, ncid, vn, vl, when);
+        trace_fill(tr, ncid, vr, when);
+        if (pass == 0) {
+            CHECK(nc_close(ncid));
+            CHECK(nc_open(t->path, NC_NOWRITE, &ncid));
+        }
+    }
     CHECK(nc_close(ncid));
 }
 

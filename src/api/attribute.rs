@@ -298,13 +298,10 @@ impl Dataset {
             }
             Owner::Group(_) => None,
         };
-        if let (Owner::Var(g, v), Values::Vlens { items, .. }) = (owner, &stored)
+        if let Owner::Var(g, v) = owner
             && name == "_FillValue"
         {
-            // Slots hold the fill whole.
-            let var = &mut self.tree.group_mut(g).vars[v];
-            let longest = items.iter().map(Vec::len).max().unwrap_or(0);
-            var.maxstrlen = var.maxstrlen.max(longest);
+            self.tree.group_mut(g).vars[v].take_new_fill(&stored);
         }
         let atts = self.atts_mut(owner);
         let mut new = Att::new(name, stored);
@@ -315,6 +312,43 @@ impl Dataset {
             (None, None) => atts.push(new),
         }
         Ok(range)
+    }
+
+    /// Checks that attribute `name` of variable `v` (its `values`) may become its `_FillValue`
+    /// by a rename: of the variable's own type (an enum or variable-length one's where it has
+    /// one), one sequence for a variable of sequences (whose slots then widen to hold it
+    /// whole), before any data is written (as a fill given is).
+    fn check_new_fill(
+        &mut self,
+        g: GroupId,
+        v: usize,
+        owner: Owner,
+        name: &str,
+        values: &Values,
+    ) -> Result<()> {
+        let renamed = self.att_user_type(owner, name);
+        let own_type = self.var_enum_type(g, v).or(self.var_vlen_type(g, v));
+        if own_type != renamed {
+            return Err(Error::BadType(renamed.unwrap_or(0)));
+        }
+        let var = &self.tree.group(g).vars[v];
+        if var.data_written || var.stored_path.is_some() {
+            return Err(Error::LateFill(var.name.clone()));
+        }
+        if let Values::Vlens { items, .. } = values {
+            if items.len() != 1 {
+                return Err(Error::Invalid(
+                    "_FillValue must have exactly one value".into(),
+                ));
+            }
+            let longest = items.iter().map(Vec::len).max().unwrap_or(0);
+            if longest > var.maxstrlen {
+                self.widen_strings(g, v, longest)?;
+            }
+        }
+        // The fill given replaces one a deleted `_FillValue` left.
+        self.tree.group_mut(g).vars[v].stored_fill = None;
+        Ok(())
     }
 
     /// `nc_rename_att`.
@@ -332,17 +366,6 @@ impl Dataset {
         {
             return Err(Error::BadType(0));
         }
-        // A fill is of its variable's type: an attribute of another enum type (or none where
-        // the variable has one) does not become it.
-        if let Owner::Var(g, v) = owner
-            && new_name == "_FillValue"
-        {
-            let renamed = self.att_user_type(owner, name);
-            let own_type = self.var_enum_type(g, v).or(self.var_vlen_type(g, v));
-            if own_type != renamed {
-                return Err(Error::BadType(renamed.unwrap_or(0)));
-            }
-        }
         let atts = self.atts(owner);
         if atts.iter().any(|a| a.name == new_name) {
             return Err(Error::NameInUse(new_name.to_string()));
@@ -351,21 +374,23 @@ impl Dataset {
             .iter()
             .position(|a| a.name == name)
             .ok_or_else(|| Error::NotAtt(name.to_string()))?;
-        // A sequence that becomes a fill is one, which slots hold whole.
-        if let (Owner::Var(g, v), "_FillValue", Values::Vlens { items, .. }) =
-            (owner, new_name, &atts[i].values)
-        {
-            if items.len() != 1 {
-                return Err(Error::Invalid(
-                    "_FillValue must have exactly one value".into(),
-                ));
-            }
-            let longest = items.iter().map(Vec::len).max().unwrap_or(0);
-            if longest > self.tree.group(g).vars[v].maxstrlen {
-                self.widen_strings(g, v, longest)?;
+        let mut kept = None;
+        if let Owner::Var(g, v) = owner {
+            if new_name == "_FillValue" {
+                let values = atts[i].values.clone();
+                self.check_new_fill(g, v, owner, name, &values)?;
+            } else if name == "_FillValue" {
+                // Renamed away, a fill stays the fill, as deleted (netCDF-4 files and netcdf-c
+                // 4.10.1's NCZarr keep it).
+                kept = kept_fill(&self.tree.group(g).vars[v], self.layout.nczarr);
             }
         }
         self.atts_mut(owner)[i].name = new_name.to_string();
+        if let Owner::Var(g, v) = owner
+            && name == "_FillValue"
+        {
+            self.tree.group_mut(g).vars[v].keep_fill(kept);
+        }
         if !self.define_mode {
             self.write_metadata()?;
         }
@@ -396,28 +421,40 @@ impl Dataset {
         // netcdf-c 4.10.1's NCZarr (the array's `fill_value` keeps it; a variable of
         // sequences' NCZarr keeps beside its null `fill_value`).
         let kept_fill = match owner {
-            Owner::Var(g, v) if name == "_FillValue" => kept_fill(&self.tree.group(g).vars[v]),
+            Owner::Var(g, v) if name == "_FillValue" => {
+                kept_fill(&self.tree.group(g).vars[v], self.layout.nczarr)
+            }
             _ => None,
         };
         self.atts_mut(owner).remove(i);
-        if let (Some(fill), Owner::Var(g, v)) = (kept_fill, owner) {
-            self.tree.group_mut(g).vars[v].stored_fill = Some(fill);
+        if let Owner::Var(g, v) = owner
+            && name == "_FillValue"
+        {
+            self.tree.group_mut(g).vars[v].keep_fill(kept_fill);
         }
         Ok(())
     }
 }
 
-/// The fill variable `var` keeps when its `_FillValue` attribute is deleted, as
-/// [`crate::model::Var::stored_fill`] holds it: a number's or a character's value, a
-/// string's text (numpy unicode: its code points), a sequence's values; none for records.
-fn kept_fill(var: &crate::model::Var) -> Option<Vec<u8>> {
+/// The fill variable `var` keeps when its `_FillValue` attribute is deleted or renamed, as
+/// [`crate::model::Var::stored_fill`] holds it: a number's value, a sequence's values, and
+/// with NCZarr metadata (`nczarr`) a character's or a string's text (numpy unicode: its code
+/// points); none for records. Pure Zarr has no room for text kept apart from its `_FillValue`
+/// (its `fill_value` is read back as one): there the attribute and the fill go together.
+fn kept_fill(var: &crate::model::Var, nczarr: bool) -> Option<Vec<u8>> {
     if var.vlen.is_some() {
         return var.vlen_fill();
     }
     if var.record.is_some() {
         return None;
     }
-    if var.ty != NcType::String {
+    if var.ty.is_numeric() {
+        return Some(super::data::fill_element(var));
+    }
+    if !nczarr {
+        return None;
+    }
+    if var.ty == NcType::Char {
         return Some(super::data::fill_element(var));
     }
     let text = match var.att("_FillValue").map(|a| &a.values) {

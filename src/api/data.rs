@@ -443,7 +443,12 @@ pub(super) fn fill_element(var: &Var) -> Vec<u8> {
     }
     if var.strings == StringStorage::Objects && var.ty == NcType::String {
         let text = match var.att("_FillValue").map(|a| &a.values) {
-            Some(crate::model::Values::Strings(s)) if !var.zarr_v3 => s.first().cloned(),
+            // Zarr v3's `fill_value` is what was never written, when a store gave one.
+            Some(crate::model::Values::Strings(s))
+                if !(var.zarr_v3 && var.stored_fill.is_some()) =>
+            {
+                s.first().cloned()
+            }
             _ => None,
         };
         let mut slot = vec![0u8; esize];

@@ -380,11 +380,7 @@ impl Dataset {
                     "fill value must be one value of the variable's type".into(),
                 ));
             }
-            if let Values::Vlens { items, .. } = &val {
-                // Slots hold the fill whole.
-                let longest = items.iter().map(Vec::len).max().unwrap_or(0);
-                var.maxstrlen = var.maxstrlen.max(longest);
-            }
+            var.take_new_fill(&val);
             var.atts.retain(|a| a.name != "_FillValue");
             let mut fill = crate::model::Att::new("_FillValue", val);
             fill.user_type = own_type;

@@ -168,6 +168,9 @@ impl Dataset {
             Some(crate::model::Values::Strings(s)) => s.first().cloned().unwrap_or_default(),
             // None, or one of another type (a store's), which is no fill.
             _ => match &var.stored_fill {
+                Some(b) if var.strings == crate::model::StringStorage::Ucs4 => {
+                    crate::format::ucs4::decode(b, var.endian)
+                }
                 Some(b) => b.clone(),
                 None => var.ty.default_fill(),
             },

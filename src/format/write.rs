@@ -333,11 +333,12 @@ fn fill_of(var: &Var, nczarr: bool) -> Value {
             },
         },
         NcType::Char => match att {
-            Some(crate::model::Values::Fixed { bytes, .. })
-                if bytes.first().is_some_and(|b| *b != 0) =>
-            {
-                text(&bytes[..1])
-            }
+            Some(crate::model::Values::Fixed { bytes, .. }) => text(
+                bytes
+                    .first()
+                    .filter(|b| **b != 0)
+                    .map_or(&[][..], std::slice::from_ref),
+            ),
             _ => {
                 let kept_char = kept.and_then(|f| f.first()).filter(|b| **b != 0);
                 text(kept_char.map_or(&[][..], std::slice::from_ref))
@@ -491,8 +492,12 @@ fn array_attributes(tree: &Tree, var: &Var, layout: Layout, fill: FillAttribute)
             // The `fill_value` is the attribute.
             info["fill_attribute"] = Value::from(position);
         }
+        let fill_listed = matches!(
+            var.att("_FillValue").map(|a| &a.values),
+            Some(crate::model::Values::Vlens { items, .. }) if items.len() == 1
+        );
         if let Some(vlen) = &var.vlen
-            && var.att("_FillValue").is_none()
+            && !fill_listed
             && let Some(fill) = var.vlen_fill()
         {
             // A deleted `_FillValue`'s sequence stays the fill (the `fill_value` is null).

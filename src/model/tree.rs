@@ -387,6 +387,33 @@ impl Var {
         }
     }
 
+    /// Makes room for `fill`, a `_FillValue` given to this variable before any of it is stored:
+    /// the slots of strings and sequences widen to hold it whole (numpy unicode: 4 bytes a
+    /// character), and a fill a deleted `_FillValue` left is replaced.
+    pub fn take_new_fill(&mut self, fill: &Values) {
+        let width = match fill {
+            Values::Vlens { items, .. } => items.iter().map(Vec::len).max(),
+            Values::Strings(s) if self.ty == NcType::String => s
+                .iter()
+                .map(|text| match self.strings {
+                    StringStorage::Ucs4 => 4 * String::from_utf8_lossy(text).chars().count(),
+                    _ => text.len(),
+                })
+                .max(),
+            _ => None,
+        };
+        self.maxstrlen = self.maxstrlen.max(width.unwrap_or(0));
+        self.stored_fill = None;
+    }
+
+    /// What is left of the fill once the `_FillValue` attribute is gone: `kept` (none: the
+    /// type's default). A compound variable's fill is its stored one either way.
+    pub fn keep_fill(&mut self, kept: Option<Vec<u8>>) {
+        if self.record.is_none() {
+            self.stored_fill = kept;
+        }
+    }
+
     /// The byte order of the stored values.
     pub fn stored_endian(&self) -> Endian {
         self.half_floats.unwrap_or(self.endian)

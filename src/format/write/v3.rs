@@ -237,7 +237,13 @@ fn fill_value(var: &Var) -> Value {
                 ty: NcType::Char,
                 bytes,
             }) => bytes.first().copied().unwrap_or(0),
-            _ => 0,
+            // A deleted `_FillValue` left its fill.
+            _ => var
+                .stored_fill
+                .as_ref()
+                .and_then(|f| f.first())
+                .copied()
+                .unwrap_or(0),
         };
         return Value::from(base64::encode(&[byte]));
     }
