@@ -268,7 +268,7 @@ impl Dataset {
             let var = &self.tree.group(g).vars[v];
             // Of the variable's own type: an enum variable's fill is of its enum type, a
             // variable-length one's of its variable-length type.
-            let own_type = self.var_enum_type(g, v).or(self.var_vlen_type(g, v));
+            let own_type = self.var_user_type(g, v);
             let stored_as = match &var.vlen {
                 Some(vlen) => vlen.base,
                 None => var.ty,
@@ -327,7 +327,7 @@ impl Dataset {
         values: &Values,
     ) -> Result<()> {
         let renamed = self.att_user_type(owner, name);
-        let own_type = self.var_enum_type(g, v).or(self.var_vlen_type(g, v));
+        let own_type = self.var_user_type(g, v);
         if own_type != renamed {
             return Err(Error::BadType(renamed.unwrap_or(0)));
         }

@@ -99,10 +99,7 @@ impl Dataset {
         bytes: &[u8],
     ) -> Result<()> {
         let base = self.tree.types.enumeration(id)?.base;
-        let bytes = count
-            .checked_mul(base.size())
-            .and_then(|n| bytes.get(..n))
-            .ok_or_else(|| Error::Invalid("fewer enum values than counted".into()))?;
+        let bytes = Self::counted_values(bytes, count, base.size(), "enum")?;
         self.put_att_of(
             owner,
             name,

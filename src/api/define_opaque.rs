@@ -37,10 +37,7 @@ impl Dataset {
         bytes: &[u8],
     ) -> Result<()> {
         let size = self.opaque_size(id)?;
-        let bytes = count
-            .checked_mul(size)
-            .and_then(|n| bytes.get(..n))
-            .ok_or_else(|| Error::Invalid("fewer opaque values than counted".into()))?;
+        let bytes = Self::counted_values(bytes, count, size, "opaque")?;
         let values = Values::fixed(NcType::UByte, bytes.to_vec());
         self.put_att_of(owner, name, NcType::UByte, values, Some(id))?;
         // Kept as a defined type (one of a variable's raw bytes, named after it, would

@@ -228,14 +228,28 @@ impl Dataset {
     /// all of them, but for a variable's fill, one value only (more are refused unread).
     pub fn user_att_bytes(&self, owner: Owner, name: &str, id: i32, count: usize) -> Result<usize> {
         let size = self.type_summary(id)?.size;
-        let one_value =
-            self.tree.types.enumeration(id).is_err() && self.is_records_fill(owner, name);
-        let compound = self.tree.types.get(id).is_some_and(|t| t.is_compound());
+        let t = self.tree.types.get(id);
+        let one_value = t.is_some_and(|t| t.is_compound())
+            || (t.is_some_and(|t| t.is_opaque()) && self.is_records_fill(owner, name));
         match count {
-            1 if one_value || compound => Ok(size),
-            _ if one_value || compound => Ok(0),
+            1 if one_value => Ok(size),
+            _ if one_value => Ok(0),
             n => n.checked_mul(size).ok_or(Error::NoMem),
         }
+    }
+
+    /// The first `count` values of `size` bytes of `bytes`, the caller's values of an attribute
+    /// (`what` they are, when fewer are there).
+    pub(super) fn counted_values<'a>(
+        bytes: &'a [u8],
+        count: usize,
+        size: usize,
+        what: &str,
+    ) -> Result<&'a [u8]> {
+        count
+            .checked_mul(size)
+            .and_then(|n| bytes.get(..n))
+            .ok_or_else(|| Error::Invalid(format!("fewer {what} values than counted")))
     }
 
     /// `nc_put_att` of `count` values of user-defined type `id` (`bytes`: as

@@ -86,6 +86,14 @@ impl Dataset {
         Ok(())
     }
 
+    /// The user-defined type of the values of variable `v` of group `g` (compound or opaque:
+    /// its records'; enum; variable-length), when they are of one.
+    pub fn var_user_type(&self, g: GroupId, v: usize) -> Option<i32> {
+        self.record_type(g, v)
+            .or_else(|| self.var_enum_type(g, v))
+            .or_else(|| self.var_vlen_type(g, v))
+    }
+
     /// The variable-length type of variable `v` of group `g`, when its values are of one.
     pub fn var_vlen_type(&self, g: GroupId, v: usize) -> Option<i32> {
         self.tree.group(g).vars[v]

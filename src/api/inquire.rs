@@ -118,14 +118,7 @@ impl Dataset {
         VarInfo {
             name: var.name.clone(),
             ty: var.ty,
-            type_id: match (&var.record, var.enum_type.as_ref().and_then(|e| e.id())) {
-                (Some(r), _) => r.type_id,
-                (None, Some(id)) => id,
-                (None, None) => match var.vlen.as_ref().and_then(|l| l.type_ref.as_ref()?.id()) {
-                    Some(id) => id,
-                    None => var.ty.id(),
-                },
-            },
+            type_id: self.var_user_type(g, v).unwrap_or(var.ty.id()),
             value_size: match (&var.record, &var.vlen) {
                 (Some(r), _) => r.plan.memory_size,
                 (None, Some(_)) => crate::model::VLEN_SIZE,

@@ -109,7 +109,7 @@ fn call(
             };
         }
         let imap = if rank == 0 { None } else { imap };
-        if imap.is_some() && o.ds.var_info(g, v).type_id >= crate::model::FIRST_USER_TYPE {
+        if imap.is_some() && o.ds.var_user_type(g, v).is_some() {
             // As libnetcdf's mapped access: for atomic types only.
             return Err(Error::MapType);
         }
@@ -123,16 +123,15 @@ fn call(
             o.ds.check_records_memory_type(g, v, memtype)?;
             let base_size = o.ds.vlen_base(id)?.size();
             return match buf {
+                // Mapped access is refused above: the values lie one after another.
                 Buf::Get(p) => {
                     super::reclaim::refuse_user_values_unless_interposed(&var.name)?;
                     let items = o.ds.get_vlens(g, v, &slab)?;
-                    cmem::put_vlens(p, &items, base_size, offsets().into_iter())?;
+                    cmem::put_vlens(p, &items, base_size, 0..elems)?;
                     Ok(NC_NOERR)
                 }
                 Buf::Put(p) => {
-                    let n = usize::try_from(slab.count.iter().product::<u64>())
-                        .map_err(|_| Error::NoMem)?;
-                    let items = cmem::get_vlens(p, n, base_size, offsets().into_iter())?;
+                    let items = cmem::get_vlens(p, elems, base_size, 0..elems)?;
                     o.ds.put_vlens(g, v, &slab, &items)?;
                     Ok(NC_NOERR)
                 }

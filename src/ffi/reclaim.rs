@@ -5,8 +5,8 @@
 //! variable-length parts, which a dataset served here has none of: `ncdump` dumping a compound,
 //! enum, opaque or variable-length value of ours would crash there. Of our user-defined types,
 //! only a variable-length type's values own memory (each its sequence, `malloc`ed): reclaiming
-//! frees those, and nothing for the other types (`_all` then frees the buffer itself). Every other call goes to libnetcdf's definition unchanged. Where ours is not
-//! the one called (the library loaded as a `.ncrc` user-defined format), values of
+//! frees those, and nothing for the other types (`_all` then frees the buffer itself). Every
+//! other call goes to libnetcdf's definition unchanged. Where ours is not the one called (the library loaded as a `.ncrc` user-defined format), values of
 //! user-defined types are not handed out at all ([`refuse_user_values_unless_interposed`]).
 
 use super::codes::*;
