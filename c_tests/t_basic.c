@@ -3,7 +3,7 @@
  * variable that already holds data, then reopening), error codes, and NULL out-pointers. Every
  * step's status and result is traced and must equal the same program's trace on an HDF5 file.
  * Checks without an HDF5 counterpart (formats, variable-length types, a close that fails and is
- * retried) have explicit expectations. */
+ * retried, nc_abort) have explicit expectations. */
 #include "harness.h"
 
 #include <stdio.h>
@@ -404,6 +404,95 @@ static int failed_close_can_be_retried(const char *dir) {
     return bad;
 }
 
+/* The values of int variables "a" and "b" (3 each) of a dataset and how many it has, as one
+ * line. */
+static void describe_pair(const char *url, char *out, size_t n) {
+    int ncid, nvars, a, b, va[3] = {0}, vb[3] = {0};
+    int rc = nc_open(url, NC_NOWRITE, &ncid);
+    if (rc != NC_NOERR) {
+        snprintf(out, n, "open -> %d", rc);
+        return;
+    }
+    CHECK(nc_inq_nvars(ncid, &nvars));
+    int ra = nc_inq_varid(ncid, "a", &a), rb = nc_inq_varid(ncid, "b", &b);
+    if (ra == NC_NOERR) CHECK(nc_get_var_int(ncid, a, va));
+    if (rb == NC_NOERR) CHECK(nc_get_var_int(ncid, b, vb));
+    CHECK(nc_close(ncid));
+    snprintf(out, n, "%d vars: a (%d) %d %d %d; b (%d) %d %d %d", nvars, ra, va[0], va[1], va[2], rb,
+             vb[0], vb[1], vb[2]);
+}
+
+static int expect_pair(const char *url, const char *when, const char *want) {
+    char got[512];
+    describe_pair(url, got, sizeof got);
+    if (strcmp(got, want) != 0) {
+        fprintf(stderr, "%s: %s: '%s', expected '%s'\n", url, when, got, want);
+        return 1;
+    }
+    return 0;
+}
+
+/* nc_abort, in every layout: definitions made since nc_redef are dropped, names exchanged in
+ * define mode included (their objects stay where the stored metadata says), and values written
+ * before it are kept; a new dataset is removed only while still in its first define mode
+ * (netCDF-3 and netCDF-4 files keep it, with its values, once nc_enddef or nc_sync ran). HDF5
+ * keeps definitions made before an abort, so this has explicit expectations. */
+static int aborts(const char *dir) {
+    const char *layouts[][2] = {{"zarr", "nczarr,file"}, {"zarr", "nczarr,v3,file"},
+                                {"zarr", "zarr,file"},   {"zip", "nczarr,zip"}};
+    const int one[3] = {1, 2, 3}, two[3] = {4, 5, 6}, more[3] = {7, 8, 9};
+    int bad = 0;
+    for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++) {
+        char url[4200], path[4100];
+        snprintf(path, sizeof path, "%s/aborts%zu.%s", dir, i, layouts[i][0]);
+        snprintf(url, sizeof url, "file://%s#mode=%s", path, layouts[i][1]);
+        remove_path(path);
+        int ncid, x, a, b, tmp;
+        CHECK(nc_create(url, NC_NETCDF4 | NC_CLOBBER, &ncid));
+        CHECK(nc_def_dim(ncid, "x", 3, &x));
+        CHECK(nc_def_var(ncid, "a", NC_INT, 1, &x, &a));
+        CHECK(nc_def_var(ncid, "b", NC_INT, 1, &x, &b));
+        CHECK(nc_enddef(ncid));
+        CHECK(nc_put_var_int(ncid, a, one));
+        CHECK(nc_put_var_int(ncid, b, two));
+        CHECK(nc_abort(ncid));
+        bad += expect_pair(url, "aborted after nc_enddef", "2 vars: a (0) 1 2 3; b (0) 4 5 6");
+
+        CHECK(nc_open(url, NC_WRITE, &ncid));
+        CHECK(nc_put_var_int(ncid, a, more));
+        CHECK(nc_redef(ncid));
+        CHECK(nc_rename_var(ncid, a, "t"));
+        CHECK(nc_rename_var(ncid, b, "a"));
+        CHECK(nc_rename_var(ncid, a, "b"));
+        CHECK(nc_def_var(ncid, "c", NC_INT, 1, &x, &tmp));
+        CHECK(nc_abort(ncid));
+        bad += expect_pair(url, "names exchanged, then aborted", "2 vars: a (0) 7 8 9; b (0) 4 5 6");
+
+        CHECK(nc_open(url, NC_WRITE, &ncid));
+        CHECK(nc_redef(ncid));
+        CHECK(nc_rename_var(ncid, a, "t"));
+        CHECK(nc_rename_var(ncid, b, "a"));
+        CHECK(nc_rename_var(ncid, a, "b"));
+        CHECK(nc_enddef(ncid));
+        CHECK(nc_close(ncid));
+        bad += expect_pair(url, "names exchanged", "2 vars: a (0) 4 5 6; b (0) 7 8 9");
+
+        snprintf(path, sizeof path, "%s/aborted%zu.%s", dir, i, layouts[i][0]);
+        snprintf(url, sizeof url, "file://%s#mode=%s", path, layouts[i][1]);
+        remove_path(path);
+        CHECK(nc_create(url, NC_NETCDF4 | NC_CLOBBER, &ncid));
+        CHECK(nc_def_dim(ncid, "x", 3, &x));
+        CHECK(nc_abort(ncid));
+        int rc = nc_open(url, NC_NOWRITE, &ncid);
+        if (rc == NC_NOERR) {
+            fprintf(stderr, "%s: a dataset aborted in its first define mode opens\n", url);
+            CHECK(nc_close(ncid));
+            bad++;
+        }
+    }
+    return bad;
+}
+
 int main(int argc, char **argv) {
     const char *dir = test_dir(argc, argv);
     target h5, zr;
@@ -421,6 +510,7 @@ int main(int argc, char **argv) {
     int bad = trace_compare("dataset life cycle", &a, &b) + explicit_failures + define_bad;
     bad += zarr_only(&zr);
     bad += failed_close_can_be_retried(dir);
+    bad += aborts(dir);
     trace e = {0}, f = {0};
     make_targets(dir, "deleted_fills", &h5, &zr);
     deleted_fills(&h5, &e);

@@ -17,6 +17,7 @@ pub mod define_vlen;
 pub mod filters;
 pub mod inquire;
 pub mod names;
+mod renames;
 pub mod types;
 
 pub use attribute::Owner;

@@ -11,12 +11,9 @@ use crate::error::{Error, Result};
 use crate::format::{self, Layout};
 use crate::model::{GroupId, Tree};
 use crate::url::{DatasetUrl, Flavor};
-use crate::zmap::{self, OpenHow, Store, StoreKey, StorePrefix};
-use std::collections::HashMap;
+use crate::zmap::{self, OpenHow, Store, StoreKey};
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-
-/// Objects copied per round when a renamed group or variable moves its objects.
-const MOVE_BATCH: usize = 256;
 
 /// How to create a dataset (decoded from netCDF's cmode bits by the caller).
 #[derive(Debug, Clone, Copy, Default)]
@@ -36,7 +33,11 @@ pub struct Dataset {
     pub writable: bool,
     pub(crate) read_only_reason: Option<String>,
     pub define_mode: bool,
+    /// Created, and not out of define mode since (`nc_abort` then removes it).
     pub creating: bool,
+    /// The tree as stored when define mode was entered on a stored dataset: `nc_abort` in
+    /// define mode goes back to it.
+    tree_before_define: Option<Tree>,
     /// `nc_set_fill(NC_NOFILL)` is in force for new variables.
     pub nofill_default: bool,
     pub classic_model: bool,
@@ -64,6 +65,7 @@ impl Dataset {
             read_only_reason: None,
             define_mode: false,
             creating: false,
+            tree_before_define: None,
             nofill_default: false,
             classic_model: false,
             ncproperties: layout.nczarr.then(|| format::write::ncproperties(layout)),
@@ -207,6 +209,13 @@ impl Dataset {
         if self.define_mode {
             return Err(Error::InDefine);
         }
+        self.enter_define_mode()
+    }
+
+    /// Enters define mode on a dataset out of it, remembering the tree (values written so far
+    /// included) for `nc_abort` to go back to.
+    fn enter_define_mode(&mut self) -> Result<()> {
+        self.tree_before_define = Some(self.tree.clone());
         self.define_mode = true;
         Ok(())
     }
@@ -225,6 +234,8 @@ impl Dataset {
     fn leave_define_mode(&mut self) -> Result<()> {
         self.tree.types.check_enums_have_members()?;
         self.define_mode = false;
+        self.creating = false;
+        self.tree_before_define = None;
         self.tree.types.close_all();
         self.sync_all()
     }
@@ -247,7 +258,7 @@ impl Dataset {
             if self.classic_model {
                 return Err(Error::NotInDefine);
             }
-            self.define_mode = true;
+            self.enter_define_mode()?;
         }
         Ok(())
     }
@@ -291,17 +302,26 @@ impl Dataset {
         Ok(())
     }
 
-    /// `nc_abort`: a dataset being created is removed; otherwise unsaved changes are dropped.
-    pub fn abort(self) -> Result<()> {
-        if self.creating && self.writable {
-            self.store.discard()?;
+    /// `nc_abort`: a dataset created and not out of define mode since is removed; otherwise
+    /// the definitions made since define mode was entered are dropped and everything else is
+    /// stored, as closing does (netCDF files keep the data written before an abort).
+    pub fn abort(mut self) -> Result<()> {
+        if !self.writable {
+            return Ok(());
         }
-        Ok(())
+        if self.creating {
+            return self.store.discard();
+        }
+        if let Some(tree) = self.tree_before_define.take() {
+            self.tree = tree;
+        }
+        self.store_for_close()
     }
 
-    /// Writes every metadata object whose bytes changed; moves renamed groups first.
+    /// Writes every metadata object whose bytes changed: the objects of renamed groups and
+    /// variables are copied to their new paths first and deleted from the old ones last.
     pub fn write_metadata(&mut self) -> Result<()> {
-        self.move_renamed_groups()?;
+        let copied = self.copy_renamed()?;
         let mut objects = format::write::metadata_objects(&self.tree, self.layout);
         // Deepest first: arrays before the groups listing them; .zmetadata last.
         objects
@@ -312,6 +332,7 @@ impl Dataset {
             .map(|(k, v)| Ok((StoreKey::new(k)?, v.clone())))
             .collect::<Result<_>>()?;
         self.store.put_many(changed)?;
+        let now_written: HashSet<String> = objects.iter().map(|(k, _)| k.clone()).collect();
         for (k, v) in objects {
             self.written.insert(k, v);
         }
@@ -327,62 +348,20 @@ impl Dataset {
             }
         }
         self.remember_paths();
-        Ok(())
+        self.delete_copied(copied, &now_written)
     }
 
-    /// Moves every object below `from` to `to` (chunks included): copy, then delete.
-    pub(crate) fn move_prefix(&mut self, from: &str, to: &str) -> Result<()> {
-        if from == to {
-            return Ok(());
-        }
-        let src = StorePrefix::new(from)?;
-        self.allow_every_variables_chunks();
-        let keys = self.store.list_keys(&src)?;
-        // In bounded batches: each one concurrent read and one concurrent write.
-        for batch in keys.chunks(MOVE_BATCH) {
-            let mut moved = Vec::with_capacity(batch.len());
-            for (k, bytes) in batch.iter().zip(self.store.get_many(batch)?) {
-                let rest = &k.as_str()[from.len()..];
-                if let Some(bytes) = bytes {
-                    moved.push((StoreKey::new(&format!("{to}{rest}"))?, bytes));
-                }
-            }
-            self.store.put_many(moved)?;
-        }
-        self.store.delete_prefix(&src)?;
-        let old_prefix = format!("{from}/");
-        self.written.retain(|k, _| !k.starts_with(&old_prefix));
-        Ok(())
+    /// Where group `g`'s objects are stored, when it has been stored.
+    pub(crate) fn stored_group_path(&self, g: GroupId) -> Option<String> {
+        self.group_paths.get(&g.0).cloned()
     }
 
-    fn move_renamed_groups(&mut self) -> Result<()> {
-        for g in self.tree.groups_preorder() {
-            let Some(old) = self.group_paths.get(&g.0).cloned() else {
-                continue;
-            };
-            let new = self.tree.group_path(g);
-            if old != new && !old.is_empty() {
-                self.move_prefix(&old, &new)?;
-                // Descendants moved with the group.
-                let pre = format!("{old}/");
-                for p in self.group_paths.values_mut() {
-                    if let Some(rest) = p.strip_prefix(&pre) {
-                        *p = format!("{new}/{rest}");
-                    }
-                }
-                for gid in self.tree.groups_preorder() {
-                    for v in &mut self.tree.group_mut(gid).vars {
-                        if let Some(sp) = &v.stored_path
-                            && let Some(rest) = sp.strip_prefix(&pre)
-                        {
-                            v.stored_path = Some(format!("{new}/{rest}"));
-                        }
-                    }
-                }
-                self.group_paths.insert(g.0, new);
-            }
+    /// Forgets what was written at `keys` (deleted), so that an object written there again
+    /// with the same bytes is written.
+    pub(crate) fn forget_written(&mut self, keys: &[StoreKey]) {
+        for k in keys {
+            self.written.remove(k.as_str());
         }
-        Ok(())
     }
 
     /// Validates a group id.

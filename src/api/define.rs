@@ -409,8 +409,9 @@ impl Dataset {
         {
             return Err(Error::NameInUse(name.to_string()));
         }
-        self.tree.dims[d.0].name = name.to_string();
+        let old = std::mem::replace(&mut self.tree.dims[d.0].name, name.to_string());
         self.after_rename()
+            .inspect_err(|_| self.tree.dims[d.0].name = old)
     }
 
     /// `nc_rename_var`: in an existing dataset the variable's chunks move with it.
@@ -427,14 +428,11 @@ impl Dataset {
         {
             return Err(Error::NotInDefine);
         }
-        self.flush_var_chunks(g, v)?;
-        self.tree.group_mut(g).vars[v].name = name.to_string();
-        let new_path = crate::format::write::var_path(&self.tree, g, &self.tree.group(g).vars[v]);
-        if let Some(old) = self.tree.group(g).vars[v].stored_path.clone() {
-            self.move_prefix(&old, &new_path)?;
-            self.tree.group_mut(g).vars[v].stored_path = Some(new_path);
-        }
+        // Its objects move when the metadata is next stored (at once outside define mode), so
+        // that nc_abort leaves them where the stored metadata says they are.
+        let old = std::mem::replace(&mut self.tree.group_mut(g).vars[v].name, name.to_string());
         self.after_rename()
+            .inspect_err(|_| self.tree.group_mut(g).vars[v].name = old)
     }
 
     /// `nc_rename_grp`.
@@ -448,11 +446,13 @@ impl Dataset {
             .ok_or_else(|| Error::BadName("the root group cannot be renamed".into()))?;
         self.name_free(parent, name)?;
         self.flush_chunks()?;
-        self.tree.group_mut(g).name = name.to_string();
+        let old = std::mem::replace(&mut self.tree.group_mut(g).name, name.to_string());
         self.after_rename()
+            .inspect_err(|_| self.tree.group_mut(g).name = old)
     }
 
-    /// Renames take effect on disk at once when not in define mode.
+    /// Renames take effect on disk at once when not in define mode (a rename that cannot be
+    /// stored is undone by its caller).
     fn after_rename(&mut self) -> Result<()> {
         if !self.define_mode {
             self.write_metadata()?;

@@ -18,6 +18,8 @@ impl Dataset {
     /// `nc_def_vlen`: a variable-length type of values of numeric type `base` in group `g`;
     /// returns its id. Zarr v3 has no codec for them.
     pub fn def_vlen(&mut self, g: GroupId, name: &str, base: i32) -> Result<i32> {
+        // A classic-model dataset refuses every user-defined type with NC_ESTRICTNC3, which
+        // check_new_type answers; Zarr v3's own refusal comes first only outside that model.
         if self.layout.zarr_v3 && !self.classic_model {
             return Err(Error::Unsupported {
                 var: name.to_string(),
