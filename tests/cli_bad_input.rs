@@ -111,20 +111,90 @@ const DAMAGES: &[(&str, Damage)] = &[
         overwrite(c, &bytes).map(|()| url(s, MODE))
     }),
     ("chunk shape larger than the machine's memory", |s| {
-        let p = s.join("chunked/.zarray");
-        let text = fs::read_to_string(&p).map_err(|e| e.to_string())?;
-        let mut zarray: serde_json::Value =
-            serde_json::from_str(&text).map_err(|e| e.to_string())?;
-        zarray["chunks"] = serde_json::json!([4u64, 42_949_672_964u64]);
-        // Coded chunks are decoded whole (uncompressed ones are read in place).
-        zarray["compressor"] = serde_json::json!({"id": "bz2", "level": 1});
-        overwrite(p, zarray.to_string().as_bytes()).map(|()| url(s, MODE))
+        edit_json(&s.join("chunked/.zarray"), |zarray| {
+            zarray["chunks"] = serde_json::json!([4u64, 42_949_672_964u64]);
+            // Coded chunks are decoded whole (uncompressed ones are read in place).
+            zarray["compressor"] = serde_json::json!({"id": "bz2", "level": 1});
+        })
+        .map(|()| url(s, MODE))
     }),
     ("empty chunk object", |s| {
         let c = one_chunk(s, "be_double")?;
         overwrite(c, b"").map(|()| url(s, MODE))
     }),
+    // Codecs given in a shape Zarr does not allow are no codecs: reading the chunks as if
+    // they were none would hand out their encoded bytes as values.
+    ("filters that are not a list", |s| {
+        edit_json(&s.join("chunked/.zarray"), |z| {
+            z["filters"] = serde_json::json!({"id": "delta", "dtype": "<i4"});
+        })
+        .map(|()| url(s, MODE))
+    }),
+    ("a compressor that is not a codec", |s| {
+        edit_json(&s.join("chunked/.zarray"), |z| {
+            z["compressor"] = serde_json::json!("zlib");
+        })
+        .map(|()| url(s, MODE))
+    }),
+    ("an order that is not text", |s| {
+        edit_json(&s.join("chunked/.zarray"), |z| {
+            z["order"] = serde_json::json!(5)
+        })
+        .map(|()| url(s, MODE))
+    }),
 ];
+
+/// Rewrites the JSON object at `p` with `edit`.
+fn edit_json(p: &Path, edit: impl FnOnce(&mut serde_json::Value)) -> Result<(), String> {
+    let text = fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+    let mut json: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    edit(&mut json);
+    overwrite(p.to_path_buf(), json.to_string().as_bytes())
+}
+
+const V3_MODE: &str = "nczarr,v3,file";
+
+/// A change to a JSON object.
+type JsonEdit = fn(&mut serde_json::Value);
+
+/// Damage to a Zarr v3 array's codecs (of `be_int`, big-endian: read as little-endian, its
+/// values would be others).
+const V3_CODEC_DAMAGES: &[(&str, JsonEdit)] = &[
+    ("codecs that are not a list", |z| {
+        z["codecs"] = serde_json::json!({"name": "bytes", "configuration": {"endian": "big"}});
+    }),
+    ("no codecs", |z| {
+        z.as_object_mut().map(|o| o.remove("codecs"));
+    }),
+    ("a configuration that is not an object", |z| {
+        z["codecs"] = serde_json::json!([{"name": "bytes", "configuration": ["big"]}]);
+    }),
+    ("an endian that is not text", |z| {
+        z["codecs"] = serde_json::json!([{"name": "bytes", "configuration": {"endian": 5}}]);
+    }),
+];
+
+#[test]
+fn zarr_v3_codecs_of_the_wrong_shape_give_netcdf_errors() {
+    let mut report = Report::new("damaged_v3_codecs");
+    let dir = scratch("bad_v3");
+    let cdl = repo_root().join("tests/cdl/storage.cdl");
+    for (i, (what, damage)) in V3_CODEC_DAMAGES.iter().enumerate() {
+        let store = dir.path().join(format!("case{i}.zarr"));
+        let outcome = ncgen(Host::Ours, &cdl, &url(&store, V3_MODE))
+            .and_then(|()| edit_json(&store.join("be_int/zarr.json"), damage))
+            .and_then(|()| {
+                let r = run(
+                    Host::Ours,
+                    "ncdump",
+                    &["-v", "be_int", &url(&store, V3_MODE)],
+                );
+                expect_nc_error(&r)
+            });
+        report.case(what, outcome);
+    }
+    report.finish(V3_CODEC_DAMAGES.len());
+}
 
 #[test]
 fn damaged_stores_give_netcdf_errors() {

@@ -662,22 +662,28 @@ impl<'a> Reader<'a> {
             Some("compact") => Storage::Compact,
             _ => Storage::Chunked,
         };
-        if let Some(sep) = zarray.get("dimension_separator").and_then(Json::as_str) {
-            var.dimension_separator = match sep {
-                "/" => '/',
-                "." => '.',
-                other => {
-                    return Err(Error::metadata(
-                        &zk,
-                        format!("bad dimension_separator {other:?}"),
-                    ));
+        match zarray.get("dimension_separator") {
+            None | Some(Json::Null) => {}
+            Some(sep) => {
+                var.dimension_separator = match sep.as_str() {
+                    Some("/") => '/',
+                    Some(".") => '.',
+                    _ => {
+                        return Err(Error::metadata(
+                            &zk,
+                            format!("bad dimension_separator {sep}"),
+                        ));
+                    }
                 }
-            };
+            }
         }
-        match zarray.get("order").and_then(Json::as_str) {
-            Some("F") => var.fortran_order = true,
-            Some("C") | None => {}
-            Some(other) => return Err(Error::metadata(&zk, format!("bad order {other:?}"))),
+        match zarray.get("order") {
+            None | Some(Json::Null) => {}
+            Some(order) => match order.as_str() {
+                Some("F") => var.fortran_order = true,
+                Some("C") => {}
+                _ => return Err(Error::metadata(&zk, format!("bad order {order}"))),
+            },
         }
         if var.complex && var.fortran_order {
             var.unreadable
@@ -815,11 +821,23 @@ impl<'a> Reader<'a> {
 
     fn read_codecs(&self, zarray: &Obj, var: &mut Var) {
         let mut chain = Vec::new();
-        if let Some(Json::Array(f)) = zarray.get("filters") {
-            chain.extend(f.iter().map(|c| c.as_object().map(Object::to_map)));
+        match zarray.get("filters") {
+            None | Some(Json::Null) => {}
+            Some(Json::Array(f)) => {
+                chain.extend(f.iter().map(|c| c.as_object().map(Object::to_map)));
+            }
+            Some(_) => {
+                var.unreadable
+                    .get_or_insert_with(|| "its filters are not a list of codecs".into());
+            }
         }
-        if let Some(Json::Object(c)) = zarray.get("compressor") {
-            chain.push(Some(c.to_map()));
+        match zarray.get("compressor") {
+            None | Some(Json::Null) => {}
+            Some(Json::Object(c)) => chain.push(Some(c.to_map())),
+            Some(_) => {
+                var.unreadable
+                    .get_or_insert_with(|| "its compressor is not a codec".into());
+            }
         }
         let ctx = crate::codec::Context {
             elem_size: var.stored_esize(),

@@ -314,11 +314,24 @@ fn lengths_json(lengths: &[u64]) -> Json<'static> {
 fn codec_parts<'o, 'a>(c: &'o Json<'a>) -> Option<(&'o str, Option<&'o Obj<'a>>)> {
     match c {
         Json::String(name) => Some((name, None)),
-        Json::Object(o) => Some((
-            o.get("name")?.as_str()?,
-            o.get("configuration").and_then(Json::as_object),
-        )),
+        Json::Object(o) => {
+            let configuration = match o.get("configuration") {
+                None => None,
+                Some(Json::Object(c)) => Some(c),
+                Some(_) => return None,
+            };
+            Some((o.get("name")?.as_str()?, configuration))
+        }
         _ => None,
+    }
+}
+
+/// A list of codecs at `key` of `o` (`"codecs"`, required), or why there is none.
+fn codec_list<'o, 'a>(o: &'o Obj<'a>, key: &str) -> Result<&'o [Json<'a>], String> {
+    match o.get(key) {
+        Some(Json::Array(list)) => Ok(list),
+        Some(other) => Err(format!("{key} {other} is not a list of codecs")),
+        None => Err(format!("no {key}")),
     }
 }
 
@@ -382,11 +395,13 @@ impl<'a> Codecs<'a> {
                 {
                     out.refuse(format!("transpose to {:?} is not read", out.order));
                 }
-                "bytes" => match get("endian").as_ref().and_then(Json::as_str) {
+                "bytes" => match get("endian") {
                     None => {}
-                    Some("little") => out.big_endian = Some(false),
-                    Some("big") => out.big_endian = Some(true),
-                    Some(other) => out.refuse(format!("bytes endian {other:?}")),
+                    Some(endian) => match endian.as_str() {
+                        Some("little") => out.big_endian = Some(false),
+                        Some("big") => out.big_endian = Some(true),
+                        _ => out.refuse(format!("bytes endian {endian}")),
+                    },
                 },
                 "vlen-utf8" | "vlen-bytes" => {
                     out.strings = true;
@@ -454,7 +469,10 @@ impl<'a> Codecs<'a> {
         } else {
             shard_shape.to_vec()
         };
-        let list = cfg.get("codecs").and_then(Json::as_array).unwrap_or(&[]);
+        let list = match codec_list(cfg, "codecs") {
+            Ok(list) => list,
+            Err(why) => return self.refuse(format!("sharding_indexed: {why}")),
+        };
         let inner = Codecs::read(list, &inner_shape, true, false);
         if self.complex {
             // The two parts of each number are the last axis of both.
@@ -730,12 +748,13 @@ pub(super) fn array<'a>(obj: &Obj<'a>, key: &str) -> Result<Array<'a>> {
         .get("data_type")
         .ok_or_else(|| Error::metadata(key, "missing data_type"))?;
     let complex = matches!(data_type.as_str(), Some("complex64" | "complex128"));
-    let codecs = Codecs::read(
-        obj.get("codecs").and_then(Json::as_array).unwrap_or(&[]),
-        &chunks,
-        false,
-        complex,
-    );
+    let codecs = match codec_list(obj, "codecs") {
+        Ok(list) => Codecs::read(list, &chunks, false, complex),
+        Err(why) => Codecs {
+            unreadable: Some(why),
+            ..Codecs::default()
+        },
+    };
     if let Some(why) = &codecs.unreadable {
         refuse(why.clone());
     }
