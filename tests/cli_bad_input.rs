@@ -285,3 +285,33 @@ fn a_chunk_file_larger_than_any_chunk_is_refused_unread() {
         r.describe()
     );
 }
+
+/// An array whose one chunk is larger than the memory the process may use (`ulimit -v`),
+/// though not larger than the machine's: reading it is `NC_ENOMEM`, not a failed allocation
+/// that ends the host.
+#[test]
+fn a_chunk_past_the_address_space_limit_is_refused() {
+    let dir = scratch("address_space");
+    let store = dir.path().join("wide.zarr");
+    let write = |key: &str, text: &str| {
+        let p = store.join(key);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(p, text).unwrap();
+    };
+    write(".zgroup", r#"{"zarr_format": 2}"#);
+    write(
+        "a/.zarray",
+        r#"{"zarr_format": 2, "shape": [4], "chunks": [4], "dtype": "|S999999999",
+            "compressor": null, "filters": null, "fill_value": null, "order": "C"}"#,
+    );
+    let script = format!(
+        "ulimit -v 3000000; exec ncdump '{}'",
+        url(&store, "zarr,file")
+    );
+    let r = run(Host::Ours, "sh", &["-c", &script]);
+    assert!(
+        r.refused_saying("NetCDF: Memory allocation"),
+        "{}",
+        r.describe()
+    );
+}

@@ -64,6 +64,8 @@ fn chunks_held(chunk_bytes: usize, local: bool) -> usize {
 }
 
 mod ahead;
+#[cfg(test)]
+mod batch_tests;
 mod by_runs;
 #[cfg(test)]
 mod chain_tests;
@@ -113,6 +115,31 @@ pub struct Slab {
 /// Decoded bytes of one chunk below which sharing its decoding with another thread costs more
 /// than it saves.
 const MIN_BYTES_PER_DECODE_THREAD: usize = 2 << 20;
+
+/// The most pieces (parts of chunks) of one request handled at once: the list of a request
+/// through billions of chunks would take more memory than the machine has.
+const MOST_PIECES_AT_ONCE: usize = 1 << 16;
+
+/// The most bytes of chunks a write reads and decodes at once, to write parts of them.
+const MOST_PARTIAL_BYTES_AT_ONCE: usize = 256 << 20;
+
+/// The next pieces of a write: at most [`MOST_PIECES_AT_ONCE`], the chunks of those that
+/// cover part of a chunk (read and decoded together) at most [`MOST_PARTIAL_BYTES_AT_ONCE`]
+/// (one at least).
+fn next_write_batch(all: &mut impl Iterator<Item = ChunkPiece>, geo: &Geometry) -> Vec<ChunkPiece> {
+    let mut batch = Vec::new();
+    let mut partial_bytes = 0usize;
+    for piece in all.by_ref() {
+        if !crate::chunk::projection::is_whole_chunk(&piece, &geo.chunks) {
+            partial_bytes = partial_bytes.saturating_add(geo.chunk_bytes);
+        }
+        batch.push(piece);
+        if batch.len() == MOST_PIECES_AT_ONCE || partial_bytes >= MOST_PARTIAL_BYTES_AT_ONCE {
+            break;
+        }
+    }
+    batch
+}
 
 /// Everything the data path needs to know about a variable, computed once per call (so no
 /// call clones the variable and its attributes).
@@ -806,7 +833,19 @@ impl Dataset {
             &slab.count,
             &slab.stride,
         )?;
-        let pieces: Vec<ChunkPiece> = proj.pieces().collect();
+        let mut all = proj.pieces();
+        let pieces: Vec<ChunkPiece> = all.by_ref().take(MOST_PIECES_AT_ONCE).collect();
+        if pieces.len() == MOST_PIECES_AT_ONCE {
+            // A request through very many chunks is read a batch of them at a time, without
+            // reading ahead.
+            self.stop_read_ahead(g, v);
+            let mut batch = pieces;
+            while !batch.is_empty() {
+                self.read_pieces(g, v, geo, &batch, out, strides)?;
+                batch = all.by_ref().take(MOST_PIECES_AT_ONCE).collect();
+            }
+            return Ok(());
+        }
         let reads_ahead = self.read_ahead_depth(g, v, geo, &pieces) > 0;
         let mut ahead = 0;
         if reads_ahead {
@@ -1344,12 +1383,32 @@ impl Dataset {
             &slab.count,
             &slab.stride,
         )?;
-        let pieces: Vec<ChunkPiece> = proj.pieces().collect();
-        let (whole, partial): (Vec<usize>, Vec<usize>) = (0..pieces.len())
-            .partition(|i| crate::chunk::projection::is_whole_chunk(&pieces[*i], &geo.chunks));
         // Set before any chunk is stored: a write that fails part way has stored some.
         self.tree.group_mut(g).vars[v].data_written = true;
-        self.write_whole_chunks(g, v, &geo, &pieces, &whole, values, strides)?;
+        let mut all = proj.pieces();
+        loop {
+            let pieces = next_write_batch(&mut all, &geo);
+            if pieces.is_empty() {
+                return Ok(());
+            }
+            self.write_pieces(g, v, &geo, &pieces, values, strides)?;
+        }
+    }
+
+    /// Writes the `pieces` of a request (some of its chunks): whole chunks straight to the
+    /// store, parts of chunks into the chunks read first.
+    fn write_pieces(
+        &mut self,
+        g: GroupId,
+        v: usize,
+        geo: &Geometry,
+        pieces: &[ChunkPiece],
+        values: &[u8],
+        strides: &[i64],
+    ) -> Result<()> {
+        let (whole, partial): (Vec<usize>, Vec<usize>) = (0..pieces.len())
+            .partition(|i| crate::chunk::projection::is_whole_chunk(&pieces[*i], &geo.chunks));
+        self.write_whole_chunks(g, v, geo, pieces, &whole, values, strides)?;
         // Partial chunks not in the cache must be read first: one batch.
         let need: Vec<usize> = {
             let cache = self.cache_for(g, v);
@@ -1367,7 +1426,7 @@ impl Dataset {
         let decoded: Vec<Option<Vec<u8>>> = fetched
             .into_par_iter()
             .zip(keys.par_iter())
-            .map(|(bytes, key)| bytes.map(|b| Self::decode_chunk(&geo, key, b)).transpose())
+            .map(|(bytes, key)| bytes.map(|b| Self::decode_chunk(geo, key, b)).transpose())
             .collect::<Result<_>>()?;
         // Every chunk read for the write: its values, or `None` when it is not stored.
         let mut existing: std::collections::HashMap<usize, Option<Vec<u8>>> =
@@ -1378,15 +1437,15 @@ impl Dataset {
                 Some((b, _)) => b,
                 None => match existing.remove(&i) {
                     Some(Some(b)) => b,
-                    Some(None) => Self::filled_chunk(&geo),
+                    Some(None) => Self::filled_chunk(geo),
                     // Cached when the write began, evicted by an earlier piece's chunk (and
                     // stored then, when it was dirty): the store has it now.
-                    None => self.stored_chunk_or_fill(&geo, &p.chunk)?,
+                    None => self.stored_chunk_or_fill(geo, &p.chunk)?,
                 },
             };
             write_piece(&mut buf, &geo.chunks, values, strides, p, geo.esize)?;
             let evicted = self.cache_for(g, v).insert(p.chunk.clone(), buf, true);
-            self.store_evicted(g, v, &geo, evicted)?;
+            self.store_evicted(g, v, geo, evicted)?;
         }
         Ok(())
     }
