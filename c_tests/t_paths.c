@@ -1,7 +1,8 @@
 /* Paths the library repairs before libnetcdf infers a format, and those it must leave alone.
  * In the scratch directory, a Zarr store `x.zarr` and a classic netCDF file of the same bytes as
  * an in-memory dataset:
- * - nc_open("x.zarr") (plain path) opens the Zarr store (NCZarr format);
+ * - nc_open("x.zarr") (plain path) opens the Zarr store (NCZarr format), whose nc_inq_path is
+ *   "x.zarr";
  * - nc_open_mem("x.zarr", ...) opens the memory it is given, whatever the name says (classic);
  * - nc_create("plain.zarr") makes a netCDF-4/HDF5 file, not a Zarr store. */
 #include "harness.h"
@@ -49,6 +50,18 @@ int main(int argc, char **argv) {
     CHECK(nc_inq_format_extended(ncid, &format, NULL));
     bad += expect(format == NC_FORMATX_NCZARR, "plain path x.zarr is not served as NCZarr");
     bad += expect(nc_inq_varid(ncid, "in_zarr", &varid) == NC_NOERR, "x.zarr lacks in_zarr");
+    /* The path as given, as for netCDF files: programs reopen it (netCDF4-python's "a" on a
+     * name that is no file creates, clobbering the dataset). */
+    size_t path_len = 0;
+    char given[4096] = "";
+    CHECK(nc_inq_path(ncid, &path_len, NULL));
+    CHECK(nc_inq_path(ncid, NULL, given));
+    bad += expect(path_len == 6 && strcmp(given, "x.zarr") == 0, "nc_inq_path is not x.zarr");
+    CHECK(nc_close(ncid));
+    CHECK(nc_open(url, NC_NOWRITE, &ncid));
+    CHECK(nc_inq_path(ncid, &path_len, given));
+    bad += expect(strncmp(given, "file://", 7) == 0 && path_len == strlen(given),
+                  "nc_inq_path of a dataset opened by URL is not a URL");
     CHECK(nc_close(ncid));
 
     CHECK(nc_open_mem("x.zarr", NC_NOWRITE, size, bytes, &ncid));

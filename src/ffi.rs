@@ -11,6 +11,7 @@ pub mod codes;
 pub mod data_entries;
 pub mod dim_entries;
 pub mod file_entries;
+pub mod given_path;
 pub mod group_entries;
 pub mod infermodel;
 pub mod install;

@@ -41,8 +41,15 @@ fn dataset_url(path: *const c_char, mode: c_int) -> crate::error::Result<Dataset
     DatasetUrl::parse(&text)
 }
 
-fn register(ncid: c_int, ds: Dataset, formatx: c_int, mode: c_int) {
-    registry::lock().insert(registry::file_of(ncid), Open { ds, formatx, mode });
+fn register(ncid: c_int, ds: Dataset, formatx: c_int, mode: c_int, path: *const c_char) {
+    let given_path = super::given_path::text_of(path).and_then(|url| super::given_path::take(&url));
+    let open = Open {
+        ds,
+        formatx,
+        mode,
+        given_path,
+    };
+    registry::lock().insert(registry::file_of(ncid), open);
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -64,7 +71,7 @@ pub(crate) extern "C" fn create(
             diskless: cmode & NC_DISKLESS != 0 && cmode & NC_PERSIST == 0,
         };
         let ds = Dataset::create(&url, opts)?;
-        register(ncid, ds, formatx_of(table), cmode | NC_WRITE);
+        register(ncid, ds, formatx_of(table), cmode | NC_WRITE, path);
         Ok(NC_NOERR)
     })
 }
@@ -82,7 +89,7 @@ pub(crate) extern "C" fn open(
         let url = dataset_url(path, mode)?;
         let diskless = mode & NC_DISKLESS != 0 && mode & NC_PERSIST == 0;
         let ds = Dataset::open_with(&url, mode & NC_WRITE != 0, diskless)?;
-        register(ncid, ds, formatx_of(table), mode);
+        register(ncid, ds, formatx_of(table), mode, path);
         Ok(NC_NOERR)
     })
 }

@@ -85,6 +85,15 @@ fn mode(omodep: *const c_int) -> c_int {
     unsafe { *omodep }
 }
 
+/// The path libnetcdf's inference wrote to `newpathp`, when it rewrote the path.
+fn rewritten(newpathp: *mut *mut c_char) -> Option<String> {
+    if newpathp.is_null() {
+        return None;
+    }
+    // SAFETY: a non-null `newpathp` points at libnetcdf's out-pointer, null or a path.
+    super::given_path::text_of(unsafe { *newpathp })
+}
+
 #[unsafe(no_mangle)]
 pub extern "C" fn NC_infermodel(
     path: *const c_char,
@@ -118,6 +127,15 @@ pub extern "C" fn NC_infermodel(
         Some(Repair::Path(new)) => CString::new(new).ok(),
         None => None,
     };
+    let given = new.as_ref().and_then(|_| super::given_path::text_of(path));
     let path = new.as_ref().map_or(path, |p| p.as_ptr());
-    real(path, omodep, iscreate, useparallel, params, model, newpathp)
+    let status = real(path, omodep, iscreate, useparallel, params, model, newpathp);
+    if let Some(given) = given {
+        // What libnetcdf opens: its own rewriting of our URL, when it made one.
+        let url = rewritten(newpathp).or_else(|| super::given_path::text_of(path));
+        if let Some(url) = url {
+            super::given_path::remember(&url, &given);
+        }
+    }
+    status
 }

@@ -17,6 +17,9 @@ pub struct Open {
     pub formatx: c_int,
     /// The mode flags given to open/create.
     pub mode: c_int,
+    /// The plain path the caller named the dataset by, when libnetcdf was given a URL made of
+    /// it (what `nc_inq_path` answers).
+    pub given_path: Option<String>,
 }
 
 static OPEN: LazyLock<Mutex<HashMap<c_int, Open>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
