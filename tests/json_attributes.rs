@@ -223,3 +223,35 @@ fn attribute_text_that_is_not_utf8_or_has_raw_control_characters_is_read() {
     let latin1 = ncdump(Host::Ours, &[], &url(&store, "nczarr,file")).unwrap();
     assert!(latin1.contains("v:note = \"plain\" ;"), "{latin1}");
 }
+
+/// Adds an attribute to array `v` and to the group through netCDF4-python (the library
+/// preloaded), as a user adds one to a dataset another tool wrote (by plain path: with a URL,
+/// netCDF4-python's "r+" finds no file there and creates one).
+const TOUCH: &str = r#"
+import sys, netCDF4
+with netCDF4.Dataset(sys.argv[1], "r+") as ds:
+    ds.touched = 1
+    ds["v"].touched = 1
+"#;
+
+/// Changing one attribute of an array or group rewrites its attributes: the others come back
+/// as their writer gave them (objects stay objects, nulls nulls, integers integers), not as
+/// the JSON text or doubles netCDF reads them as.
+#[test]
+fn attributes_other_tools_wrote_keep_their_json_when_another_changes() {
+    let dir = scratch("json-attrs-touched");
+    let store = dir.path().join("source.zarr");
+    let attrs = r#"{"nested": {"a": [1, null]}, "nul": null, "mix": [1, 2.5],
+                    "deep": [[1, 2], [3]], "plain": 7, "text": "t"}"#;
+    python(WRITE, &[store.to_str().unwrap(), attrs]);
+    common::python::run_netcdf4_preloaded(TOUCH, &[store.to_str().unwrap()])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let read: Value = serde_json::from_str(&python(READ, &[store.to_str().unwrap()])).unwrap();
+    let written: serde_json::Map<String, Value> = serde_json::from_str(attrs).unwrap();
+    for owner in ["group", "v"] {
+        assert_eq!(read[owner]["touched"], Value::from(1), "{read}");
+        for (name, value) in &written {
+            assert_eq!(&read[owner][name], value, "{owner}:{name}: {read}");
+        }
+    }
+}

@@ -100,12 +100,16 @@ fn read_atts(zattrs: &Obj, key: &str) -> Result<Vec<Att>> {
         }
         let recorded = types.and_then(|t| t.get(name)).and_then(Json::as_str);
         let sequences = vlens.is_some_and(|by_name| by_name.get(name).is_some());
+        let json = v.to_value();
         let values = if sequences {
-            attrs::vlens_from_json(name, &v.to_value(), recorded, key)?
+            attrs::vlens_from_json(name, &json, recorded, key)?
         } else {
-            attrs::from_json(name, &v.to_value(), recorded, key)?
+            attrs::from_json(name, &json, recorded, key)?
         };
+        let kept = (recorded.is_none() && !sequences && attrs::to_json(&values, false).0 != json)
+            .then_some(json);
         let mut att = Att::new(name, values);
+        att.json = kept;
         // Each names a type of its class; which class a name is of is checked once the
         // dataset's types are listed.
         att.user_type = [enums, opaques, vlens]

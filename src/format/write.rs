@@ -103,6 +103,13 @@ fn user_atts(
                 FillAttribute::Left => continue,
             }
         }
+        if let Some(json) = &a.json
+            && attrs::from_json(&a.name, json, None, "").is_ok_and(|v| v == a.values)
+        {
+            // As read, with no type recorded: read again, it gives these values.
+            map.insert(a.name.clone(), json.clone());
+            continue;
+        }
         let (v, dt) = attrs::to_json(&a.values, layout.nczarr);
         map.insert(a.name.clone(), v);
         types.dtypes.insert(a.name.clone(), Value::from(dt));

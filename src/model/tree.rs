@@ -33,6 +33,11 @@ pub struct Att {
     /// The enum or opaque type of the values (which are then of the enum's base type, or
     /// `ubyte`: the opaque values' bytes).
     pub user_type: Option<TypeRef>,
+    /// The JSON the attribute was read from, when no type was recorded for it and its values
+    /// would be written in another form (an object, a null, numbers of mixed kinds): written
+    /// back as it was while its values are those read from it, so that changing another
+    /// attribute leaves it as its writer (zarr-python, xarray) gave it.
+    pub json: Option<serde_json::Value>,
 }
 
 impl Att {
@@ -42,6 +47,7 @@ impl Att {
             name: name.to_string(),
             values,
             user_type: None,
+            json: None,
         }
     }
 
