@@ -220,6 +220,14 @@ static void define_errors(const target *t, trace *tr) {
     CHECK(nc_create(t->path, NC_NETCDF4 | NC_CLASSIC_MODEL | NC_CLOBBER, &ncid));
     TRACE_RC(tr, nc_def_dim(ncid, "u1", NC_UNLIMITED, &tmp));
     TRACE_RC(tr, nc_def_dim(ncid, "u2", NC_UNLIMITED, &tmp));
+    /* Attributes of the classic model's types only. */
+    const unsigned char ub = 5;
+    const long long ll = 7;
+    const char *text = "x";
+    TRACE_RC(tr, nc_put_att_uchar(ncid, NC_GLOBAL, "ub", NC_UBYTE, 1, &ub));
+    TRACE_RC(tr, nc_put_att_longlong(ncid, NC_GLOBAL, "ll", NC_INT64, 1, &ll));
+    TRACE_RC(tr, nc_put_att_string(ncid, NC_GLOBAL, "s", 1, &text));
+    TRACE_RC(tr, nc_put_att_uchar(ncid, NC_GLOBAL, "b", NC_BYTE, 1, &ub));
     CHECK(nc_close(ncid));
     CHECK(nc_create(t->path, NC_NETCDF4 | NC_CLOBBER, &ncid));
     CHECK(nc_def_dim(ncid, "u", NC_UNLIMITED, &u));
@@ -229,6 +237,36 @@ static void define_errors(const target *t, trace *tr) {
     CHECK(nc_def_var(ncid, "w", NC_INT, 1, &x, &w));
     TRACE_RC(tr, nc_def_var_deflate(ncid, w, 0, 1, 1));
     TRACE_RC(tr, nc_def_var_chunking(ncid, w, NC_CONTIGUOUS, NULL));
+    /* A scalar has no chunks to filter. */
+    int s, c, storage;
+    CHECK(nc_def_var(ncid, "s", NC_INT, 0, NULL, &s));
+    TRACE_RC(tr, nc_def_var_deflate(ncid, s, 1, 1, 4));
+    const unsigned level = 3;
+    TRACE_RC(tr, nc_def_var_filter(ncid, s, 1, 1, &level));
+    /* Chunk lengths of 0 are the default ones; chunks of 4 GiB or more are refused. */
+    int ux[2] = {u, x};
+    size_t chunks[2] = {0, 4}, got[2] = {0, 0};
+    CHECK(nc_def_var(ncid, "c", NC_INT, 2, ux, &c));
+    TRACE_RC(tr, nc_def_var_chunking(ncid, c, NC_CHUNKED, chunks));
+    TRACE_RC(tr, nc_inq_var_chunking(ncid, c, &storage, got));
+    trace_add(tr, "chunks given 0, 4: %d %zu %zu", storage, got[0], got[1]);
+    size_t huge[2] = {(size_t)1 << 32, 4};
+    TRACE_RC(tr, nc_def_var_chunking(ncid, c, NC_CHUNKED, huge));
+    CHECK(nc_enddef(ncid));
+    /* A count past the end is NC_EEDGE, however large. */
+    int vals[4] = {0};
+    size_t start[2] = {0, 1}, count[2] = {1, (size_t)-1};
+    TRACE_RC(tr, nc_get_vara_int(ncid, c, start, count, vals));
+    size_t start1[1] = {1}, count1[1] = {(size_t)-1};
+    TRACE_RC(tr, nc_get_vara_int(ncid, w, start1, count1, vals));
+    /* Dimensions by full name; groups by their own name only. */
+    int sub, z, found = -1;
+    CHECK(nc_redef(ncid));
+    CHECK(nc_def_grp(ncid, "sub", &sub));
+    CHECK(nc_def_dim(sub, "z", 2, &z));
+    TRACE_RC(tr, nc_inq_dimid(ncid, "/sub/z", &found));
+    trace_add(tr, "/sub/z is dim %d (defined as %d)", found, z);
+    TRACE_RC(tr, nc_inq_ncid(ncid, "sub/inner", &found));
     CHECK(nc_close(ncid));
 }
 

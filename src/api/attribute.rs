@@ -261,6 +261,12 @@ impl Dataset {
         if VIRTUAL.contains(&name) || name.starts_with("_nczarr_") || name == "_ARRAY_DIMENSIONS" {
             return Err(Error::AttMeta(name.to_string()));
         }
+        if self.classic_model && !file_type.in_classic_model() {
+            return Err(Error::StrictNc3(format!(
+                "attributes of type {}",
+                file_type.name()
+            )));
+        }
         let (stored, range) = convert_values(&values, file_type, self.classic_model)?;
         if name == "_FillValue"
             && let Owner::Var(g, v) = owner

@@ -515,7 +515,7 @@ pub(super) fn fill_element(var: &Var) -> Vec<u8> {
 impl Dataset {
     /// Checks a request against the variable's shape. `grow` allows writes past the end of
     /// unlimited dimensions.
-    fn check_slab(&self, g: GroupId, v: usize, slab: &Slab, grow: bool) -> Result<()> {
+    pub fn check_slab(&self, g: GroupId, v: usize, slab: &Slab, grow: bool) -> Result<()> {
         let var = &self.tree.group(g).vars[v];
         let rank = var.dims.len().max(usize::from(var.is_scalar()));
         let n = if var.is_scalar() { 1 } else { rank };

@@ -86,17 +86,7 @@ impl Dataset {
         {
             return Err(Error::NameInUse(name.to_string()));
         }
-        if self.classic_model
-            && !matches!(
-                ty,
-                NcType::Byte
-                    | NcType::Char
-                    | NcType::Short
-                    | NcType::Int
-                    | NcType::Float
-                    | NcType::Double
-            )
-        {
+        if self.classic_model && !ty.in_classic_model() {
             return Err(Error::StrictNc3(format!("type {}", ty.name())));
         }
         let mut dimids = Vec::with_capacity(dims.len());
@@ -178,12 +168,30 @@ impl Dataset {
         match storage {
             Storage::Chunked => {
                 if let Some(sizes) = sizes {
-                    if sizes.len() != shape.len() || sizes.contains(&0) {
+                    if sizes.len() != shape.len() {
                         return Err(Error::BadChunk {
                             var: var.name.clone(),
                             why: format!("chunk sizes {sizes:?}"),
                         });
                     }
+                    // A length of 0 asks for the default one, as netCDF-4 files take it.
+                    let defaults = default_chunks(&shape, var.decoded_esize());
+                    let sizes: Vec<u64> = sizes
+                        .iter()
+                        .zip(defaults)
+                        .map(|(&c, default)| if c == 0 { default } else { c })
+                        .collect();
+                    let bytes = sizes
+                        .iter()
+                        .fold(var.decoded_esize() as f64, |b, &c| b * c as f64);
+                    if bytes > f64::from(u32::MAX) {
+                        // netCDF-4's bound: no chunk of 4 GiB or more.
+                        return Err(Error::BadChunk {
+                            var: var.name.clone(),
+                            why: format!("chunks of {bytes} bytes (4 GiB at most)"),
+                        });
+                    }
+                    let sizes = &sizes[..];
                     for (c, (len, unlim)) in sizes.iter().zip(&shape) {
                         if !unlim && *len > 0 && c > len {
                             return Err(Error::BadChunk {

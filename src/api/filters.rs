@@ -13,19 +13,22 @@ use crate::model::{Att, Filter, GroupId, NcType, Storage, Values, Var};
 
 impl Dataset {
     /// A variable ready for a filter definition (define mode entered as netCDF-4 does), or
-    /// `None` when netCDF ignores filters on it (strings; scalars have no chunks to filter).
-    /// Sequences of a variable-length type take compressors after their object codec (netCDF-4
-    /// files refuse every filter on them, Zarr compresses them as zarr-python does), but no
-    /// shuffle, which their slots have no use of; as for strings, none is reported
-    /// ([`Var::reported_filters`]).
+    /// `None` when netCDF ignores filters on it (strings). A scalar has no chunks to filter:
+    /// `NC_EINVAL`, as netCDF-4 files answer. Sequences of a variable-length type take
+    /// compressors after their object codec (netCDF-4 files refuse every filter on them, Zarr
+    /// compresses them as zarr-python does), but no shuffle, which their slots have no use of;
+    /// as for strings, none is reported ([`Var::reported_filters`]).
     fn var_for_filter(&mut self, g: GroupId, v: usize, id: u32) -> Result<Option<&mut Var>> {
         self.ensure_define_mode()?;
         let var = self.var_mut_for_definition(g, v)?;
+        if var.is_scalar() {
+            return Err(Error::Invalid(format!(
+                "{}: a scalar variable has no chunks to filter",
+                var.name
+            )));
+        }
         let sequences = var.vlen.is_some();
-        if (var.ty == NcType::String && !sequences)
-            || var.is_scalar()
-            || (sequences && id == hdf5_id::SHUFFLE)
-        {
+        if (var.ty == NcType::String && !sequences) || (sequences && id == hdf5_id::SHUFFLE) {
             return Ok(None);
         }
         Ok(Some(var))

@@ -71,11 +71,20 @@ impl Dataset {
         None
     }
 
-    /// `nc_inq_dimid`: the dimension of this name visible from `g`.
+    /// `nc_inq_dimid`: the dimension of this name visible from `g`, or, named by its full name
+    /// (`/a/b/z`), the one of that group, as netCDF-4 files take it.
     pub fn dimid(&self, g: GroupId, name: &str) -> Result<DimId> {
-        self.tree
-            .find_dim_in_scope(g, name)
-            .ok_or_else(|| Error::BadDim(name.to_string()))
+        let found = match name.rsplit_once('/') {
+            Some((path, dim)) if name.starts_with('/') => self
+                .group_by_path(crate::model::Tree::ROOT, path)
+                .ok()
+                .and_then(|owner| {
+                    let dims = &self.tree.group(owner).dims;
+                    dims.iter().copied().find(|d| self.tree.dim(*d).name == dim)
+                }),
+            _ => self.tree.find_dim_in_scope(g, name),
+        };
+        found.ok_or_else(|| Error::BadDim(name.to_string()))
     }
 
     /// Validates a dimension id.

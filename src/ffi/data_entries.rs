@@ -113,6 +113,9 @@ fn call(
             // As libnetcdf's mapped access: for atomic types only.
             return Err(Error::MapType);
         }
+        // Before the caller's memory is sized: a count past the end is NC_EEDGE, however
+        // large.
+        o.ds.check_slab(g, v, &slab, matches!(buf, Buf::Put(_)))?;
         let elems = span(&slab.count, imap.as_deref())?;
         let offsets = || match &imap {
             Some(m) => strided_offsets(&slab.count, m),

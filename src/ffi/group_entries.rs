@@ -22,6 +22,10 @@ pub(crate) extern "C" fn inq_ncid(ncid: c_int, name: *const c_char, grp: *mut c_
             return Ok(NC_NOERR);
         }
         let name = cmem::name(name)?;
+        if name.contains('/') {
+            // A group's own name, not a path (nc_inq_grp_full_ncid takes paths).
+            return Err(Error::BadName(name.to_string()));
+        }
         let g = with(ncid, |o, g| {
             o.ds.tree
                 .child_named(g, name)

@@ -112,6 +112,20 @@ impl NcType {
         self.is_numeric() && !self.is_float()
     }
 
+    /// One of the six types of the classic model (`byte`, `char`, `short`, `int`, `float`,
+    /// `double`).
+    pub fn in_classic_model(self) -> bool {
+        matches!(
+            self,
+            NcType::Byte
+                | NcType::Char
+                | NcType::Short
+                | NcType::Int
+                | NcType::Float
+                | NcType::Double
+        )
+    }
+
     /// The netCDF default fill value as native-endian bytes (`NC_FILL_*`); strings fill with "".
     pub fn default_fill(self) -> Vec<u8> {
         match self {
