@@ -229,6 +229,15 @@ static void define_errors(const target *t, trace *tr) {
     TRACE_RC(tr, nc_put_att_string(ncid, NC_GLOBAL, "s", 1, &text));
     TRACE_RC(tr, nc_put_att_uchar(ncid, NC_GLOBAL, "b", NC_BYTE, 1, &ub));
     CHECK(nc_close(ncid));
+    /* The classic model stays in force after a reopen. */
+    int format, grp;
+    CHECK(nc_open(t->path, NC_WRITE, &ncid));
+    TRACE_RC(tr, nc_inq_format(ncid, &format));
+    trace_add(tr, "reopened: format %d", format);
+    CHECK(nc_redef(ncid));
+    TRACE_RC(tr, nc_def_grp(ncid, "g", &grp));
+    TRACE_RC(tr, nc_put_att_longlong(ncid, NC_GLOBAL, "ll", NC_INT64, 1, &ll));
+    CHECK(nc_close(ncid));
     CHECK(nc_create(t->path, NC_NETCDF4 | NC_CLOBBER, &ncid));
     CHECK(nc_def_dim(ncid, "u", NC_UNLIMITED, &u));
     CHECK(nc_def_dim(ncid, "x", 4, &x));

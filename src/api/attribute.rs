@@ -226,7 +226,7 @@ impl Dataset {
         }
         match memtype {
             None => Ok((v, false)),
-            Some(t) => convert_values(&v, t, self.classic_model),
+            Some(t) => convert_values(&v, t, self.tree.classic_model),
         }
     }
 
@@ -261,13 +261,13 @@ impl Dataset {
         if VIRTUAL.contains(&name) || name.starts_with("_nczarr_") || name == "_ARRAY_DIMENSIONS" {
             return Err(Error::AttMeta(name.to_string()));
         }
-        if self.classic_model && !file_type.in_classic_model() {
+        if self.tree.classic_model && !file_type.in_classic_model() {
             return Err(Error::StrictNc3(format!(
                 "attributes of type {}",
                 file_type.name()
             )));
         }
-        let (stored, range) = convert_values(&values, file_type, self.classic_model)?;
+        let (stored, range) = convert_values(&values, file_type, self.tree.classic_model)?;
         if name == "_FillValue"
             && let Owner::Var(g, v) = owner
         {

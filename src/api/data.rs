@@ -713,7 +713,7 @@ impl Dataset {
         let mut tmp = vec![0u8; n * geo.esize];
         self.read_into(g, v, &geo, &slab, &mut tmp, &c_strides)?;
         let msize = memtype.size();
-        let classic = self.classic_model;
+        let classic = self.tree.classic_model;
         match mem_strides {
             None => {
                 let dst = out
@@ -1276,7 +1276,7 @@ impl Dataset {
                     src,
                     geo.ty,
                     &mut out,
-                    self.classic_model,
+                    self.tree.classic_model,
                 )?;
                 if let Some(q) = geo.quantize {
                     quantize_in_place(q, geo.ty, &geo.fill, &mut out);

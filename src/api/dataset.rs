@@ -40,7 +40,6 @@ pub struct Dataset {
     tree_before_define: Option<Tree>,
     /// `nc_set_fill(NC_NOFILL)` is in force for new variables.
     pub nofill_default: bool,
-    pub classic_model: bool,
     /// `_NCProperties`: as the root's `.zattrs` holds it (in either layout), or as we write it
     /// into a new NCZarr dataset; `None` when the dataset carries none (netcdf-c then answers
     /// neither it nor a `_SuperblockVersion` other than 0).
@@ -67,7 +66,6 @@ impl Dataset {
             creating: false,
             tree_before_define: None,
             nofill_default: false,
-            classic_model: false,
             ncproperties: layout.nczarr.then(|| format::write::ncproperties(layout)),
             written: HashMap::new(),
             caches: HashMap::new(),
@@ -113,7 +111,7 @@ impl Dataset {
         let mut ds = Dataset::new(store, Tree::new(), Self::layout_for(url), true);
         ds.define_mode = true;
         ds.creating = true;
-        ds.classic_model = opts.classic_model;
+        ds.tree.classic_model = opts.classic_model;
         ds.write_metadata()?;
         Ok(ds)
     }
@@ -243,7 +241,7 @@ impl Dataset {
     /// Enters data mode automatically, as netCDF-4 does for data calls in define mode.
     pub fn ensure_data_mode(&mut self) -> Result<()> {
         if self.define_mode {
-            if self.classic_model {
+            if self.tree.classic_model {
                 return Err(Error::InDefine);
             }
             self.leave_define_mode()?;
@@ -255,7 +253,7 @@ impl Dataset {
     pub fn ensure_define_mode(&mut self) -> Result<()> {
         self.check_writable()?;
         if !self.define_mode {
-            if self.classic_model {
+            if self.tree.classic_model {
                 return Err(Error::NotInDefine);
             }
             self.enter_define_mode()?;

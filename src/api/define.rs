@@ -41,7 +41,7 @@ impl Dataset {
         if grp.dims.iter().any(|d| self.tree.dim(*d).name == name) {
             return Err(Error::NameInUse(name.to_string()));
         }
-        if self.classic_model && unlimited && self.tree.dims.iter().any(|d| d.unlimited) {
+        if self.tree.classic_model && unlimited && self.tree.dims.iter().any(|d| d.unlimited) {
             return Err(Error::SecondUnlimited);
         }
         if !unlimited && (len == 0 || len > i64::MAX as u64) {
@@ -55,7 +55,7 @@ impl Dataset {
     /// `nc_def_grp`.
     pub fn def_grp(&mut self, parent: GroupId, name: &str) -> Result<GroupId> {
         self.ensure_define_mode()?;
-        if self.classic_model {
+        if self.tree.classic_model {
             return Err(Error::StrictNc3("groups".into()));
         }
         names::check_node(name, self.layout.zarr_v3)?;
@@ -86,7 +86,7 @@ impl Dataset {
         {
             return Err(Error::NameInUse(name.to_string()));
         }
-        if self.classic_model && !ty.in_classic_model() {
+        if self.tree.classic_model && !ty.in_classic_model() {
             return Err(Error::StrictNc3(format!("type {}", ty.name())));
         }
         let mut dimids = Vec::with_capacity(dims.len());
@@ -430,7 +430,7 @@ impl Dataset {
         {
             return Err(Error::NameInUse(name.to_string()));
         }
-        if self.classic_model
+        if self.tree.classic_model
             && !self.define_mode
             && name.len() > self.tree.group(g).vars[v].name.len()
         {

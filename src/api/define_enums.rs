@@ -15,7 +15,7 @@ impl Dataset {
     /// `nc_def_enum`: an enum type of integer type `base` in group `g`, its members inserted
     /// next; returns its id.
     pub fn def_enum(&mut self, g: GroupId, base: i32, name: &str) -> Result<i32> {
-        if self.classic_model {
+        if self.tree.classic_model {
             return Err(Error::StrictNc3("enum types".into()));
         }
         self.ensure_define_mode()?;

@@ -17,7 +17,7 @@ impl Dataset {
     /// Refuses compound types where they cannot be kept: the classic model has none, and
     /// Zarr v3 has no data type for records that other readers share.
     fn check_compound_allowed(&self, name: &str) -> Result<()> {
-        if self.classic_model {
+        if self.tree.classic_model {
             return Err(Error::StrictNc3("compound types".into()));
         }
         if self.layout.zarr_v3 {
@@ -46,7 +46,7 @@ impl Dataset {
     /// in the classic model, in define mode, a netCDF name that no variable or group of `g`
     /// has.
     pub(super) fn check_new_type(&mut self, g: GroupId, name: &str, what: &str) -> Result<()> {
-        if self.classic_model {
+        if self.tree.classic_model {
             return Err(Error::StrictNc3(what.into()));
         }
         self.ensure_define_mode()?;

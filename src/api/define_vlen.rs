@@ -20,7 +20,7 @@ impl Dataset {
     pub fn def_vlen(&mut self, g: GroupId, name: &str, base: i32) -> Result<i32> {
         // A classic-model dataset refuses every user-defined type with NC_ESTRICTNC3, which
         // check_new_type answers; Zarr v3's own refusal comes first only outside that model.
-        if self.layout.zarr_v3 && !self.classic_model {
+        if self.layout.zarr_v3 && !self.tree.classic_model {
             return Err(Error::Unsupported {
                 var: name.to_string(),
                 why: "variable-length types are stored in Zarr v2 datasets only".into(),

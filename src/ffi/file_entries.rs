@@ -146,7 +146,7 @@ pub(crate) extern "C" fn set_fill(ncid: c_int, fillmode: c_int, old: *mut c_int)
 
 pub(crate) extern "C" fn inq_format(ncid: c_int, formatp: *mut c_int) -> c_int {
     guard(|| {
-        let classic = with(ncid, |o, _| Ok(o.ds.classic_model))?;
+        let classic = with(ncid, |o, _| Ok(o.ds.tree.classic_model))?;
         put(
             formatp,
             if classic {

@@ -15,7 +15,7 @@ mod v1;
 mod v3;
 
 use super::json::{Json, Object};
-use super::write::{ARRAY, ARRAY_DIMENSIONS, ATTR, GROUP, NCPROPERTIES, SUPERBLOCK};
+use super::write::{ARRAY, ARRAY_DIMENSIONS, ATTR, CLASSIC_MODEL, GROUP, NCPROPERTIES, SUPERBLOCK};
 use super::{Layout, attrs, dtype, is_anonymous_dim_name, number};
 use crate::error::{Error, Result};
 use crate::model::{
@@ -1270,6 +1270,15 @@ fn read_only_as_consolidated(opened: Opened, why: &str) -> Result<Opened> {
     })
 }
 
+/// Whether an NCZarr superblock says the netCDF-4 classic model is in force (a key of ours,
+/// which netcdf-c ignores).
+pub(super) fn classic_model_in(superblock: Option<&Json>) -> bool {
+    superblock
+        .and_then(|s| s.get(CLASSIC_MODEL))
+        .and_then(Json::as_bool)
+        .unwrap_or(false)
+}
+
 /// The name [`read_dataset`] gives the variable of a dataset that is a single array.
 pub const LONE_ARRAY: &str = "data";
 
@@ -1439,6 +1448,8 @@ pub fn read_dataset_as(
     } else {
         None
     };
+    let superblock = zattrs.get(SUPERBLOCK).or_else(|| zgroup.get(SUPERBLOCK));
+    reader.tree.classic_model = nczarr && classic_model_in(superblock);
     Ok(Opened {
         tree: reader.tree,
         layout: Layout {

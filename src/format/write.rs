@@ -12,6 +12,8 @@ use serde_json::{Map, Value, json};
 
 /// Reserved attribute marking the root of an NCZarr dataset.
 pub const SUPERBLOCK: &str = "_nczarr_superblock";
+/// The superblock's key saying the netCDF-4 classic model is in force (ours).
+pub const CLASSIC_MODEL: &str = "classic_model";
 /// Per-group NCZarr information.
 pub const GROUP: &str = "_nczarr_group";
 /// Per-array NCZarr information.
@@ -267,7 +269,10 @@ fn enum_value_json(value: i128) -> Value {
 fn group_objects(tree: &Tree, g: GroupId, layout: Layout, out: &mut Vec<(String, Value)>) {
     let path = tree.group_path(g);
     out.push((prefixed(&path, ".zgroup"), json!({ "zarr_format": 2 })));
-    let superblock = json!({ "version": NCZARR_VERSION });
+    let mut superblock = json!({ "version": NCZARR_VERSION });
+    if tree.classic_model {
+        superblock[CLASSIC_MODEL] = Value::Bool(true);
+    }
     let attributes = group_attributes(tree, g, layout, superblock);
     out.push((prefixed(&path, ".zattrs"), attributes));
 }

@@ -568,6 +568,9 @@ pub struct Tree {
     pub types: super::user_types::UserTypes,
     /// The types the dataset's metadata declares, as read, until they are listed.
     pub declared_types: Vec<super::user_types::DeclaredType>,
+    /// The netCDF-4 classic model is in force (`NC_CLASSIC_MODEL`): no groups, user-defined
+    /// types or types outside the classic six, one unlimited dimension.
+    pub classic_model: bool,
 }
 
 impl Default for Tree {
@@ -584,6 +587,7 @@ impl Tree {
             dims: Vec::new(),
             types: super::user_types::UserTypes::default(),
             declared_types: Vec::new(),
+            classic_model: false,
         }
     }
 

@@ -135,6 +135,7 @@ pub(super) fn read_dataset<'a>(
             &why,
         );
     }
+    reader.tree.classic_model = nczarr && super::classic_model_in(root_attrs.get(SUPERBLOCK));
     Ok(Opened {
         read_only_reason: reader.unwritable_arrays(),
         tree: reader.tree,

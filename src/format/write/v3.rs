@@ -94,7 +94,10 @@ fn consolidated_below(objects: &[(String, Value)], path: &str) -> Value {
 }
 
 fn group_object(tree: &Tree, g: crate::model::GroupId, layout: Layout) -> Value {
-    let superblock = json!({ "version": NCZARR_V3_VERSION, "format": 3 });
+    let mut superblock = json!({ "version": NCZARR_V3_VERSION, "format": 3 });
+    if tree.classic_model {
+        superblock[super::CLASSIC_MODEL] = Value::Bool(true);
+    }
     let attributes = group_attributes(tree, g, layout, superblock);
     let mut obj = match &tree.group(g).v3_stored {
         Some(stored) => (**stored).clone(),
