@@ -469,6 +469,21 @@ static void describe_pair(const char *url, char *out, size_t n) {
              vb[0], vb[1], vb[2]);
 }
 
+/* Creates a dataset of int variables a = 1 2 3 and b = 4 5 6 (ids 0 and 1) over dimension x,
+ * left open in data mode. */
+static int create_pair(const char *url) {
+    const int one[3] = {1, 2, 3}, two[3] = {4, 5, 6};
+    int ncid, x, a, b;
+    CHECK(nc_create(url, NC_NETCDF4 | NC_CLOBBER, &ncid));
+    CHECK(nc_def_dim(ncid, "x", 3, &x));
+    CHECK(nc_def_var(ncid, "a", NC_INT, 1, &x, &a));
+    CHECK(nc_def_var(ncid, "b", NC_INT, 1, &x, &b));
+    CHECK(nc_enddef(ncid));
+    CHECK(nc_put_var_int(ncid, a, one));
+    CHECK(nc_put_var_int(ncid, b, two));
+    return ncid;
+}
+
 static int expect_pair(const char *url, const char *when, const char *want) {
     char got[512];
     describe_pair(url, got, sizeof got);
@@ -487,21 +502,14 @@ static int expect_pair(const char *url, const char *when, const char *want) {
 static int aborts(const char *dir) {
     const char *layouts[][2] = {{"zarr", "nczarr,file"}, {"zarr", "nczarr,v3,file"},
                                 {"zarr", "zarr,file"},   {"zip", "nczarr,zip"}};
-    const int one[3] = {1, 2, 3}, two[3] = {4, 5, 6}, more[3] = {7, 8, 9};
+    const int more[3] = {7, 8, 9};
     int bad = 0;
     for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++) {
         char url[4200], path[4100];
         snprintf(path, sizeof path, "%s/aborts%zu.%s", dir, i, layouts[i][0]);
         snprintf(url, sizeof url, "file://%s#mode=%s", path, layouts[i][1]);
         remove_path(path);
-        int ncid, x, a, b, tmp;
-        CHECK(nc_create(url, NC_NETCDF4 | NC_CLOBBER, &ncid));
-        CHECK(nc_def_dim(ncid, "x", 3, &x));
-        CHECK(nc_def_var(ncid, "a", NC_INT, 1, &x, &a));
-        CHECK(nc_def_var(ncid, "b", NC_INT, 1, &x, &b));
-        CHECK(nc_enddef(ncid));
-        CHECK(nc_put_var_int(ncid, a, one));
-        CHECK(nc_put_var_int(ncid, b, two));
+        int ncid = create_pair(url), x = 0, a = 0, b = 1, tmp;
         CHECK(nc_abort(ncid));
         bad += expect_pair(url, "aborted after nc_enddef", "2 vars: a (0) 1 2 3; b (0) 4 5 6");
 
@@ -540,6 +548,81 @@ static int aborts(const char *dir) {
     return bad;
 }
 
+/* A rename, and names exchanged, in define mode, then a close that fails (a file lies where a
+ * new group's objects go): an abort leaves the values where they were, a close tried again
+ * once the file is gone stores the exchange. Each value stays with its variable either way. Directory
+ * stores only (the file in the way). */
+static int exchange_then_failed_close(const char *dir) {
+    const char *layouts[] = {"nczarr,file", "zarr,file", "nczarr,v3,file"};
+    int bad = 0;
+    for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++) {
+        for (int retry = 0; retry < 2; retry++) {
+            char url[4200], path[4100], blocker[4200];
+            snprintf(path, sizeof path, "%s/exchange%zu_%d.zarr", dir, i, retry);
+            snprintf(url, sizeof url, "file://%s#mode=%s", path, layouts[i]);
+            snprintf(blocker, sizeof blocker, "%s/k", path);
+            remove_path(path);
+            int ncid = create_pair(url), a = 0, b = 1, k;
+            CHECK(nc_close(ncid));
+            FILE *f = fopen(blocker, "w");
+            if (f == NULL) return bad + 1;
+            fclose(f);
+            /* A plain rename first: its copy must not stay behind as a variable of its own
+             * (pure Zarr finds arrays by their objects). */
+            CHECK(nc_open(url, NC_WRITE, &ncid));
+            CHECK(nc_redef(ncid));
+            CHECK(nc_rename_var(ncid, a, "c"));
+            CHECK(nc_def_grp(ncid, "k", &k));
+            if (nc_close(ncid) == NC_NOERR) return bad + 1;
+            CHECK(nc_abort(ncid));
+            bad += expect_pair(url, "renamed, close failed, aborted", "2 vars: a (0) 1 2 3; b (0) 4 5 6");
+            CHECK(nc_open(url, NC_WRITE, &ncid));
+            CHECK(nc_redef(ncid));
+            CHECK(nc_rename_var(ncid, a, "t"));
+            CHECK(nc_rename_var(ncid, b, "a"));
+            CHECK(nc_rename_var(ncid, a, "b"));
+            CHECK(nc_def_grp(ncid, "k", &k));
+            if (nc_close(ncid) == NC_NOERR) {
+                fprintf(stderr, "%s: a close with a file in a group's place succeeded\n", url);
+                bad++;
+                continue;
+            }
+            if (retry) {
+                remove(blocker);
+                CHECK(nc_close(ncid));
+                bad += expect_pair(url, "exchanged, close retried", "2 vars: a (0) 4 5 6; b (0) 1 2 3");
+            } else {
+                CHECK(nc_abort(ncid));
+                bad += expect_pair(url, "exchanged, close failed, aborted",
+                                   "2 vars: a (0) 1 2 3; b (0) 4 5 6");
+            }
+        }
+    }
+    return bad;
+}
+
+/* A variable may not take a group's name: their objects would share keys. HDF5 refuses the
+ * definition too, but takes the rename. */
+static int variables_are_not_named_as_groups(const char *dir) {
+    char url[4200], path[4100];
+    snprintf(path, sizeof path, "%s/named_as_group.zarr", dir);
+    snprintf(url, sizeof url, "file://%s#mode=nczarr,file", path);
+    remove_path(path);
+    int ncid, x, g, a, tmp, bad = 0;
+    CHECK(nc_create(url, NC_NETCDF4 | NC_CLOBBER, &ncid));
+    CHECK(nc_def_dim(ncid, "x", 3, &x));
+    CHECK(nc_def_grp(ncid, "g", &g));
+    CHECK(nc_def_var(ncid, "a", NC_INT, 1, &x, &a));
+    int defined = nc_def_var(ncid, "g", NC_INT, 1, &x, &tmp);
+    int renamed = nc_rename_var(ncid, a, "g");
+    if (defined != NC_ENAMEINUSE || renamed != NC_ENAMEINUSE) {
+        fprintf(stderr, "a variable named as a group: def %d, rename %d\n", defined, renamed);
+        bad++;
+    }
+    CHECK(nc_close(ncid));
+    return bad;
+}
+
 int main(int argc, char **argv) {
     const char *dir = test_dir(argc, argv);
     target h5, zr;
@@ -558,6 +641,8 @@ int main(int argc, char **argv) {
     bad += zarr_only(&zr);
     bad += failed_close_can_be_retried(dir);
     bad += aborts(dir);
+    bad += exchange_then_failed_close(dir);
+    bad += variables_are_not_named_as_groups(dir);
     trace e = {0}, f = {0};
     make_targets(dir, "deleted_fills", &h5, &zr);
     deleted_fills(&h5, &e);

@@ -329,7 +329,14 @@ impl Dataset {
             .filter(|(k, v)| self.written.get(k) != Some(v))
             .map(|(k, v)| Ok((StoreKey::new(k)?, v.clone())))
             .collect::<Result<_>>()?;
-        self.store.put_many(changed)?;
+        let attempted: Vec<StoreKey> = changed.iter().map(|(k, _)| k.clone()).collect();
+        if let Err(e) = self.store.put_many(changed) {
+            // Some may be stored (objects are written concurrently): each is written again
+            // next time, whatever the metadata then is (nc_abort goes back to older metadata).
+            self.forget_written(&attempted);
+            self.drop_copies(copied);
+            return Err(e);
+        }
         let now_written: HashSet<String> = objects.iter().map(|(k, _)| k.clone()).collect();
         for (k, v) in objects {
             self.written.insert(k, v);
@@ -347,6 +354,27 @@ impl Dataset {
         }
         self.remember_paths();
         self.delete_copied(copied, &now_written)
+    }
+
+    /// Records that every stored group and variable now has its objects where its name says
+    /// (they were moved there), here and in the tree `nc_abort` would go back to.
+    pub(crate) fn objects_moved_in_place(&mut self) {
+        for g in self.tree.groups_preorder() {
+            let path = self.tree.group_path(g);
+            for v in &mut self.tree.group_mut(g).vars {
+                if v.stored_path.is_some() {
+                    v.stored_path = Some(format::write::prefixed(&path, &v.name));
+                }
+            }
+        }
+        self.remember_paths();
+        if let Some(before) = self.tree_before_define.as_mut() {
+            for (group, now) in before.groups.iter_mut().zip(&self.tree.groups) {
+                for (var, moved) in group.vars.iter_mut().zip(&now.vars) {
+                    var.stored_path.clone_from(&moved.stored_path);
+                }
+            }
+        }
     }
 
     /// Where group `g`'s objects are stored, when it has been stored.

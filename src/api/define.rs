@@ -33,6 +33,15 @@ impl Dataset {
         }
     }
 
+    /// Refuses to name a variable of group `g` after another variable, a type or a group of
+    /// it (they would share store keys); a dimension may share its name.
+    fn var_name_free(&self, g: GroupId, name: &str) -> Result<()> {
+        if self.tree.types.named(g, name).is_some() {
+            return Err(Error::NameInUse(name.to_string()));
+        }
+        self.check_type_name_free(g, name)
+    }
+
     /// `nc_def_dim`.
     pub fn def_dim(&mut self, g: GroupId, name: &str, len: u64, unlimited: bool) -> Result<DimId> {
         self.ensure_define_mode()?;
@@ -82,10 +91,7 @@ impl Dataset {
     ) -> Result<usize> {
         self.ensure_define_mode()?;
         names::check_node(name, self.layout.zarr_v3)?;
-        if self.tree.group(g).var_index(name).is_some() || self.tree.types.named(g, name).is_some()
-        {
-            return Err(Error::NameInUse(name.to_string()));
-        }
+        self.var_name_free(g, name)?;
         if self.tree.classic_model && !ty.in_classic_model() {
             return Err(Error::StrictNc3(format!("type {}", ty.name())));
         }
@@ -426,10 +432,7 @@ impl Dataset {
     pub fn rename_var(&mut self, g: GroupId, v: usize, name: &str) -> Result<()> {
         self.check_writable()?;
         names::check_node(name, self.layout.zarr_v3)?;
-        if self.tree.group(g).var_index(name).is_some() || self.tree.types.named(g, name).is_some()
-        {
-            return Err(Error::NameInUse(name.to_string()));
-        }
+        self.var_name_free(g, name)?;
         if self.tree.classic_model
             && !self.define_mode
             && name.len() > self.tree.group(g).vars[v].name.len()

@@ -3,7 +3,8 @@
 //!
 //! So a rename that fails part way (or a process that dies in it) leaves the dataset as its
 //! stored metadata describes it: the old objects are still there until metadata naming the new
-//! ones is (copies no metadata names may be left behind). Names exchanged in one define session (`a` -> `b` while `b` -> `a`) cannot be
+//! ones is (copies no metadata names may be left behind with NCZarr metadata; pure Zarr has
+//! them deleted). Names exchanged in one define session (`a` -> `b` while `b` -> `a`) cannot be
 //! copied in place; those moves go through temporary keys instead, with no such guarantee.
 //! This module knows store keys and tree paths, not what the objects hold.
 
@@ -56,6 +57,8 @@ impl Dataset {
         }
         if pairs.iter().any(|(_, to)| seen.contains(to.as_str())) {
             self.exchange(&pairs)?;
+            // The objects are where the names say now, whatever becomes of the metadata.
+            self.objects_moved_in_place();
             return Ok(Copied::default());
         }
         self.copy_objects(&pairs)?;
@@ -82,6 +85,23 @@ impl Dataset {
             .collect();
         self.forget_written(&doomed);
         self.store.delete_many(&doomed)
+    }
+
+    /// Deletes the copies renames made when the metadata naming them could not be stored, in
+    /// pure Zarr (where an array is found by its objects, so a copy would be a variable of its
+    /// own); with NCZarr metadata, which lists arrays, part of what was written may name them,
+    /// and they stay. As far as it can: the error that matters is the write's.
+    pub(crate) fn drop_copies(&mut self, copied: Copied) {
+        if self.layout.nczarr {
+            return;
+        }
+        let copies: Vec<StoreKey> = copied
+            .targets
+            .iter()
+            .filter_map(|k| StoreKey::new(k).ok())
+            .collect();
+        self.forget_written(&copies);
+        let _ = self.store.delete_many(&copies);
     }
 
     /// (old path, new path) of every group and variable whose stored path its name no longer
