@@ -33,6 +33,9 @@ fn strided_offsets(count: &[u64], strides: &[i64]) -> Vec<usize> {
     out
 }
 
+/// Bytes of the largest value an atomic or variable-length type moves in (`nc_vlen_t`).
+const LARGEST_VALUE_BYTES: usize = 16;
+
 /// Number of elements of caller memory a request spans.
 fn span(count: &[u64], strides: Option<&[i64]>) -> Result<usize> {
     if count.contains(&0) {
@@ -113,10 +116,19 @@ fn call(
             // As libnetcdf's mapped access: for atomic types only.
             return Err(Error::MapType);
         }
-        // Before the caller's memory is sized: a count past the end is NC_EEDGE, however
-        // large.
-        o.ds.check_slab(g, v, &slab, matches!(buf, Buf::Put(_)))?;
-        let elems = span(&slab.count, imap.as_deref())?;
+        // A count past the end is NC_EEDGE, however large: not the memory it would take (the
+        // request is checked here when its size would overflow; otherwise later, after the
+        // checks of mode and permission netCDF makes first).
+        let sized = span(&slab.count, imap.as_deref())
+            .ok()
+            .filter(|n| n.checked_mul(LARGEST_VALUE_BYTES).is_some());
+        let elems = match sized {
+            Some(elems) => elems,
+            None => {
+                o.ds.check_slab(g, v, &slab, matches!(buf, Buf::Put(_)))?;
+                span(&slab.count, imap.as_deref())?
+            }
+        };
         let offsets = || match &imap {
             Some(m) => strided_offsets(&slab.count, m),
             None => (0..elems).collect(),

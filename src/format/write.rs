@@ -106,6 +106,7 @@ fn user_atts(
             }
         }
         if let Some(json) = &a.json
+            && a.user_type.is_none()
             && attrs::from_json(&a.name, json, None, "").is_ok_and(|v| v == a.values)
         {
             // As read, with no type recorded: read again, it gives these values.
