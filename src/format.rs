@@ -11,6 +11,7 @@ pub mod base64;
 pub mod dtype;
 pub mod json;
 pub mod lenient;
+pub mod non_finite;
 pub mod number;
 pub mod read;
 pub mod structured;

@@ -255,3 +255,118 @@ fn attributes_other_tools_wrote_keep_their_json_when_another_changes() {
         }
     }
 }
+
+/// Writes NaN and infinities as attributes of the group and of array `v`, with zarr-python of
+/// Zarr format `sys.argv[2]` (which writes them as the bare literals `NaN`, `Infinity`).
+const WRITE_NON_FINITE: &str = r#"
+import sys, zarr
+fmt = int(sys.argv[2])
+attrs = {"nan": float("nan"), "ninf": float("-inf"), "mixed": [1.5, float("nan"), float("inf")],
+         "text": "NaN"}
+if fmt == 2:
+    root = zarr.open_group(sys.argv[1], mode="w")
+    a = root.create_dataset("v", shape=(2,), chunks=(2,), dtype="<f4", fill_value=None)
+    a.attrs.update(dict(attrs, _ARRAY_DIMENSIONS=["n"]))
+else:
+    root = zarr.open_group(sys.argv[1], mode="w", zarr_format=3)
+    a = root.create_array("v", shape=(2,), chunks=(2,), dtype="float32", dimension_names=["n"])
+    a.attrs.update(attrs)
+root.attrs.update(attrs)
+"#;
+
+/// Prints the attributes of the group and of array `v` as JSON, each non-finite number as its
+/// Python spelling inside an object (`{"float": "nan"}`), which strict JSON can hold.
+const READ_NON_FINITE: &str = r#"
+import json, math, sys, zarr
+def plain(v):
+    if isinstance(v, float) and not math.isfinite(v):
+        return {"float": repr(v)}
+    if isinstance(v, list):
+        return [plain(x) for x in v]
+    return v
+root = zarr.open_group(sys.argv[1], mode="r")
+print(json.dumps({owner: {k: plain(v) for k, v in attrs.items()}
+                  for owner, attrs in [("group", root.attrs), ("v", root["v"].attrs)]}))
+"#;
+
+/// NaN and the infinities as attributes. zarr-python writes them as bare literals, which
+/// netcdf-c (4.9.0 and 4.10.1) reads as numbers: we read them as doubles too, not as text, the
+/// same dump as 4.10.1's. Our copies write them as bare literals as well: zarr-python reads
+/// numbers back (not the text `"NaN"`), and stock netcdf-c 4.9.0 reads an NCZarr copy (the
+/// strings 4.10.1 writes make 4.9.0 fail the whole dataset).
+#[test]
+fn non_finite_numbers_are_numbers_both_ways() {
+    let dir = scratch("json-non-finite");
+    for format in ["2", "3"] {
+        let source = dir.path().join(format!("source{format}.zarr"));
+        common::python::run_script(
+            if format == "2" { "zarr2" } else { "zarr3" },
+            WRITE_NON_FINITE,
+            &[source.to_str().unwrap(), format],
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let src_url = url(&source, "zarr,file");
+        let dump = |host: Host, u: &str| {
+            common::dump::normalise_name(
+                &ncdump(host, &["-h"], u).unwrap_or_else(|e| panic!("{u}: {e}")),
+            )
+        };
+        let first = dump(Host::Ours, &src_url);
+        for owner in ["", "v"] {
+            for line in [
+                ":nan = NaN ;",
+                ":ninf = -Infinity ;",
+                ":mixed = 1.5, NaN, Infinity ;",
+                ":text = \"NaN\" ;",
+            ] {
+                assert!(
+                    common::dump::has_line(&first, &format!("{owner}{line}")),
+                    "{owner}{line} in\n{first}"
+                );
+            }
+        }
+        if format == "2" {
+            let reference = dump(Host::Ref410, &src_url);
+            if let Some(d) = common::diff::diff(&reference, &first) {
+                panic!("ours differs from 4.10.1 (- 4.10.1, + ours)\n{d}");
+            }
+        }
+
+        let v3 = if format == "2" { "" } else { "v3," };
+        let pure = dir.path().join(format!("copy{format}.zarr"));
+        let nczarr = dir.path().join(format!("copy{format}.nczarr"));
+        let pure_url = url(&pure, &format!("zarr,{v3}file"));
+        let nczarr_url = url(&nczarr, &format!("nczarr,{v3}file"));
+        for to in [&pure_url, &nczarr_url] {
+            let r = run(Host::Ours, "nccopy", &[&src_url, to]);
+            assert!(r.success(), "{}", r.describe());
+            let copy = dump(Host::Ours, to);
+            if let Some(d) = common::diff::diff(&first, &copy) {
+                panic!("{to} differs from the source (- source, + copy)\n{d}");
+            }
+        }
+        let env = if format == "2" { "zarr2" } else { "zarr3" };
+        let read = common::python::run_script(env, READ_NON_FINITE, &[pure.to_str().unwrap()])
+            .unwrap_or_else(|e| panic!("{e}"));
+        let read: Value = serde_json::from_str(&read).unwrap();
+        let float = |s: &str| serde_json::json!({ "float": s });
+        for owner in ["group", "v"] {
+            assert_eq!(read[owner]["nan"], float("nan"), "{read}");
+            assert_eq!(read[owner]["ninf"], float("-inf"), "{read}");
+            assert_eq!(
+                read[owner]["mixed"],
+                serde_json::json!([1.5, float("nan"), float("inf")]),
+                "{read}"
+            );
+            assert_eq!(read[owner]["text"], "NaN", "{read}");
+        }
+        if format == "2" {
+            let stock = dump(Host::Stock, &nczarr_url);
+            assert!(common::dump::has_line(&stock, "v:nan = NaN ;"), "{stock}");
+            assert!(
+                common::dump::has_line(&stock, ":mixed = 1.5, NaN, Infinity ;"),
+                "{stock}"
+            );
+        }
+    }
+}

@@ -12,7 +12,7 @@
 //! text or NC_STRING arrays, and anything else (objects, nested arrays, mixtures) becomes
 //! its JSON text as NC_CHAR.
 
-use super::{dtype, number};
+use super::{dtype, non_finite, number};
 use crate::error::{Error, Result};
 use crate::model::{Endian, NcType, Values};
 use serde_json::Value;
@@ -42,7 +42,7 @@ pub fn to_json(values: &Values, nczarr: bool) -> (Value, String) {
                     if booleans {
                         Value::Bool(b[0] == 1)
                     } else {
-                        number::to_json(*ty, b)
+                        number::to_attribute_json(*ty, b)
                     }
                 })
                 .collect();
@@ -58,7 +58,11 @@ pub fn to_json(values: &Values, nczarr: bool) -> (Value, String) {
                 .iter()
                 .map(|item| {
                     let values = item.chunks_exact(base.size());
-                    Value::Array(values.map(|b| number::to_json(*base, b)).collect())
+                    Value::Array(
+                        values
+                            .map(|b| number::to_attribute_json(*base, b))
+                            .collect(),
+                    )
                 })
                 .collect();
             (
@@ -94,8 +98,8 @@ fn as_items(v: &Value) -> Vec<&Value> {
 
 fn text_of(v: &Value) -> Vec<u8> {
     match v {
-        Value::String(s) => s.as_bytes().to_vec(),
-        other => other.to_string().into_bytes(),
+        Value::String(s) => non_finite::text(s).as_bytes().to_vec(),
+        other => non_finite::json_text(other).into_bytes(),
     }
 }
 
@@ -161,14 +165,26 @@ pub fn vlens_from_json(name: &str, v: &Value, recorded: Option<&str>, key: &str)
     Ok(Values::Vlens { base, items })
 }
 
+/// A JSON number, or a non-finite one (a bare literal).
+fn is_number(v: &Value) -> bool {
+    v.is_number() || non_finite::is_marked(v)
+}
+
+/// A JSON string that is text (not a bare literal).
+fn is_text(v: &Value) -> bool {
+    v.is_string() && !non_finite::is_marked(v)
+}
+
 /// The type a pure-Zarr attribute value gets when nothing records it.
 fn infer(v: &Value) -> Values {
     let items = as_items(v);
     let all = |f: fn(&Value) -> bool| !items.is_empty() && items.iter().all(|i| f(i));
-    if let Value::String(s) = v {
+    if let Value::String(s) = v
+        && is_text(v)
+    {
         return Values::text(s);
     }
-    if all(Value::is_string) {
+    if all(is_text) {
         return Values::Strings(items.iter().map(|i| text_of(i)).collect());
     }
     if all(Value::is_boolean) {
@@ -181,8 +197,8 @@ fn infer(v: &Value) -> Values {
             bytes,
         };
     }
-    if all(Value::is_number) {
-        let ty = if items.iter().any(|i| i.is_f64()) {
+    if all(is_number) {
+        let ty = if items.iter().any(|i| i.is_f64() || i.is_string()) {
             NcType::Double
         } else if items
             .iter()
@@ -198,14 +214,14 @@ fn infer(v: &Value) -> Values {
         for item in &items {
             match number::from_json(ty, item) {
                 Some(b) => bytes.extend(b),
-                None => return Values::text(&v.to_string()),
+                None => return Values::text(&non_finite::json_text(v)),
             }
         }
         return Values::Fixed { ty, bytes };
     }
     Values::Fixed {
         ty: NcType::Char,
-        bytes: v.to_string().into_bytes(),
+        bytes: non_finite::json_text(v).into_bytes(),
     }
 }
 
@@ -261,6 +277,50 @@ mod tests {
         assert_eq!(infer(&v).ty(), NcType::String);
         let v: Value = serde_json::from_str("[[1, 2], [3, 4]]").unwrap();
         assert_eq!(infer(&v).ty(), NcType::Char);
+    }
+
+    #[test]
+    fn bare_non_finite_literals_are_doubles_and_written_back_bare() {
+        let parsed = |text: &str| {
+            super::super::lenient::parse(text.as_bytes())
+                .unwrap()
+                .to_value()
+        };
+        let doubles = |xs: &[f64]| {
+            Values::fixed(
+                NcType::Double,
+                xs.iter().flat_map(|x| x.to_ne_bytes()).collect(),
+            )
+        };
+        let v =
+            parsed(r#"{"a": [1.5, NaN, -Infinity], "b": Infinity, "c": "NaN", "d": ["x", NaN]}"#);
+        let a = infer(&v["a"]);
+        let Values::Fixed {
+            ty: NcType::Double,
+            bytes,
+        } = &a
+        else {
+            panic!("{a:?}");
+        };
+        let got: Vec<f64> = bytes
+            .chunks_exact(8)
+            .map(|b| f64::from_ne_bytes(b.try_into().unwrap()))
+            .collect();
+        assert!(
+            got[0] == 1.5 && got[1].is_nan() && got[2] == f64::NEG_INFINITY,
+            "{got:?}"
+        );
+        assert_eq!(infer(&v["b"]), doubles(&[f64::INFINITY]));
+        assert_eq!(infer(&v["c"]), Values::text("NaN"));
+        assert_eq!(infer(&v["d"]), Values::text(r#"["x",NaN]"#));
+        for nczarr in [false, true] {
+            let (json, _) = to_json(&a, nczarr);
+            assert_eq!(json, v["a"], "written as read");
+            let text = non_finite::unmarked_json(serde_json::to_vec(&json).unwrap());
+            assert_eq!(String::from_utf8(text).unwrap(), "[1.5,NaN,-Infinity]");
+        }
+        let typed = from_json("a", &v["a"], Some("<f4"), "k").unwrap();
+        assert_eq!(typed.ty(), NcType::Float);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! JSON as other writers leave it, read where strict JSON would refuse the whole object:
 //! - `NaN`, `Infinity` and `-Infinity` as bare literals, in metadata written by zarr-python and
-//!   by netcdf-c 4.9.0: turned into the strings Zarr uses (`"NaN"`, ...).
+//!   by netcdf-c 4.9.0: turned into the marked strings of [`super::non_finite`], which stand for
+//!   the numbers.
 //! - Other bare words: netcdf-c writes a text attribute that looks like JSON as bare JSON, and
 //!   so also `0x10` or `[0.,1.]`. A word C reads as a number (`0.`, `.5`, `0x10`) becomes that
 //!   number, as netcdf-c reads it back; any other word becomes its text.
@@ -12,10 +13,9 @@
 //! Only text strict parsing refused is repaired, and nothing else in it changes.
 
 use super::json::{self, Json};
+use super::non_finite::{self, LITERALS};
 use std::borrow::Cow;
 use std::fmt::Write;
-
-const LITERALS: [&str; 3] = ["-Infinity", "Infinity", "NaN"];
 
 /// `text` with bare non-finite literals quoted and control characters inside strings escaped.
 fn repaired(text: &str) -> String {
@@ -58,7 +58,7 @@ fn is_word_char(c: char) -> bool {
 /// or its text.
 fn bare_word(word: &str) -> String {
     if LITERALS.contains(&word) {
-        return format!("\"{word}\"");
+        return non_finite::marked_json_text(word);
     }
     if ["true", "false", "null"].contains(&word)
         || serde_json::from_str::<serde_json::Number>(word).is_ok()
@@ -119,9 +119,10 @@ mod tests {
             parse(br#"{"a": NaN, "b": [-Infinity, Infinity], "c": "NaN in text", "d": "x\"NaN"}"#)
                 .unwrap();
         let v = v.to_value();
-        assert_eq!(v["a"], "NaN");
-        assert_eq!(v["b"][0], "-Infinity");
-        assert_eq!(v["b"][1], "Infinity");
+        let number = |v: &serde_json::Value| v.as_str().and_then(non_finite::number);
+        assert!(number(&v["a"]).is_some_and(f64::is_nan));
+        assert_eq!(number(&v["b"][0]), Some(f64::NEG_INFINITY));
+        assert_eq!(number(&v["b"][1]), Some(f64::INFINITY));
         assert_eq!(v["c"], "NaN in text");
         assert_eq!(v["d"], "x\"NaN");
         assert!(parse(b"{\"a\": 1,}").is_err());
@@ -134,7 +135,7 @@ mod tests {
             .to_value();
         assert_eq!(v["units"], "\u{fffd}C");
         assert_eq!(v["nil"], "\u{fffd}\u{4}\u{fffd}\u{fffd}\u{fffd}\u{7f}");
-        assert_eq!(v["n"], "NaN");
+        assert!(non_finite::is_marked(&v["n"]));
         assert!(parse(b"{\"a\": 1\xb0}").is_err());
     }
 
@@ -164,7 +165,11 @@ mod tests {
             .collect();
         assert_eq!(
             got,
-            [r#"{"a":1}"#, r#"{"b":["NaN",2]}"#, r#"{"c":{"d":3}}"#]
+            [
+                r#"{"a":1}"#.to_string(),
+                format!(r#"{{"b":["{}NaN",2]}}"#, non_finite::MARK),
+                r#"{"c":{"d":3}}"#.to_string()
+            ]
         );
     }
 }

@@ -2,8 +2,10 @@
 //!
 //! Integers are exact; floats use the shortest text that reads back to the same value (a
 //! `float` is shortest as a `float`, not as its widened `double`); NaN and infinities are the
-//! strings `"NaN"`, `"Infinity"` and `"-Infinity"`.
+//! strings `"NaN"`, `"Infinity"` and `"-Infinity"` in fill values, and bare literals in
+//! attributes ([`to_attribute_json`]). Both forms are read.
 
+use super::non_finite;
 use crate::model::NcType;
 use serde_json::{Number, Value};
 
@@ -49,7 +51,22 @@ pub fn to_json(ty: NcType, bytes: &[u8]) -> Value {
     }
 }
 
+/// [`to_json`] for an attribute value: a non-finite number is a bare literal (a marked string
+/// until it is written).
+pub fn to_attribute_json(ty: NcType, bytes: &[u8]) -> Value {
+    let v = to_json(ty, bytes);
+    match (ty, &v) {
+        (NcType::Float | NcType::Double, Value::String(s)) => special_float(s)
+            .filter(|x| !x.is_finite())
+            .map_or(v, non_finite::marked),
+        _ => v,
+    }
+}
+
 fn special_float(s: &str) -> Option<f64> {
+    if let Some(x) = non_finite::number(s) {
+        return Some(x);
+    }
     match s {
         "NaN" | "nan" => Some(f64::NAN),
         "Infinity" | "inf" | "+Infinity" => Some(f64::INFINITY),

@@ -6,7 +6,7 @@
 
 mod v3;
 
-use super::{Layout, attrs, dtype, number};
+use super::{Layout, attrs, dtype, non_finite, number};
 use crate::model::{GroupId, NcType, StringStorage, Tree, TypeClass, Var};
 use serde_json::{Map, Value, json};
 
@@ -43,8 +43,9 @@ pub fn ncproperties(layout: Layout) -> String {
     )
 }
 
+/// `v` as the text of a metadata object; attributes' non-finite numbers are bare literals.
 fn to_bytes(v: &Value) -> Vec<u8> {
-    serde_json::to_vec_pretty(v).unwrap_or_default()
+    non_finite::unmarked_json(serde_json::to_vec_pretty(v).unwrap_or_default())
 }
 
 /// `name` below store path `path` (`name` itself at the root).
