@@ -15,6 +15,7 @@ pub mod given_path;
 pub mod group_entries;
 pub mod infermodel;
 pub mod install;
+pub mod named_filters;
 pub mod reclaim;
 pub mod registry;
 mod signals;

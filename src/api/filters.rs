@@ -169,6 +169,73 @@ impl Dataset {
         Ok(())
     }
 
+    /// `nc_def_var_zstandard`: zstd at `level`, which netCDF takes from -131072 to 22.
+    pub fn def_var_zstandard(&mut self, g: GroupId, v: usize, level: i32) -> Result<()> {
+        if !(-131072..=22).contains(&level) {
+            return Err(Error::Invalid(format!(
+                "zstandard level {level} is outside -131072..=22"
+            )));
+        }
+        self.def_var_filter(g, v, hdf5_id::ZSTD, &[level as u32])
+    }
+
+    /// `nc_inq_var_zstandard`: the level, when zstd is in the chain.
+    pub fn var_zstandard(&self, g: GroupId, v: usize) -> Result<Option<i32>> {
+        Ok(self
+            .named_filter_params::<1>(g, v, hdf5_id::ZSTD)?
+            .map(|[level]| level as i32))
+    }
+
+    /// `nc_def_var_blosc`: blosc with compressor code `compressor` (blosclz 0 to zstd 5),
+    /// `level`, `blocksize` (0 lets blosc choose) and shuffle mode `shuffle` (none 0, bytes
+    /// 1, bits 2), in the seven HDF5 parameters netCDF gives the filter.
+    pub fn def_var_blosc(
+        &mut self,
+        g: GroupId,
+        v: usize,
+        compressor: u32,
+        level: u32,
+        blocksize: u32,
+        shuffle: u32,
+    ) -> Result<()> {
+        if shuffle > 2 || compressor > 5 {
+            return Err(Error::Invalid(format!(
+                "blosc shuffle {shuffle} (0..=2) or compressor {compressor} (0..=5) is unknown"
+            )));
+        }
+        let params = [0, 0, 0, blocksize, level, shuffle, compressor];
+        self.def_var_filter(g, v, hdf5_id::BLOSC, &params)
+    }
+
+    /// `nc_inq_var_blosc`: `[compressor, level, blocksize, shuffle]`, when blosc is in the
+    /// chain.
+    pub fn var_blosc(&self, g: GroupId, v: usize) -> Result<Option<[u32; 4]>> {
+        Ok(self
+            .named_filter_params::<7>(g, v, hdf5_id::BLOSC)?
+            .map(|p| [p[6], p[4], p[3], p[5]]))
+    }
+
+    /// The `N` parameters of filter `id`, `None` when the chain has no such filter; a filter
+    /// of another number of parameters is `NC_EFILTER`, as netCDF answers.
+    fn named_filter_params<const N: usize>(
+        &self,
+        g: GroupId,
+        v: usize,
+        id: u32,
+    ) -> Result<Option<[u32; N]>> {
+        match self.filter_info(g, v, id) {
+            Ok(params) => params
+                .try_into()
+                .map(Some)
+                .map_err(|p: Vec<u32>| Error::CodecConfig {
+                    codec: format!("HDF5 filter {id}"),
+                    why: format!("{} parameters where {N} were expected", p.len()),
+                }),
+            Err(Error::FilterNotInChain { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// `nc_inq_var_filter_ids`: the HDF5 ids of the chain, in order
     /// ([`Var::reported_filters`]).
     pub fn filter_ids(&self, g: GroupId, v: usize) -> Vec<u32> {
@@ -205,6 +272,30 @@ pub fn filter_avail(id: u32) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn named_compressors_check_and_report_their_parameters() {
+        let store = crate::zmap::memory::MemoryStore::default();
+        let mut ds = Dataset::creating_over(Box::new(store));
+        let g = crate::model::Tree::ROOT;
+        let x = ds.def_dim(g, "x", 10, false).unwrap().0 as i32;
+        let v = ds.def_var(g, "v", NcType::Int, &[x]).unwrap();
+        let w = ds.def_var(g, "w", NcType::Int, &[x]).unwrap();
+        assert!(ds.def_var_zstandard(g, v, 23).is_err());
+        assert!(ds.def_var_zstandard(g, v, -131073).is_err());
+        ds.def_var_zstandard(g, v, -7).unwrap();
+        assert_eq!(ds.var_zstandard(g, v).unwrap(), Some(-7));
+        assert_eq!(ds.var_zstandard(g, w).unwrap(), None);
+        assert!(ds.def_var_blosc(g, w, 6, 5, 0, 1).is_err());
+        assert!(ds.def_var_blosc(g, w, 1, 5, 0, 3).is_err());
+        ds.def_var_blosc(g, w, 5, 9, 4096, 2).unwrap();
+        assert_eq!(ds.var_blosc(g, w).unwrap(), Some([5, 9, 4096, 2]));
+        assert_eq!(ds.var_blosc(g, v).unwrap(), None);
+        assert_eq!(
+            ds.filter_info(g, w, hdf5_id::BLOSC).unwrap(),
+            [0, 0, 0, 4096, 9, 2, 5]
+        );
+    }
 
     #[test]
     fn avail_answers_for_each_id() {

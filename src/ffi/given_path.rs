@@ -9,7 +9,7 @@
 //! do; every other `nc_inq_path` goes to libnetcdf's definition unchanged.
 
 use super::codes::NC_EINTERNAL;
-use super::install::netcdf_symbol;
+use super::install::netcdf_function;
 use super::registry;
 use std::collections::HashMap;
 use std::ffi::CStr;
@@ -45,11 +45,8 @@ type InqPath = unsafe extern "C" fn(c_int, *mut usize, *mut c_char) -> c_int;
 
 fn real() -> Option<InqPath> {
     static REAL: OnceLock<Option<InqPath>> = OnceLock::new();
-    *REAL.get_or_init(|| {
-        let f = netcdf_symbol(c"nc_inq_path");
-        // SAFETY: libnetcdf's `nc_inq_path` has exactly this signature.
-        (!f.is_null()).then(|| unsafe { std::mem::transmute::<*mut std::ffi::c_void, InqPath>(f) })
-    })
+    // SAFETY: libnetcdf's `nc_inq_path` has exactly this signature.
+    unsafe { netcdf_function(&REAL, c"nc_inq_path") }
 }
 
 /// `int nc_inq_path(int ncid, size_t *pathlen, char *path)`: the path as given for a dataset

@@ -64,6 +64,23 @@ pub(crate) fn netcdf_symbol(name: &CStr) -> *mut c_void {
         .unwrap_or(std::ptr::null_mut())
 }
 
+/// libnetcdf's function `name` ([`netcdf_symbol`]) as a function of type `F`, looked up once
+/// into `slot`; `None` when no loaded object defines it.
+///
+/// # Safety
+/// `F` must be a function pointer type of exactly the signature of libnetcdf's `name`.
+pub(crate) unsafe fn netcdf_function<F: Copy>(
+    slot: &'static std::sync::OnceLock<Option<F>>,
+    name: &CStr,
+) -> Option<F> {
+    *slot.get_or_init(|| {
+        let f = netcdf_symbol(name);
+        // SAFETY: `F` is a function pointer of `name`'s signature (the caller's promise), as
+        // wide as a data pointer, and `f` is not null.
+        (!f.is_null()).then(|| unsafe { std::mem::transmute_copy::<*mut c_void, F>(&f) })
+    })
+}
+
 /// `dl_iterate_phdr` callback: adds the name of one loaded object (not the main program) to
 /// the `Vec<CString>` at `data`.
 extern "C" fn note_object(

@@ -10,7 +10,7 @@
 //! user-defined types are not handed out at all ([`refuse_user_values_unless_interposed`]).
 
 use super::codes::*;
-use super::install::{is_ours, lookup, netcdf_symbol};
+use super::install::{is_ours, lookup, netcdf_function};
 use super::registry::{guard, with};
 use crate::model::FIRST_USER_TYPE;
 use std::os::raw::{c_int, c_void};
@@ -20,11 +20,8 @@ type Reclaim = unsafe extern "C" fn(c_int, c_int, *mut c_void, usize) -> c_int;
 
 /// libnetcdf's definition of `name`, looked up once.
 fn real(slot: &'static OnceLock<Option<Reclaim>>, name: &std::ffi::CStr) -> Option<Reclaim> {
-    *slot.get_or_init(|| {
-        let f = netcdf_symbol(name);
-        // SAFETY: libnetcdf's `nc_reclaim_data(_all)` has exactly this signature.
-        (!f.is_null()).then(|| unsafe { std::mem::transmute::<*mut c_void, Reclaim>(f) })
-    })
+    // SAFETY: libnetcdf's `nc_reclaim_data(_all)` has exactly this signature.
+    unsafe { netcdf_function(slot, name) }
 }
 
 /// True when calls to `nc_reclaim_data` in this process reach ours (the library preloaded or
