@@ -45,7 +45,9 @@ pub struct Dataset {
     /// neither it nor a `_SuperblockVersion` other than 0).
     pub ncproperties: Option<String>,
     /// Bytes of every metadata object as last written or read (to write only changes).
-    written: HashMap<String, Vec<u8>>,
+    written: HashMap<String, Arc<[u8]>>,
+    /// Variables' metadata objects as last built (built again only when changed).
+    metadata_memo: format::write::VarObjectsMemo,
     /// Per-variable chunk caches, keyed by (group, varid).
     pub(crate) caches: HashMap<(usize, usize), ChunkCache>,
     /// Per-variable read-ahead of chunks read in sequence (datasets opened read-only).
@@ -68,6 +70,7 @@ impl Dataset {
             nofill_default: false,
             ncproperties: layout.nczarr.then(|| format::write::ncproperties(layout)),
             written: HashMap::new(),
+            metadata_memo: Default::default(),
             caches: HashMap::new(),
             read_ahead: HashMap::new(),
             group_paths: HashMap::new(),
@@ -172,7 +175,9 @@ impl Dataset {
             // the user asked for but the store lacks is written at the first sync.
             let missing = ds.layout.consolidated && !opened.has_zmetadata;
             let carrier = format::write::consolidated_key(ds.layout);
-            for (k, v) in format::write::metadata_objects(&ds.tree, ds.layout) {
+            for (k, v) in
+                format::write::metadata_objects(&ds.tree, ds.layout, &mut ds.metadata_memo)
+            {
                 if !(missing && k == carrier) {
                     ds.written.insert(k, v);
                 }
@@ -320,14 +325,22 @@ impl Dataset {
     /// variables are copied to their new paths first and deleted from the old ones last.
     pub fn write_metadata(&mut self) -> Result<()> {
         let copied = self.copy_renamed()?;
-        let mut objects = format::write::metadata_objects(&self.tree, self.layout);
+        let mut objects =
+            format::write::metadata_objects(&self.tree, self.layout, &mut self.metadata_memo);
         // Deepest first: arrays before the groups listing them; .zmetadata last.
         objects
             .sort_by_key(|(k, _)| (k == ".zmetadata", std::cmp::Reverse(k.matches('/').count())));
+        // An object built again compares its bytes; one reused is the very buffer written
+        // (each new buffer is remembered, so the next build that reuses it compares nothing).
+        let new_buffer: Vec<bool> = objects
+            .iter()
+            .map(|(k, v)| self.written.get(k).is_none_or(|w| !Arc::ptr_eq(w, v)))
+            .collect();
         let changed: Vec<(StoreKey, Vec<u8>)> = objects
             .iter()
-            .filter(|(k, v)| self.written.get(k) != Some(v))
-            .map(|(k, v)| Ok((StoreKey::new(k)?, v.clone())))
+            .zip(&new_buffer)
+            .filter(|((k, v), new)| **new && self.written.get(k).is_none_or(|w| w != v))
+            .map(|((k, v), _)| Ok((StoreKey::new(k)?, v.to_vec())))
             .collect::<Result<_>>()?;
         let attempted: Vec<StoreKey> = changed.iter().map(|(k, _)| k.clone()).collect();
         if let Err(e) = self.store.put_many(changed) {
@@ -337,9 +350,15 @@ impl Dataset {
             self.drop_copies(copied);
             return Err(e);
         }
-        let now_written: HashSet<String> = objects.iter().map(|(k, _)| k.clone()).collect();
-        for (k, v) in objects {
-            self.written.insert(k, v);
+        let now_written: HashSet<String> = if copied.is_empty() {
+            HashSet::new()
+        } else {
+            objects.iter().map(|(k, _)| k.clone()).collect()
+        };
+        for ((k, v), new) in objects.into_iter().zip(new_buffer) {
+            if new {
+                self.written.insert(k, v);
+            }
         }
         for g in self.tree.groups_preorder() {
             let path = self.tree.group_path(g);

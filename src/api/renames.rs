@@ -29,6 +29,13 @@ pub(crate) struct Copied {
     targets: HashSet<String>,
 }
 
+impl Copied {
+    /// True when nothing was copied.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.sources.is_empty()
+    }
+}
+
 impl Dataset {
     /// Copies the objects of every group and variable renamed since it was stored to the
     /// paths their names now give (an object below several renamed nodes goes where the

@@ -4,11 +4,15 @@
 //! Produces every metadata object of the dataset as `(key, JSON bytes)`; the caller decides
 //! which ones changed and writes those. Never touches chunks.
 
+mod memo;
 mod v3;
+
+pub use memo::VarObjectsMemo;
 
 use super::{Layout, attrs, dtype, non_finite, number};
 use crate::model::{GroupId, NcType, StringStorage, Tree, TypeClass, Var};
 use serde_json::{Map, Value, json};
+use std::sync::Arc;
 
 /// Reserved attribute marking the root of an NCZarr dataset.
 pub const SUPERBLOCK: &str = "_nczarr_superblock";
@@ -548,31 +552,65 @@ pub fn consolidated_key(layout: Layout) -> &'static str {
 }
 
 /// Every metadata object of the dataset, in a stable order: groups before their contents.
-pub fn metadata_objects(tree: &Tree, layout: Layout) -> Vec<(String, Vec<u8>)> {
+pub fn metadata_objects(
+    tree: &Tree,
+    layout: Layout,
+    memo: &mut VarObjectsMemo,
+) -> Vec<(String, Arc<[u8]>)> {
     if layout.zarr_v3 {
         return v3::metadata_objects(tree, layout)
             .into_iter()
-            .map(|(k, v)| (k, to_bytes(&v)))
+            .map(|(k, v)| (k, Arc::from(to_bytes(&v))))
             .collect();
     }
-    let mut objects = Vec::new();
+    let mut out: Vec<(String, Arc<[u8]>)> = Vec::new();
+    let mut consolidated = Map::new();
+    let mut take = |k: String, v: Value, bytes: Arc<[u8]>| {
+        if layout.consolidated {
+            consolidated.insert(k.clone(), v);
+        }
+        out.push((k, bytes));
+    };
     for g in tree.groups_preorder() {
+        let mut objects = Vec::new();
         group_objects(tree, g, layout, &mut objects);
+        for (k, v) in objects {
+            let bytes = Arc::from(to_bytes(&v));
+            take(k, v, bytes);
+        }
         for var in &tree.group(g).vars {
-            var_objects(tree, g, var, layout, &mut objects);
+            let build = || {
+                let mut objects = Vec::new();
+                var_objects(tree, g, var, layout, &mut objects);
+                objects
+                    .into_iter()
+                    .map(|(k, v)| {
+                        let bytes = Arc::from(to_bytes(&v));
+                        (k, v, bytes)
+                    })
+                    .collect()
+            };
+            if memo::memoizable(var) {
+                let path = var_path(tree, g, var);
+                for (k, v, bytes) in memo.objects(tree, &path, var, layout, build) {
+                    let v = if layout.consolidated {
+                        v.clone()
+                    } else {
+                        Value::Null
+                    };
+                    take(k.clone(), v, bytes.clone());
+                }
+            } else {
+                for (k, v, bytes) in build() {
+                    take(k, v, bytes);
+                }
+            }
         }
     }
-    let mut out: Vec<(String, Vec<u8>)> = objects
-        .iter()
-        .map(|(k, v)| (k.clone(), to_bytes(v)))
-        .collect();
+    memo.finish_build();
     if layout.consolidated {
-        let mut meta = Map::new();
-        for (k, v) in objects {
-            meta.insert(k, v);
-        }
-        let z = json!({ "metadata": meta, "zarr_consolidated_format": 1 });
-        out.push((".zmetadata".into(), to_bytes(&z)));
+        let z = json!({ "metadata": consolidated, "zarr_consolidated_format": 1 });
+        out.push((".zmetadata".into(), Arc::from(to_bytes(&z))));
     }
     out
 }

@@ -1,0 +1,192 @@
+//! The metadata objects of each variable as last built, reused while what they are built from
+//! is unchanged.
+//!
+//! netCDF4-python and xarray write a dataset one variable at a time, each define mode left to
+//! write its values, and every define mode left stores the metadata: building the objects of
+//! every variable each time made writing n variables cost n² object builds. A variable's
+//! objects (Zarr v2: `.zarray` and `.zattrs`) are built from the variable itself, the names,
+//! full names and lengths of its dimensions, its path and the layout; an entry is reused only
+//! while all of these compare equal. Variables of user-defined types, or with attributes of
+//! them, also depend on the dataset's type definitions and are always built again.
+//!
+//! Knows nothing of stores; [`super::metadata_objects`] decides what is built.
+
+use super::super::Layout;
+use crate::model::{Tree, Var};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::collections::hash_map::Entry::{Occupied, Vacant};
+use std::sync::Arc;
+
+/// One variable's metadata objects: key, JSON and the bytes written.
+pub(super) type VarObjects = Vec<(String, Value, Arc<[u8]>)>;
+
+/// What a variable's objects were built from, besides its path (the entry's key).
+#[derive(Debug, PartialEq)]
+struct Inputs {
+    var: Var,
+    /// Each dimension's full name and length.
+    dims: Vec<(String, u64)>,
+    layout: Layout,
+}
+
+#[derive(Debug)]
+struct Entry {
+    inputs: Inputs,
+    objects: VarObjects,
+    /// Whether the last build visited this entry (entries of variables gone are dropped).
+    seen: bool,
+}
+
+/// Variables' objects by the variable's path.
+#[derive(Debug, Default)]
+pub struct VarObjectsMemo {
+    entries: HashMap<String, Entry>,
+}
+
+/// True when `var`'s objects depend on nothing of the tree but its dimensions (no
+/// user-defined type is involved).
+pub(super) fn memoizable(var: &Var) -> bool {
+    var.record.is_none()
+        && var.enum_type.is_none()
+        && var.vlen.is_none()
+        && var.atts.iter().all(|a| a.user_type.is_none())
+}
+
+impl VarObjectsMemo {
+    /// The objects of `var` (one [`memoizable`]) at `path`: the ones built last time when
+    /// nothing they are built from changed, else those `build` gives, remembered for next
+    /// time.
+    pub(super) fn objects(
+        &mut self,
+        tree: &Tree,
+        path: &str,
+        var: &Var,
+        layout: Layout,
+        build: impl FnOnce() -> VarObjects,
+    ) -> &VarObjects {
+        let dims: Vec<(String, u64)> = var
+            .dims
+            .iter()
+            .map(|d| (tree.dim_fqn(*d), tree.dim(*d).len))
+            .collect();
+        let same =
+            |e: &Entry| e.inputs.layout == layout && e.inputs.dims == dims && e.inputs.var == *var;
+        let entry = match self.entries.entry(path.to_string()) {
+            Occupied(o) if same(o.get()) => o.into_mut(),
+            slot => {
+                let fresh = Entry {
+                    inputs: Inputs {
+                        var: var.clone(),
+                        dims,
+                        layout,
+                    },
+                    objects: build(),
+                    seen: true,
+                };
+                match slot {
+                    Occupied(mut o) => {
+                        o.insert(fresh);
+                        o.into_mut()
+                    }
+                    Vacant(v) => v.insert(fresh),
+                }
+            }
+        };
+        entry.seen = true;
+        &entry.objects
+    }
+
+    /// Drops the entries the build just finished did not visit, and starts the next.
+    pub(super) fn finish_build(&mut self) {
+        self.entries.retain(|_, e| std::mem::take(&mut e.seen));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{VarObjectsMemo, metadata_objects};
+    use crate::format::Layout;
+    use crate::model::{Att, DimId, NcType, Tree, Values, Var};
+
+    /// A change to a tree, and what it is.
+    type Change = (&'static str, Box<dyn Fn(&mut Tree)>);
+
+    fn layouts() -> Vec<Layout> {
+        let mut all = Vec::new();
+        for nczarr in [false, true] {
+            for consolidated in [false, true] {
+                all.push(Layout {
+                    nczarr,
+                    xarray: true,
+                    consolidated,
+                    zarr_v3: false,
+                });
+            }
+        }
+        all
+    }
+
+    /// After each change, the objects built with the memo kept from the builds before are
+    /// those a build from nothing gives.
+    #[test]
+    fn reused_objects_are_those_a_fresh_build_gives() {
+        for layout in layouts() {
+            let mut tree = Tree::new();
+            let x = tree.add_dim(Tree::ROOT, "x", 4, true);
+            let y = tree.add_dim(Tree::ROOT, "y", 3, false);
+            for name in ["a", "b"] {
+                let mut var = Var::new(name, NcType::Int, vec![x, y]);
+                var.chunks = vec![1, 3];
+                tree.group_mut(Tree::ROOT).vars.push(var);
+            }
+            let mut memo = VarObjectsMemo::default();
+            let changes: Vec<Change> = vec![
+                ("nothing", Box::new(|_| {})),
+                (
+                    "an unlimited dimension grows",
+                    Box::new(move |t| t.dims[x.0].len = 9),
+                ),
+                (
+                    "a dimension is renamed",
+                    Box::new(move |t| t.dims[y.0].name = "z".into()),
+                ),
+                (
+                    "an attribute is added",
+                    Box::new(|t| {
+                        let att = Att::new("units", Values::text("m"));
+                        t.group_mut(Tree::ROOT).vars[1].atts.push(att);
+                    }),
+                ),
+                (
+                    "a variable is renamed",
+                    Box::new(|t| t.group_mut(Tree::ROOT).vars[0].name = "c".into()),
+                ),
+                (
+                    "a variable is added",
+                    Box::new(|t| {
+                        let var = Var::new("d", NcType::Double, vec![DimId(1)]);
+                        t.group_mut(Tree::ROOT).vars.push(var);
+                    }),
+                ),
+                (
+                    "a variable is removed",
+                    Box::new(|t| {
+                        t.group_mut(Tree::ROOT).vars.remove(1);
+                    }),
+                ),
+            ];
+            for (what, change) in changes {
+                change(&mut tree);
+                let memoized = metadata_objects(&tree, layout, &mut memo);
+                let fresh = metadata_objects(&tree, layout, &mut VarObjectsMemo::default());
+                assert_eq!(memoized, fresh, "{what} ({layout:?})");
+            }
+            assert_eq!(
+                memo.entries.len(),
+                2,
+                "entries of variables gone are dropped"
+            );
+        }
+    }
+}
