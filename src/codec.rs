@@ -11,9 +11,11 @@ mod blosc;
 mod bz2;
 mod crc32c;
 mod delta;
+mod fixed_scale_offset;
 mod fletcher32;
 mod gzip;
 mod half_floats;
+mod numeric;
 pub use half_floats::{HalfFloats, past_half_range};
 mod lz4;
 mod params;
@@ -135,6 +137,11 @@ pub trait Codec: Send + Sync + std::fmt::Debug {
     fn holds_nothing(&self, _encoded: &[u8]) -> bool {
         false
     }
+    /// The size of the elements this codec's output holds, when it differs from its
+    /// input's (codecs after it in a chain see elements of this size).
+    fn encoded_elem_size(&self) -> Option<usize> {
+        None
+    }
     /// The encoded length of `n` bytes when it depends only on `n`.
     fn encoded_len(&self, _n: usize) -> Option<usize> {
         None
@@ -235,6 +242,7 @@ pub fn from_config(cfg: &Config, ctx: Context) -> Result<Arc<dyn Codec>> {
         "bz2" => Arc::new(bz2::Bz2::from_config(cfg)?),
         "shuffle" => Arc::new(shuffle::Shuffle::from_config(cfg, ctx)?),
         "delta" => Arc::new(delta::Delta::from_config(cfg)?),
+        fixed_scale_offset::ID => Arc::new(fixed_scale_offset::FixedScaleOffset::from_config(cfg)?),
         "fletcher32" => Arc::new(fletcher32::Fletcher32::from_config(cfg)?),
         crc32c::ID => Arc::new(crc32c::Crc32c::from_config(cfg)?),
         sharding::ID => Arc::new(sharding::Sharding::from_config(cfg, ctx)?),
@@ -309,6 +317,9 @@ impl Chain {
             let codec = from_config(cfg, ctx).map_err(|e| name_var(e, var))?;
             if is_object_codec(codec.id()) {
                 ctx = Context { elem_size: 1 };
+            }
+            if let Some(elem_size) = codec.encoded_elem_size() {
+                ctx = Context { elem_size };
             }
             chain.push(codec);
         }

@@ -7,7 +7,9 @@
 //!   and must hold the CDL's values;
 //! - stores netcdf-c 4.10.1 writes with its plugins (including its `shuffle` with
 //!   `"elementsize": 0`) are read with the CDL's values;
-//! - an unknown codec fails only its variable, with NC_ENOFILTER and the codec's name.
+//! - an unknown codec fails only its variable, with NC_ENOFILTER and the codec's name;
+//! - values netCDF4-python writes into an array zarr-python stored with `fixedscaleoffset`
+//!   are stored as numcodecs stores them.
 
 mod common;
 
@@ -410,4 +412,53 @@ fn corrupt_chunks_are_filter_errors() {
             r.stderr
         );
     }
+}
+
+/// Creates an array stored with `fixedscaleoffset` (float64 as uint16 hundredths above 1000)
+/// and zlib, with zarr-python 2.
+const PACKED_CREATE: &str = r#"
+import sys, numcodecs, zarr
+root = zarr.open_group(sys.argv[1], mode="w")
+fso = numcodecs.FixedScaleOffset(offset=1000, scale=100, dtype="<f8", astype="<u2")
+a = root.create_dataset("packed", shape=(8,), chunks=(3,), dtype="<f8", filters=[fso],
+                        compressor=numcodecs.Zlib(level=1), fill_value=None)
+a[:] = 1000.0
+a.attrs["_ARRAY_DIMENSIONS"] = ["n"]
+"#;
+
+/// The values netCDF4-python writes, as Python literals.
+const PACKED_VALUES: &str =
+    "[1000.004, 1000.015, 1001.5, 1005.255, 1000.0, 1010.0, 1000.125, 1655.35]";
+
+/// Writes PACKED_VALUES into the array through netCDF4-python (the library preloaded).
+const PACKED_WRITE: &str = r#"
+import sys, netCDF4
+with netCDF4.Dataset(sys.argv[1], "r+") as ds:
+    ds["packed"][:] = eval(sys.argv[2])
+"#;
+
+/// Prints what zarr-python reads and what numcodecs makes of the same values, as JSON.
+const PACKED_READ: &str = r#"
+import json, sys, numcodecs, numpy as np, zarr
+a = zarr.open_group(sys.argv[1], mode="r")["packed"]
+fso = numcodecs.FixedScaleOffset(offset=1000, scale=100, dtype="<f8", astype="<u2")
+want = fso.decode(fso.encode(np.array(eval(sys.argv[2]), dtype="<f8")))
+print(json.dumps({"read": a[:].tolist(), "numcodecs": want.tolist()}))
+"#;
+
+#[test]
+fn values_written_into_fixedscaleoffset_arrays_are_stored_as_numcodecs_stores_them() {
+    let dir = scratch("fixedscaleoffset-writes");
+    let store = dir.path().join("packed.zarr");
+    let path = store.to_str().unwrap();
+    common::python::run_script("zarr2", PACKED_CREATE, &[path]).unwrap_or_else(|e| panic!("{e}"));
+    common::python::run_netcdf4_preloaded(PACKED_WRITE, &[path, PACKED_VALUES])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let out = common::python::run_script("zarr2", PACKED_READ, &[path, PACKED_VALUES])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let got: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(got["read"], got["numcodecs"], "{got}");
+    let dump = ncdump_var(Host::Ours, &url(&store, "zarr,file"), "packed").unwrap();
+    let want: Vec<f64> = serde_json::from_value(got["numcodecs"].clone()).unwrap();
+    assert!(same(&dump, &want), "ncdump {dump:?}, numcodecs {want:?}");
 }

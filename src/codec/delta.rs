@@ -2,25 +2,16 @@
 //! the numeric type `dtype` (wrapping for integers). An `astype` other than `dtype` (a
 //! narrowing cast of the differences) is refused.
 
+use super::numeric::{Kind, Numeric};
 use super::{Codec, Config, bad_config, failed, params, past_limit};
 use crate::error::Result;
 use serde_json::Value;
 
 const ID: &str = "delta";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Int,
-    Uint,
-    Float,
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Delta {
-    dtype: String,
-    kind: Kind,
-    size: usize,
-    big: bool,
+    dtype: Numeric,
 }
 
 impl Delta {
@@ -36,71 +27,28 @@ impl Delta {
                 format!("astype {astype} differs from dtype {dtype}"),
             ));
         }
-        let bytes = dtype.as_bytes();
-        let (order, rest) = match bytes.first() {
-            Some(b'<' | b'>' | b'|' | b'=') => (bytes[0], &dtype[1..]),
-            _ => (b'<', dtype.as_str()),
-        };
-        let kind = match rest.as_bytes().first() {
-            Some(b'i') => Kind::Int,
-            Some(b'u') => Kind::Uint,
-            Some(b'f') => Kind::Float,
-            _ => return Err(bad_config(ID, format!("dtype {dtype} is not numeric"))),
-        };
-        let size: usize = rest[1..]
-            .parse()
-            .map_err(|_| bad_config(ID, format!("dtype {dtype} has no size")))?;
-        let ok = match kind {
-            Kind::Float => matches!(size, 4 | 8),
-            _ => matches!(size, 1 | 2 | 4 | 8),
-        };
-        if !ok {
-            return Err(bad_config(ID, format!("dtype {dtype} is not supported")));
-        }
         Ok(Delta {
-            dtype,
-            kind,
-            size,
-            big: order == b'>',
+            dtype: Numeric::parse(ID, &dtype)?,
         })
     }
 
     fn check(&self, buf: &[u8]) -> Result<()> {
-        if !buf.len().is_multiple_of(self.size) {
+        if !buf.len().is_multiple_of(self.dtype.size) {
             return Err(failed(
                 ID,
                 format!(
                     "{} bytes is not a whole number of {}",
                     buf.len(),
-                    self.dtype
+                    self.dtype.text
                 ),
             ));
         }
         Ok(())
     }
 
-    fn read(&self, b: &[u8]) -> u64 {
-        let mut w = [0u8; 8];
-        if self.big {
-            w[8 - self.size..].copy_from_slice(b);
-            u64::from_be_bytes(w)
-        } else {
-            w[..self.size].copy_from_slice(b);
-            u64::from_le_bytes(w)
-        }
-    }
-
-    fn write(&self, v: u64, out: &mut [u8]) {
-        if self.big {
-            out.copy_from_slice(&v.to_be_bytes()[8 - self.size..]);
-        } else {
-            out.copy_from_slice(&v.to_le_bytes()[..self.size]);
-        }
-    }
-
     /// Combines two raw element values (`sub` = difference, else sum) in the element type.
     fn combine(&self, a: u64, b: u64, sub: bool) -> u64 {
-        match (self.kind, self.size) {
+        match (self.dtype.kind, self.dtype.size) {
             (Kind::Float, 4) => {
                 let (x, y) = (f32::from_bits(a as u32), f32::from_bits(b as u32));
                 u64::from((if sub { x - y } else { x + y }).to_bits())
@@ -115,10 +63,10 @@ impl Delta {
                 } else {
                     a.wrapping_add(b)
                 };
-                if self.size == 8 {
+                if self.dtype.size == 8 {
                     r
                 } else {
-                    r & ((1u64 << (8 * self.size)) - 1)
+                    r & ((1u64 << (8 * self.dtype.size)) - 1)
                 }
             }
         }
@@ -134,8 +82,8 @@ impl Codec for Delta {
         params::config(
             ID,
             &[
-                ("dtype", Value::from(self.dtype.as_str())),
-                ("astype", Value::from(self.dtype.as_str())),
+                ("dtype", Value::from(self.dtype.text.as_str())),
+                ("astype", Value::from(self.dtype.text.as_str())),
             ],
         )
     }
@@ -150,11 +98,11 @@ impl Codec for Delta {
         out.extend_from_slice(raw);
         let mut prev = 0u64;
         for (i, o) in raw
-            .chunks_exact(self.size)
-            .zip(out.chunks_exact_mut(self.size))
+            .chunks_exact(self.dtype.size)
+            .zip(out.chunks_exact_mut(self.dtype.size))
         {
-            let v = self.read(i);
-            self.write(self.combine(v, prev, true), o);
+            let v = self.dtype.read(i);
+            self.dtype.write(self.combine(v, prev, true), o);
             prev = v;
         }
         Ok(())
@@ -170,14 +118,14 @@ impl Codec for Delta {
         }
         let mut out = encoded.to_vec();
         let mut acc = 0u64;
-        for (n, o) in out.chunks_exact_mut(self.size).enumerate() {
-            let d = self.read(o);
+        for (n, o) in out.chunks_exact_mut(self.dtype.size).enumerate() {
+            let d = self.dtype.read(o);
             acc = if n == 0 {
                 d
             } else {
                 self.combine(acc, d, false)
             };
-            self.write(acc, o);
+            self.dtype.write(acc, o);
         }
         Ok(out)
     }
@@ -219,7 +167,7 @@ mod tests {
             let d = Delta::from_config(&cfg(dt)).unwrap();
             let raw: Vec<u8> = (0..64u8).map(|i| i.wrapping_mul(37)).collect();
             let back = d.decode(&d.encode(&raw).unwrap(), raw.len()).unwrap();
-            if d.kind == Kind::Float {
+            if d.dtype.kind == Kind::Float {
                 assert_eq!(back.len(), raw.len());
             } else {
                 assert_eq!(back, raw, "{dt}");

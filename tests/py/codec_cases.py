@@ -51,6 +51,11 @@ def cases():
         ("fletcher32", "<i4", None, [c.Fletcher32()]),
         ("fletcher32_zstd", "<i8", c.Zstd(level=1), [c.Fletcher32()]),
         ("big_endian_zlib", ">i4", c.Zlib(level=3), [c.Shuffle(elementsize=4)]),
+        ("fixedscaleoffset_i2_zlib", "<f8", c.Zlib(level=1),
+         [c.FixedScaleOffset(offset=-100, scale=10, dtype="<f8", astype="<i2")]),
+        ("fixedscaleoffset_f4_u2_shuffle", "<f4", c.Zlib(level=1),
+         [c.FixedScaleOffset(offset=-10, scale=20, dtype="<f4", astype="<u2"),
+          c.Shuffle(elementsize=2)]),
     ]
 
 
