@@ -15,6 +15,7 @@ mod fixed_scale_offset;
 mod fletcher32;
 mod gzip;
 mod half_floats;
+mod numcodecs_quantize;
 mod numeric;
 pub use half_floats::{HalfFloats, past_half_range};
 mod lz4;
@@ -243,6 +244,9 @@ pub fn from_config(cfg: &Config, ctx: Context) -> Result<Arc<dyn Codec>> {
         "shuffle" => Arc::new(shuffle::Shuffle::from_config(cfg, ctx)?),
         "delta" => Arc::new(delta::Delta::from_config(cfg)?),
         fixed_scale_offset::ID => Arc::new(fixed_scale_offset::FixedScaleOffset::from_config(cfg)?),
+        numcodecs_quantize::ID => {
+            Arc::new(numcodecs_quantize::NumcodecsQuantize::from_config(cfg)?)
+        }
         "fletcher32" => Arc::new(fletcher32::Fletcher32::from_config(cfg)?),
         crc32c::ID => Arc::new(crc32c::Crc32c::from_config(cfg)?),
         sharding::ID => Arc::new(sharding::Sharding::from_config(cfg, ctx)?),

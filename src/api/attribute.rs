@@ -88,7 +88,9 @@ impl Dataset {
                 let list: Vec<serde_json::Value> =
                     configs.into_iter().map(serde_json::Value::Object).collect();
                 // NUL-terminated, as netcdf-c hands it out: ncdump prints it as a C string.
-                let mut text = serde_json::Value::Array(list).to_string().into_bytes();
+                let mut text =
+                    crate::format::non_finite::json_text(&serde_json::Value::Array(list))
+                        .into_bytes();
                 text.push(0);
                 Some(Values::fixed(NcType::Char, text))
             }

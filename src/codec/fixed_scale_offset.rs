@@ -1,14 +1,16 @@
 //! `fixedscaleoffset` (numcodecs): each value `x` of numeric type `dtype` stored as
 //! `round((x - offset) * scale)` in numeric type `astype` (commonly a narrower integer type:
 //! float64 temperatures as uint16 hundredths). Decoding gives `stored / scale + offset` in
-//! `dtype`. The arithmetic is done in doubles, rounding halves to even as numpy's `around`;
-//! a value out of `astype`'s range saturates (numcodecs leaves that undefined).
+//! `dtype`. The arithmetic is numpy's: in floats when the values it starts from are floats
+//! (`dtype` when encoding, `astype` when decoding; the offset and scale taken as floats too),
+//! else in doubles, rounding halves to even as numpy's `around`; a value out of `astype`'s
+//! range saturates (numcodecs leaves that undefined).
 //!
 //! The only codec here whose output has another element size than its input: codecs after
 //! it in a chain see elements of `astype` ([`Codec::encoded_elem_size`]).
 
-use super::numeric::Numeric;
-use super::{Codec, Config, bad_config, failed, params, past_limit};
+use super::numeric::{self, Kind, Numeric};
+use super::{Codec, Config, bad_config, params, past_limit};
 use crate::error::Result;
 use serde_json::Value;
 
@@ -61,28 +63,6 @@ impl FixedScaleOffset {
             astype: Numeric::parse(ID, &astype)?,
         })
     }
-
-    /// `n` bytes of `from` elements as a count of elements, or the error naming them.
-    fn elements(n: usize, from: &Numeric) -> Result<usize> {
-        if n.is_multiple_of(from.size) {
-            Ok(n / from.size)
-        } else {
-            Err(failed(
-                ID,
-                format!("{n} bytes is not a whole number of {}", from.text),
-            ))
-        }
-    }
-
-    /// Each element of `input` (of type `from`) through `f`, written as `to` into `out`.
-    fn map(input: &[u8], from: &Numeric, to: &Numeric, out: &mut [u8], f: impl Fn(f64) -> f64) {
-        for (i, o) in input
-            .chunks_exact(from.size)
-            .zip(out.chunks_exact_mut(to.size))
-        {
-            to.write(to.bits(f(from.value(from.read(i)))), o);
-        }
-    }
 }
 
 impl Codec for FixedScaleOffset {
@@ -107,18 +87,25 @@ impl Codec for FixedScaleOffset {
     }
 
     fn encode_into(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
-        let n = Self::elements(raw.len(), &self.dtype)?;
+        let n = numeric::count(ID, raw.len(), &self.dtype)?;
         out.clear();
         out.resize(n * self.astype.size, 0);
         let (offset, scale) = (self.offset, self.scale);
-        Self::map(raw, &self.dtype, &self.astype, out, |x| {
-            ((x - offset) * scale).round_ties_even()
-        });
+        if self.dtype.kind == Kind::Float && self.dtype.size == 4 {
+            let (offset, scale) = (offset as f32, scale as f32);
+            numeric::convert(raw, &self.dtype, &self.astype, out, |x| {
+                f64::from(((x as f32 - offset) * scale).round_ties_even())
+            });
+        } else {
+            numeric::convert(raw, &self.dtype, &self.astype, out, |x| {
+                ((x - offset) * scale).round_ties_even()
+            });
+        }
         Ok(())
     }
 
     fn decode(&self, encoded: &[u8], limit: usize) -> Result<Vec<u8>> {
-        let n = Self::elements(encoded.len(), &self.astype)?;
+        let n = numeric::count(ID, encoded.len(), &self.astype)?;
         let bytes = n.saturating_mul(self.dtype.size);
         if bytes > limit {
             return Err(past_limit(
@@ -128,9 +115,16 @@ impl Codec for FixedScaleOffset {
         }
         let mut out = vec![0u8; bytes];
         let (offset, scale) = (self.offset, self.scale);
-        Self::map(encoded, &self.astype, &self.dtype, &mut out, |x| {
-            x / scale + offset
-        });
+        if self.astype.kind == Kind::Float && self.astype.size == 4 {
+            let (offset, scale) = (offset as f32, scale as f32);
+            numeric::convert(encoded, &self.astype, &self.dtype, &mut out, |x| {
+                f64::from(x as f32 / scale + offset)
+            });
+        } else {
+            numeric::convert(encoded, &self.astype, &self.dtype, &mut out, |x| {
+                x / scale + offset
+            });
+        }
         Ok(out)
     }
 
@@ -195,6 +189,24 @@ mod tests {
             .map(|b| i16::from_be_bytes(b.try_into().unwrap()))
             .collect();
         assert_eq!(ints, [0, 2, 2, 0]);
+    }
+
+    #[test]
+    fn float32_values_are_computed_in_float32_as_numpy_does() {
+        // numcodecs stores [176, 24, 4]: (17.55f - 0) * 10f lands on the half in float32.
+        let c = codec(0.0, 10.0, "<f4", "<i2");
+        let raw: Vec<u8> = [17.55f32, 2.45, 0.35]
+            .iter()
+            .flat_map(|x| x.to_le_bytes())
+            .collect();
+        assert_eq!(c.encode(&raw).unwrap(), [176, 0, 24, 0, 4, 0]);
+        // Stored float32 values are decoded in float32, then widened.
+        let c = codec(0.1, 3.0, "<f8", "<f4");
+        let back = c.decode(&0f32.to_le_bytes(), 8).unwrap();
+        assert_eq!(
+            f64::from_le_bytes(back.try_into().unwrap()),
+            f64::from(0.1f32)
+        );
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The numpy numeric dtypes numcodecs filters name in their configurations (`"<f8"`, `"|u1"`,
 //! `">i2"`): parsing them, and reading and writing one element of such a type.
 
-use super::{Result, bad_config};
+use super::{Result, bad_config, failed};
 
 /// The kind of a numeric element.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,6 +106,28 @@ impl Numeric {
             (Kind::Uint, 4) => u64::from(x as u32),
             (Kind::Uint, _) => x as u64,
         }
+    }
+}
+
+/// How many elements of `dtype` `n` bytes hold, an error of `codec` when not a whole number.
+pub fn count(codec: &str, n: usize, dtype: &Numeric) -> Result<usize> {
+    if n.is_multiple_of(dtype.size) {
+        Ok(n / dtype.size)
+    } else {
+        Err(failed(
+            codec,
+            format!("{n} bytes is not a whole number of {}", dtype.text),
+        ))
+    }
+}
+
+/// Each element of `input` (of type `from`) through `f`, written as `to` into `out`.
+pub fn convert(input: &[u8], from: &Numeric, to: &Numeric, out: &mut [u8], f: impl Fn(f64) -> f64) {
+    for (i, o) in input
+        .chunks_exact(from.size)
+        .zip(out.chunks_exact_mut(to.size))
+    {
+        to.write(to.bits(f(from.value(from.read(i)))), o);
     }
 }
 

@@ -61,7 +61,8 @@ pub fn is_marked(v: &Value) -> bool {
 /// `json` (serde_json's output) with each marked string written as its bare literal.
 ///
 /// serde_json escapes every `"` inside a string, so a `"` followed by the mark opens a string
-/// and a literal followed by a `"` closes it: a match is always one whole marked string.
+/// and a literal followed by a `"` closes it: a match is always one whole marked string. A
+/// key (a string followed by `:`) is left a string.
 pub fn unmarked_json(json: Vec<u8>) -> Vec<u8> {
     let mut mark = [0u8; 4];
     let mark = MARK.encode_utf8(&mut mark).as_bytes();
@@ -74,9 +75,12 @@ pub fn unmarked_json(json: Vec<u8>) -> Vec<u8> {
     let mut rest = json.as_slice();
     while let Some(at) = rest.windows(opening.len()).position(|w| w == opening) {
         let after = &rest[at + opening.len()..];
-        let closed = LITERALS
-            .iter()
-            .find(|l| after.starts_with(l.as_bytes()) && after.get(l.len()) == Some(&b'"'));
+        // A key stays a string: JSON has no bare keys.
+        let closed = LITERALS.iter().find(|l| {
+            after.starts_with(l.as_bytes())
+                && after.get(l.len()) == Some(&b'"')
+                && after.get(l.len() + 1) != Some(&b':')
+        });
         match closed {
             Some(l) => {
                 out.extend_from_slice(&rest[..at]);
@@ -120,12 +124,13 @@ mod tests {
             "s": "NaN",
             "quoted": format!("\"{MARK}NaN\""),
             "longer": format!("{MARK}NaNs"),
+            (format!("{MARK}NaN")): 1,
         });
         let text = String::from_utf8(unmarked_json(serde_json::to_vec(&v).unwrap())).unwrap();
         assert_eq!(
             text,
             format!(
-                r#"{{"n":NaN,"l":[1.5,Infinity,-Infinity],"s":"NaN","quoted":"\"{MARK}NaN\"","longer":"{MARK}NaNs"}}"#
+                r#"{{"n":NaN,"l":[1.5,Infinity,-Infinity],"s":"NaN","quoted":"\"{MARK}NaN\"","longer":"{MARK}NaNs","{MARK}NaN":1}}"#
             )
         );
     }

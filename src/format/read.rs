@@ -1081,7 +1081,10 @@ fn array_dimensions(zattrs: &Obj) -> Option<Vec<Option<String>>> {
         .and_then(Json::as_array)
         .and_then(|a| {
             a.iter()
-                .map(|x| x.as_str().map(|s| Some(s.to_string())))
+                .map(|x| {
+                    x.as_str()
+                        .map(|s| Some(super::non_finite::text(s).into_owned()))
+                })
                 .collect()
         })
 }

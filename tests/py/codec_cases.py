@@ -56,6 +56,9 @@ def cases():
         ("fixedscaleoffset_f4_u2_shuffle", "<f4", c.Zlib(level=1),
          [c.FixedScaleOffset(offset=-10, scale=20, dtype="<f4", astype="<u2"),
           c.Shuffle(elementsize=2)]),
+        ("quantize_f8_as_f4_zlib", "<f8", c.Zlib(level=1),
+         [c.Quantize(digits=3, dtype="<f8", astype="<f4")]),
+        ("quantize_f4", "<f4", None, [c.Quantize(digits=2, dtype="<f4")]),
     ]
 
 

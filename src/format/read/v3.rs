@@ -448,6 +448,17 @@ impl<'a> Codecs<'a> {
                 }
             }
         }
+        // These work on values of the numpy dtype they name, where Zarr v3 serialises with
+        // `bytes` after them: served only as stored little-endian (zarr-python's default).
+        let typed = out.filters.iter().find_map(|f| {
+            let id = f.get("id").and_then(Json::as_str)?;
+            ["delta", "fixedscaleoffset", "quantize"]
+                .contains(&id)
+                .then(|| id.to_string())
+        });
+        if let (Some(id), Some(true)) = (typed, out.big_endian) {
+            out.refuse(format!("numcodecs.{id} before a big-endian bytes codec"));
+        }
         out
     }
 
@@ -958,6 +969,14 @@ mod tests {
                 "[]",
                 r#", "chunk_grid": {"name": "rectilinear"}"#,
                 "chunk grid",
+            ),
+            (
+                r#""float64""#,
+                r#"[{"name": "numcodecs.fixedscaleoffset", "configuration":
+                    {"offset": 0, "scale": 10, "dtype": "<f8", "astype": "<u2"}},
+                    {"name": "bytes", "configuration": {"endian": "big"}}]"#,
+                "",
+                "fixedscaleoffset before a big-endian bytes",
             ),
         ] {
             // A key given twice keeps its last value.
