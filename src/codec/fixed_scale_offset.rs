@@ -10,7 +10,7 @@
 //! it in a chain see elements of `astype` ([`Codec::encoded_elem_size`]).
 
 use super::numeric::{self, Kind, Numeric};
-use super::{Codec, Config, bad_config, params, past_limit};
+use super::{Codec, Config, bad_config, params};
 use crate::error::Result;
 use serde_json::Value;
 
@@ -87,45 +87,31 @@ impl Codec for FixedScaleOffset {
     }
 
     fn encode_into(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
-        let n = numeric::count(ID, raw.len(), &self.dtype)?;
-        out.clear();
-        out.resize(n * self.astype.size, 0);
+        let types = (&self.dtype, &self.astype);
         let (offset, scale) = (self.offset, self.scale);
         if self.dtype.kind == Kind::Float && self.dtype.size == 4 {
             let (offset, scale) = (offset as f32, scale as f32);
-            numeric::convert(raw, &self.dtype, &self.astype, out, |x| {
+            numeric::recode_into(ID, raw, types, out, |x| {
                 f64::from(((x as f32 - offset) * scale).round_ties_even())
-            });
+            })
         } else {
-            numeric::convert(raw, &self.dtype, &self.astype, out, |x| {
+            numeric::recode_into(ID, raw, types, out, |x| {
                 ((x - offset) * scale).round_ties_even()
-            });
+            })
         }
-        Ok(())
     }
 
     fn decode(&self, encoded: &[u8], limit: usize) -> Result<Vec<u8>> {
-        let n = numeric::count(ID, encoded.len(), &self.astype)?;
-        let bytes = n.saturating_mul(self.dtype.size);
-        if bytes > limit {
-            return Err(past_limit(
-                ID,
-                format!("{bytes} bytes, more than the expected {limit}"),
-            ));
-        }
-        let mut out = vec![0u8; bytes];
+        let types = (&self.astype, &self.dtype);
         let (offset, scale) = (self.offset, self.scale);
         if self.astype.kind == Kind::Float && self.astype.size == 4 {
             let (offset, scale) = (offset as f32, scale as f32);
-            numeric::convert(encoded, &self.astype, &self.dtype, &mut out, |x| {
+            numeric::recoded(ID, encoded, types, limit, |x| {
                 f64::from(x as f32 / scale + offset)
-            });
+            })
         } else {
-            numeric::convert(encoded, &self.astype, &self.dtype, &mut out, |x| {
-                x / scale + offset
-            });
+            numeric::recoded(ID, encoded, types, limit, |x| x / scale + offset)
         }
-        Ok(out)
     }
 
     fn encoded_len(&self, n: usize) -> Option<usize> {

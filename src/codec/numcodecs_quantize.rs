@@ -5,7 +5,7 @@
 //! ([`super::quantize`]), which records its algorithm in attributes and needs no codec.
 
 use super::numeric::{self, Kind, Numeric};
-use super::{Codec, Config, bad_config, params, past_limit};
+use super::{Codec, Config, bad_config, params};
 use crate::error::Result;
 use serde_json::Value;
 
@@ -84,28 +84,14 @@ impl Codec for NumcodecsQuantize {
     }
 
     fn encode_into(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
-        let n = numeric::count(ID, raw.len(), &self.dtype)?;
-        out.clear();
-        out.resize(n * self.astype.size, 0);
         let scale = self.scale;
-        numeric::convert(raw, &self.dtype, &self.astype, out, |x| {
+        numeric::recode_into(ID, raw, (&self.dtype, &self.astype), out, |x| {
             (scale * x).round_ties_even() / scale
-        });
-        Ok(())
+        })
     }
 
     fn decode(&self, encoded: &[u8], limit: usize) -> Result<Vec<u8>> {
-        let n = numeric::count(ID, encoded.len(), &self.astype)?;
-        let bytes = n.saturating_mul(self.dtype.size);
-        if bytes > limit {
-            return Err(past_limit(
-                ID,
-                format!("{bytes} bytes, more than the expected {limit}"),
-            ));
-        }
-        let mut out = vec![0u8; bytes];
-        numeric::convert(encoded, &self.astype, &self.dtype, &mut out, |x| x);
-        Ok(out)
+        numeric::recoded(ID, encoded, (&self.astype, &self.dtype), limit, |x| x)
     }
 
     fn encoded_len(&self, n: usize) -> Option<usize> {

@@ -1,7 +1,7 @@
 //! The numpy numeric dtypes numcodecs filters name in their configurations (`"<f8"`, `"|u1"`,
 //! `">i2"`): parsing them, and reading and writing one element of such a type.
 
-use super::{Result, bad_config, failed};
+use super::{Result, bad_config, failed, past_limit};
 
 /// The kind of a numeric element.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,7 +110,7 @@ impl Numeric {
 }
 
 /// How many elements of `dtype` `n` bytes hold, an error of `codec` when not a whole number.
-pub fn count(codec: &str, n: usize, dtype: &Numeric) -> Result<usize> {
+fn count(codec: &str, n: usize, dtype: &Numeric) -> Result<usize> {
     if n.is_multiple_of(dtype.size) {
         Ok(n / dtype.size)
     } else {
@@ -122,13 +122,50 @@ pub fn count(codec: &str, n: usize, dtype: &Numeric) -> Result<usize> {
 }
 
 /// Each element of `input` (of type `from`) through `f`, written as `to` into `out`.
-pub fn convert(input: &[u8], from: &Numeric, to: &Numeric, out: &mut [u8], f: impl Fn(f64) -> f64) {
+fn convert(input: &[u8], from: &Numeric, to: &Numeric, out: &mut [u8], f: impl Fn(f64) -> f64) {
     for (i, o) in input
         .chunks_exact(from.size)
         .zip(out.chunks_exact_mut(to.size))
     {
         to.write(to.bits(f(from.value(from.read(i)))), o);
     }
+}
+
+/// Encoding by codec `codec`: each element of `input` (of type `from`) through `f`, as `to`,
+/// into `out` (replacing what it held).
+pub fn recode_into(
+    codec: &str,
+    input: &[u8],
+    (from, to): (&Numeric, &Numeric),
+    out: &mut Vec<u8>,
+    f: impl Fn(f64) -> f64,
+) -> Result<()> {
+    let n = count(codec, input.len(), from)?;
+    out.clear();
+    out.resize(n * to.size, 0);
+    convert(input, from, to, out, f);
+    Ok(())
+}
+
+/// Decoding by codec `codec`: [`recode_into`] a new buffer, refused when it would pass
+/// `limit` bytes.
+pub fn recoded(
+    codec: &str,
+    input: &[u8],
+    (from, to): (&Numeric, &Numeric),
+    limit: usize,
+    f: impl Fn(f64) -> f64,
+) -> Result<Vec<u8>> {
+    let bytes = count(codec, input.len(), from)?.saturating_mul(to.size);
+    if bytes > limit {
+        return Err(past_limit(
+            codec,
+            format!("{bytes} bytes, more than the expected {limit}"),
+        ));
+    }
+    let mut out = vec![0u8; bytes];
+    convert(input, from, to, &mut out, f);
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -54,12 +54,15 @@ pub fn to_json(ty: NcType, bytes: &[u8]) -> Value {
 /// [`to_json`] for an attribute value: a non-finite number is a bare literal (a marked string
 /// until it is written).
 pub fn to_attribute_json(ty: NcType, bytes: &[u8]) -> Value {
-    let v = to_json(ty, bytes);
-    match (ty, &v) {
-        (NcType::Float | NcType::Double, Value::String(s)) => special_float(s)
-            .filter(|x| !x.is_finite())
-            .map_or(v, non_finite::marked),
-        _ => v,
+    let x = match ty {
+        NcType::Float => f64::from(f32::from_ne_bytes(bytes.try_into().unwrap_or_default())),
+        NcType::Double => f64::from_ne_bytes(bytes.try_into().unwrap_or_default()),
+        _ => return to_json(ty, bytes),
+    };
+    if x.is_finite() {
+        to_json(ty, bytes)
+    } else {
+        non_finite::marked(x)
     }
 }
 
