@@ -276,6 +276,32 @@ static void define_errors(const target *t, trace *tr) {
     TRACE_RC(tr, nc_inq_dimid(ncid, "/sub/z", &found));
     trace_add(tr, "/sub/z is dim %d (defined as %d)", found, z);
     TRACE_RC(tr, nc_inq_ncid(ncid, "sub/inner", &found));
+    /* Definitions of stored variables: after enddef and after redef. A refusal leaves the
+     * dataset in data mode (nc_redef then succeeds); nc_def_var_filter alone needs define mode. */
+    CHECK(nc_enddef(ncid));
+    const unsigned five = 5;
+    TRACE_RC(tr, nc_def_var_deflate(ncid, w, 1, 1, 1));
+    TRACE_RC(tr, nc_def_var_filter(ncid, w, 1, 1, &five));
+    TRACE_RC(tr, nc_def_var_filter(ncid, w, 32004, 1, &five));
+    TRACE_RC(tr, nc_def_var_fletcher32(ncid, w, 1));
+    TRACE_RC(tr, nc_def_var_chunking(ncid, w, NC_CONTIGUOUS, NULL));
+    TRACE_RC(tr, nc_def_var_endian(ncid, w, NC_ENDIAN_BIG));
+    TRACE_RC(tr, nc_def_var_fill(ncid, w, 1, NULL));
+    TRACE_RC(tr, nc_redef(ncid));
+    TRACE_RC(tr, nc_def_var_deflate(ncid, w, 1, 1, 1));
+    TRACE_RC(tr, nc_def_var_filter(ncid, w, 1, 1, &five));
+    TRACE_RC(tr, nc_def_var_fill(ncid, w, 1, NULL));
+    /* Group ids: one the dataset does not have is NC_EBADID; nc_close wants the dataset's. */
+    TRACE_RC(tr, nc_inq_nvars(ncid + 77, &found));
+    TRACE_RC(tr, nc_def_dim(ncid | 0x1234, "y", 3, &found));
+    TRACE_RC(tr, nc_close(sub));
+    CHECK(nc_close(ncid));
+    /* Read-only: definitions are NC_EPERM, except nc_def_var_filter's define-mode answer. */
+    CHECK(nc_open(t->path, NC_NOWRITE, &ncid));
+    TRACE_RC(tr, nc_def_var_deflate(ncid, w, 0, 1, 1));
+    TRACE_RC(tr, nc_def_var_filter(ncid, w, 1, 1, &five));
+    TRACE_RC(tr, nc_def_dim(ncid, "y", 2, &found));
+    TRACE_RC(tr, nc_redef(ncid));
     CHECK(nc_close(ncid));
 }
 

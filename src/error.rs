@@ -17,8 +17,8 @@ pub enum Error {
     /// No open dataset or group has this ncid.
     #[error("not a valid ncid: {0}")]
     BadId(i32),
-    /// The group id part of an ncid names no group of the dataset.
-    #[error("bad group id {0}")]
+    /// The ncid of a group where the dataset's own is needed (`nc_close`).
+    #[error("{0} is the ncid of a group, not of a dataset")]
     BadGroupId(i32),
     /// No variable with this id or name.
     #[error("variable not found: {0}")]

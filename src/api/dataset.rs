@@ -409,13 +409,9 @@ impl Dataset {
         }
     }
 
-    /// Validates a group id.
-    pub fn group_id(&self, g: usize) -> Result<GroupId> {
-        if g < self.tree.groups.len() {
-            Ok(GroupId(g))
-        } else {
-            Err(Error::BadGroupId(g as i32))
-        }
+    /// The group of this index, if the dataset has one.
+    pub fn group_id(&self, g: usize) -> Option<GroupId> {
+        (g < self.tree.groups.len()).then_some(GroupId(g))
     }
 
     /// Validates a variable id of a group.

@@ -139,13 +139,17 @@ impl Dataset {
         Ok(grp.vars.len() - 1)
     }
 
+    /// A variable whose definition may still change, define mode entered (as netCDF-4
+    /// does) only once that is known: a variable stored already is `NC_ELATEDEF` and leaves
+    /// the dataset in the mode it was in, as netCDF-4 files answer.
     pub(super) fn var_mut_for_definition(&mut self, g: GroupId, v: usize) -> Result<&mut Var> {
         self.check_writable()?;
-        let var = &mut self.tree.group_mut(g).vars[v];
+        let var = &self.tree.group(g).vars[v];
         if var.data_written || var.stored_path.is_some() {
             return Err(Error::LateDef(var.name.clone()));
         }
-        Ok(var)
+        self.ensure_define_mode()?;
+        Ok(&mut self.tree.group_mut(g).vars[v])
     }
 
     /// `nc_def_var_chunking`.
@@ -276,7 +280,6 @@ impl Dataset {
             Some(sizes) => Some(self.chunks_holding(g, v, sizes)?),
             None => None,
         };
-        self.ensure_define_mode()?;
         let var = self.var_mut_for_definition(g, v)?;
         match (sizes, chunks) {
             (Some(sizes), Some(chunks)) => {
@@ -379,7 +382,6 @@ impl Dataset {
         no_fill: bool,
         value: Option<Values>,
     ) -> Result<()> {
-        self.ensure_define_mode()?;
         let var = self.var_mut_for_definition(g, v)?;
         var.no_fill = no_fill;
         if let Some(val) = value {

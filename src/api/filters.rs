@@ -19,7 +19,6 @@ impl Dataset {
     /// compresses them as zarr-python does), but no shuffle, which their slots have no use of;
     /// as for strings, none is reported ([`Var::reported_filters`]).
     fn var_for_filter(&mut self, g: GroupId, v: usize, id: u32) -> Result<Option<&mut Var>> {
-        self.ensure_define_mode()?;
         let var = self.var_mut_for_definition(g, v)?;
         if var.is_scalar() {
             return Err(Error::Invalid(format!(
@@ -34,9 +33,19 @@ impl Dataset {
         Ok(Some(var))
     }
 
-    /// `nc_def_var_filter`: appends the filter (or replaces the parameters of the same
-    /// filter already in the chain). Shuffle always runs first.
+    /// `nc_def_var_filter` (and `nc_def_var_zstandard`/`blosc`, which netCDF defines by
+    /// it): only in define mode, `NC_EINDEFINE` otherwise (read-only datasets too), as
+    /// netCDF-4 files and netcdf-c's NCZarr answer; [`Self::add_filter`] then.
     pub fn def_var_filter(&mut self, g: GroupId, v: usize, id: u32, params: &[u32]) -> Result<()> {
+        if !self.define_mode {
+            return Err(Error::InDefine);
+        }
+        self.add_filter(g, v, id, params)
+    }
+
+    /// Appends the filter (or replaces the parameters of the same filter already in the
+    /// chain). Shuffle always runs first.
+    fn add_filter(&mut self, g: GroupId, v: usize, id: u32, params: &[u32]) -> Result<()> {
         if !codec::hdf5_available(id) {
             return Err(Error::FilterUnavailable(id));
         }
@@ -92,14 +101,13 @@ impl Dataset {
             )));
         }
         if shuffle {
-            self.def_var_filter(g, v, hdf5_id::SHUFFLE, &[])?;
+            self.add_filter(g, v, hdf5_id::SHUFFLE, &[])?;
         }
         let deflate = deflate && level != 0;
         if deflate {
-            self.def_var_filter(g, v, hdf5_id::DEFLATE, &[level as u32])?;
+            self.add_filter(g, v, hdf5_id::DEFLATE, &[level as u32])?;
         }
         if !shuffle && !deflate {
-            self.ensure_define_mode()?;
             self.var_mut_for_definition(g, v)?;
         }
         Ok(())
@@ -108,7 +116,7 @@ impl Dataset {
     /// `nc_def_var_fletcher32`.
     pub fn def_var_fletcher32(&mut self, g: GroupId, v: usize, on: bool) -> Result<()> {
         if on {
-            return self.def_var_filter(g, v, hdf5_id::FLETCHER32, &[]);
+            return self.add_filter(g, v, hdf5_id::FLETCHER32, &[]);
         }
         if let Some(var) = self.var_for_filter(g, v, hdf5_id::FLETCHER32)? {
             var.filters.retain(|f| f.id != hdf5_id::FLETCHER32);
@@ -119,7 +127,6 @@ impl Dataset {
     /// `nc_def_var_quantize`: records the mode and writes the attribute netCDF records it
     /// with. Only float and double variables can be quantized.
     pub fn def_var_quantize(&mut self, g: GroupId, v: usize, mode: i32, nsd: i32) -> Result<()> {
-        self.ensure_define_mode()?;
         let var = self.var_mut_for_definition(g, v)?;
         if !matches!(
             mode,

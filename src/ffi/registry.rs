@@ -38,7 +38,11 @@ pub fn file_of(ncid: c_int) -> c_int {
 pub fn with<T>(ncid: c_int, f: impl FnOnce(&mut Open, GroupId) -> Result<T>) -> Result<T> {
     let mut reg = lock();
     let open = reg.get_mut(&file_of(ncid)).ok_or(Error::BadId(ncid))?;
-    let g = open.ds.group_id((ncid & 0xFFFF) as usize)?;
+    // A group index the dataset does not have is `NC_EBADID`, as netCDF-4 answers.
+    let g = open
+        .ds
+        .group_id((ncid & 0xFFFF) as usize)
+        .ok_or(Error::BadId(ncid))?;
     f(open, g)
 }
 

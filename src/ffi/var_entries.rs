@@ -228,7 +228,6 @@ pub(crate) extern "C" fn def_var_chunking(
             let n = o.ds.tree.group(g).vars[v].dims.len();
             let sizes: Option<Vec<u64>> =
                 cmem::slice(sizes, n).map(|s| s.iter().map(|x| *x as u64).collect());
-            o.ds.ensure_define_mode()?;
             o.ds.def_var_chunking(g, v, st, sizes.as_deref())
         })?;
         Ok(NC_NOERR)
@@ -245,7 +244,6 @@ pub(crate) extern "C" fn def_var_endian(ncid: c_int, varid: c_int, endian: c_int
         };
         with(ncid, |o, g| {
             let v = o.ds.var_index(g, varid)?;
-            o.ds.ensure_define_mode()?;
             o.ds.def_var_endian(g, v, e)
         })?;
         Ok(NC_NOERR)
