@@ -403,8 +403,15 @@ fn variables_written_one_at_a_time_store_every_change() {
         .unwrap_or_else(|e| panic!("{e}"));
     let truth =
         common::dump::normalise_name(&ncdump(Host::Stock, &[], hdf5.to_str().unwrap()).unwrap());
-    for (name, mode) in [("nczarr", "nczarr,file"), ("zarr", "zarr,file")] {
-        let store = dir.path().join(format!("{name}.zarr"));
+    for (name, mode) in [
+        ("nczarr", "nczarr,file"),
+        ("zarr", "zarr,file"),
+        ("zipped", "nczarr,zip"),
+    ] {
+        let store = dir.path().join(match name {
+            "zipped" => format!("{name}.zip"),
+            _ => format!("{name}.zarr"),
+        });
         let u = url(&store, mode);
         common::python::run_netcdf4_preloaded(ONE_AT_A_TIME, &[&u])
             .unwrap_or_else(|e| panic!("{e}"));

@@ -169,3 +169,70 @@ fn rewritten_chunks_in_a_zip_archive_read_back_as_from_a_directory() {
         String::from_utf8_lossy(&checked.stderr)
     );
 }
+
+/// The variables of a dataset in the archive at `path`, as another process opening it now
+/// sees them.
+fn variables_in(path: &Path) -> Vec<String> {
+    let url = DatasetUrl::parse(&format!("file://{}#mode=nczarr,zip", path.display())).unwrap();
+    let ds = Dataset::open(&url, false).unwrap();
+    let names = ds
+        .tree
+        .group(G)
+        .vars
+        .iter()
+        .map(|v| v.name.clone())
+        .collect();
+    ds.close().unwrap();
+    names
+}
+
+/// Written one variable at a time, as netCDF4-python and xarray write (each definition enters
+/// define mode, each write leaves it), the archive is completed and replaced at `nc_enddef`,
+/// `nc_sync` and `nc_close` only, not each time a write leaves define mode: that copies every
+/// entry of the archive, once per variable.
+#[test]
+fn leaving_define_mode_for_a_write_does_not_replace_the_archive() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("d.zip");
+    let url = DatasetUrl::parse(&format!("file://{}#mode=nczarr,zip", archive.display())).unwrap();
+    let mut ds = Dataset::create(&url, CreateOptions::default()).unwrap();
+    let x = ds.def_dim(G, "x", 4, false).unwrap().0 as i32;
+    let define_and_write = |ds: &mut Dataset, name: &str| {
+        let v = ds.def_var(G, name, NcType::Float, &[x]).unwrap();
+        ds.put_fixed(G, v, &slab1(4), None, NcType::Float, &values(4, 1.0, 0.0))
+            .unwrap();
+    };
+    ds.def_var(G, "v0", NcType::Float, &[x]).unwrap();
+    ds.enddef().unwrap();
+    let committed = fs::read(&archive).unwrap();
+    assert_eq!(variables_in(&archive), ["v0"]);
+    define_and_write(&mut ds, "v1");
+    define_and_write(&mut ds, "v2");
+    assert!(
+        fs::read(&archive).unwrap() == committed,
+        "a write leaving define mode replaced the archive"
+    );
+    ds.sync().unwrap();
+    assert_eq!(variables_in(&archive), ["v0", "v1", "v2"]);
+    define_and_write(&mut ds, "v3");
+    ds.redef().unwrap();
+    ds.def_var(G, "v4", NcType::Float, &[x]).unwrap();
+    ds.enddef().unwrap();
+    assert_eq!(variables_in(&archive), ["v0", "v1", "v2", "v3", "v4"]);
+    define_and_write(&mut ds, "v5");
+    ds.close().unwrap();
+    assert_eq!(variables_in(&archive), ["v0", "v1", "v2", "v3", "v4", "v5"]);
+    let mut back = Dataset::open(&url, false).unwrap();
+    let mut out = vec![0u8; 16];
+    back.get_fixed(G, 5, &slab1(4), None, NcType::Float, &mut out)
+        .unwrap();
+    assert!(out == values(4, 1.0, 0.0));
+}
+
+fn slab1(n: u64) -> Slab {
+    Slab {
+        start: vec![0],
+        count: vec![n],
+        stride: vec![1],
+    }
+}

@@ -12,6 +12,9 @@
  *   ncbench read_series  URL VAR           nc_get_vara of the series at index 0 of the other dims
  *   ncbench write        URL VAR TYPE T Y X CT CY CX CODEC    create, nc_put_var, close
  *   ncbench open         URL               open, inquire every variable and attribute, close
+ *   ncbench write_each   URL N             create N variables one at a time, each defined, given
+ *                                          an attribute and written (define mode left each
+ *                                          time, as netCDF4-python and xarray write), close
  *
  * TYPE is float or ushort; CODEC is none, zlib1 (deflate 1 + shuffle), zstd3, blosc-lz4
  * (blosc lz4 with byte shuffle). Exit status 3 means "this implementation cannot do that"
@@ -249,6 +252,37 @@ static int write_var(int argc, char **argv) {
     return 0;
 }
 
+/* N float variables of 10 values over one dimension, each defined, given a `units` attribute
+ * and written before the next is defined: every write leaves define mode, so the metadata are
+ * stored once per variable. */
+static int write_each(const char *url, const char *count) {
+    int n = atoi(count);
+    if (n <= 0) {
+        fprintf(stderr, "ncbench: write_each needs a positive count, not %s\n", count);
+        return 2;
+    }
+    double t0 = now();
+    int ncid, dim;
+    uint64_t h = (uint64_t)n;
+    CHECK(nc_create(url, NC_NETCDF4 | NC_CLOBBER, &ncid));
+    CHECK(nc_def_dim(ncid, "x", 10, &dim));
+    for (int i = 0; i < n; i++) {
+        char name[32];
+        float values[10];
+        int varid;
+        snprintf(name, sizeof name, "v%d", i);
+        CHECK(nc_def_var(ncid, name, NC_FLOAT, 1, &dim, &varid));
+        CHECK(nc_put_att_text(ncid, varid, "units", 1, "m"));
+        for (int k = 0; k < 10; k++) values[k] = (float)(i + k);
+        CHECK(nc_put_var_float(ncid, varid, values));
+        h = h * 31 + checksum((const unsigned char *)values, sizeof values);
+    }
+    CHECK(nc_close(ncid));
+    double t1 = now();
+    printf("elapsed %.6f checksum %016llx\n", t1 - t0, (unsigned long long)h);
+    return 0;
+}
+
 /* What `ncdump -h` does, without printing: every variable, dimension and attribute inquired. */
 static int open_all(const char *url) {
     double t0 = now();
@@ -284,6 +318,13 @@ int main(int argc, char **argv) {
     const char *w = argv[1];
     if (strcmp(w, "write") == 0) return write_var(argc, argv);
     if (strcmp(w, "open") == 0) return open_all(argv[2]);
+    if (strcmp(w, "write_each") == 0) {
+        if (argc != 4) {
+            fprintf(stderr, "usage: ncbench write_each URL N\n");
+            return 2;
+        }
+        return write_each(argv[2], argv[3]);
+    }
     if (argc != 4) {
         fprintf(stderr, "usage: ncbench %s URL VAR\n", w);
         return 2;

@@ -64,7 +64,7 @@ impl Dataset {
     fn atts_mut(&mut self, owner: Owner) -> &mut Vec<Att> {
         match owner {
             Owner::Group(g) => &mut self.tree.group_mut(g).atts,
-            Owner::Var(g, v) => &mut self.tree.group_mut(g).vars[v].atts,
+            Owner::Var(g, v) => &mut self.tree.var_mut(g, v).atts,
         }
     }
 
@@ -309,7 +309,7 @@ impl Dataset {
         if let Owner::Var(g, v) = owner
             && name == "_FillValue"
         {
-            self.tree.group_mut(g).vars[v].take_new_fill(&stored);
+            self.tree.var_mut(g, v).take_new_fill(&stored);
         }
         let atts = self.atts_mut(owner);
         let mut new = Att::new(name, stored);
@@ -355,7 +355,7 @@ impl Dataset {
             }
         }
         // The fill given replaces one a deleted `_FillValue` left.
-        self.tree.group_mut(g).vars[v].stored_fill = None;
+        self.tree.var_mut(g, v).stored_fill = None;
         Ok(())
     }
 
@@ -397,7 +397,7 @@ impl Dataset {
         if let Owner::Var(g, v) = owner
             && name == "_FillValue"
         {
-            self.tree.group_mut(g).vars[v].keep_fill(kept);
+            self.tree.var_mut(g, v).keep_fill(kept);
         }
         if !self.define_mode {
             self.write_metadata()?;
@@ -438,7 +438,7 @@ impl Dataset {
         if let Owner::Var(g, v) = owner
             && name == "_FillValue"
         {
-            self.tree.group_mut(g).vars[v].keep_fill(kept_fill);
+            self.tree.var_mut(g, v).keep_fill(kept_fill);
         }
         Ok(())
     }

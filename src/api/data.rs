@@ -1383,8 +1383,11 @@ impl Dataset {
             &slab.count,
             &slab.stride,
         )?;
-        // Set before any chunk is stored: a write that fails part way has stored some.
-        self.tree.group_mut(g).vars[v].data_written = true;
+        // Set before any chunk is stored: a write that fails part way has stored some. Set
+        // once: a variable changed is copied from the snapshots that share it.
+        if !self.tree.group(g).vars[v].data_written {
+            self.tree.var_mut(g, v).data_written = true;
+        }
         let mut all = proj.pieces();
         loop {
             let pieces = next_write_batch(&mut all, &geo);
@@ -1557,7 +1560,7 @@ impl Dataset {
         if !(0.0..=1.0).contains(&preemption) {
             return Err(Error::Invalid(format!("preemption {preemption}")));
         }
-        self.tree.group_mut(g).vars[v].cache = crate::model::CacheSettings {
+        self.tree.var_mut(g, v).cache = crate::model::CacheSettings {
             size,
             nelems,
             preemption,

@@ -228,19 +228,27 @@ impl Dataset {
         if !self.define_mode {
             return Err(Error::NotInDefine);
         }
-        self.leave_define_mode()
+        self.leave_define_mode(true)
     }
 
     /// Ends define mode: every compound type defined takes no more fields and every enum
     /// type no more members (netCDF commits them; an enum type without members is
-    /// `NC_EINVAL`), and the definitions are stored.
-    fn leave_define_mode(&mut self) -> Result<()> {
+    /// `NC_EINVAL`), and the definitions are stored; committed too (a zip archive completed
+    /// and renamed over the old one) when `commit`, as `nc_enddef` and `nc_sync` do. Leaving
+    /// define mode for a data call does not commit: programs that write one variable at a
+    /// time (netCDF4-python, xarray) leave it once per variable, and committing a zip archive
+    /// copies every entry of it; `nc_sync` and `nc_close` commit.
+    fn leave_define_mode(&mut self, commit: bool) -> Result<()> {
         self.tree.types.check_enums_have_members()?;
         self.define_mode = false;
         self.creating = false;
         self.tree_before_define = None;
         self.tree.types.close_all();
-        self.sync_all()
+        if commit {
+            self.sync_all()
+        } else {
+            self.store_changes()
+        }
     }
 
     /// Enters data mode automatically, as netCDF-4 does for data calls in define mode.
@@ -249,7 +257,7 @@ impl Dataset {
             if self.tree.classic_model {
                 return Err(Error::InDefine);
             }
-            self.leave_define_mode()?;
+            self.leave_define_mode(false)?;
         }
         Ok(())
     }
@@ -277,13 +285,22 @@ impl Dataset {
         self.sync_all()
     }
 
+    /// Stores every change (chunks, then metadata) and commits the store.
     fn sync_all(&mut self) -> Result<()> {
         if !self.writable || self.read_only_reason.is_some() {
             return Ok(());
         }
-        self.flush_chunks()?;
-        self.write_metadata()?;
+        self.store_changes()?;
         self.store.flush()
+    }
+
+    /// Stores every change, chunks then metadata, without committing the store.
+    fn store_changes(&mut self) -> Result<()> {
+        if !self.writable || self.read_only_reason.is_some() {
+            return Ok(());
+        }
+        self.flush_chunks()?;
+        self.write_metadata()
     }
 
     /// `nc_close`.
@@ -325,23 +342,25 @@ impl Dataset {
     /// variables are copied to their new paths first and deleted from the old ones last.
     pub fn write_metadata(&mut self) -> Result<()> {
         let copied = self.copy_renamed()?;
-        let mut objects =
+        let objects =
             format::write::metadata_objects(&self.tree, self.layout, &mut self.metadata_memo);
-        // Deepest first: arrays before the groups listing them; .zmetadata last.
-        objects
-            .sort_by_key(|(k, _)| (k == ".zmetadata", std::cmp::Reverse(k.matches('/').count())));
         // An object built again compares its bytes; one reused is the very buffer written
         // (each new buffer is remembered, so the next build that reuses it compares nothing).
         let new_buffer: Vec<bool> = objects
             .iter()
             .map(|(k, v)| self.written.get(k).is_none_or(|w| !Arc::ptr_eq(w, v)))
             .collect();
-        let changed: Vec<(StoreKey, Vec<u8>)> = objects
+        let mut changed: Vec<(StoreKey, Vec<u8>)> = objects
             .iter()
             .zip(&new_buffer)
             .filter(|((k, v), new)| **new && self.written.get(k).is_none_or(|w| w != v))
             .map(|((k, v), _)| Ok((StoreKey::new(k)?, v.to_vec())))
             .collect::<Result<_>>()?;
+        // Deepest first: arrays before the groups listing them; .zmetadata last.
+        changed.sort_by_cached_key(|(k, _)| {
+            let k = k.as_str();
+            (k == ".zmetadata", std::cmp::Reverse(k.matches('/').count()))
+        });
         let attempted: Vec<StoreKey> = changed.iter().map(|(k, _)| k.clone()).collect();
         if let Err(e) = self.store.put_many(changed) {
             // Some may be stored (objects are written concurrently): each is written again
@@ -362,13 +381,16 @@ impl Dataset {
         }
         for g in self.tree.groups_preorder() {
             let path = self.tree.group_path(g);
+            // Only variables stored elsewhere (or not yet) change: the others stay shared with
+            // the copies that hold them.
             for v in &mut self.tree.group_mut(g).vars {
-                let p = if path.is_empty() {
-                    v.name.clone()
-                } else {
-                    format!("{path}/{}", v.name)
-                };
-                v.stored_path = Some(p);
+                if !v
+                    .stored_path
+                    .as_deref()
+                    .is_some_and(|p| format::write::is_prefixed(p, &path, &v.name))
+                {
+                    Arc::make_mut(v).stored_path = Some(format::write::prefixed(&path, &v.name));
+                }
             }
         }
         self.remember_paths();
@@ -381,8 +403,11 @@ impl Dataset {
         for g in self.tree.groups_preorder() {
             let path = self.tree.group_path(g);
             for v in &mut self.tree.group_mut(g).vars {
-                if v.stored_path.is_some() {
-                    v.stored_path = Some(format::write::prefixed(&path, &v.name));
+                if v.stored_path
+                    .as_deref()
+                    .is_some_and(|p| !format::write::is_prefixed(p, &path, &v.name))
+                {
+                    Arc::make_mut(v).stored_path = Some(format::write::prefixed(&path, &v.name));
                 }
             }
         }
@@ -390,7 +415,11 @@ impl Dataset {
         if let Some(before) = self.tree_before_define.as_mut() {
             for (group, now) in before.groups.iter_mut().zip(&self.tree.groups) {
                 for (var, moved) in group.vars.iter_mut().zip(&now.vars) {
-                    var.stored_path.clone_from(&moved.stored_path);
+                    if var.stored_path != moved.stored_path {
+                        Arc::make_mut(var)
+                            .stored_path
+                            .clone_from(&moved.stored_path);
+                    }
                 }
             }
         }

@@ -6,6 +6,7 @@ use super::names;
 use crate::error::{Error, Result};
 use crate::model::{DimId, Endian, Filter, GroupId, NcType, Storage, StringStorage, Values, Var};
 use crate::rcfile::RcFiles;
+use std::sync::Arc;
 
 /// The separator of the chunk keys of new variables: `ZARR.DIMENSION_SEPARATOR` in netCDF's rc
 /// files when it is `/`, as netcdf-c honours it, else `.`.
@@ -135,7 +136,7 @@ impl Dataset {
             .collect();
         var.chunks = default_chunks(&dims, esize);
         let grp = self.tree.group_mut(g);
-        grp.vars.push(var);
+        grp.vars.push(Arc::new(var));
         Ok(grp.vars.len() - 1)
     }
 
@@ -149,7 +150,7 @@ impl Dataset {
             return Err(Error::LateDef(var.name.clone()));
         }
         self.ensure_define_mode()?;
-        Ok(&mut self.tree.group_mut(g).vars[v])
+        Ok(self.tree.var_mut(g, v))
     }
 
     /// `nc_def_var_chunking`.
@@ -443,9 +444,9 @@ impl Dataset {
         }
         // Its objects move when the metadata is next stored (at once outside define mode), so
         // that nc_abort leaves them where the stored metadata says they are.
-        let old = std::mem::replace(&mut self.tree.group_mut(g).vars[v].name, name.to_string());
+        let old = std::mem::replace(&mut self.tree.var_mut(g, v).name, name.to_string());
         self.after_rename()
-            .inspect_err(|_| self.tree.group_mut(g).vars[v].name = old)
+            .inspect_err(|_| self.tree.var_mut(g, v).name = old)
     }
 
     /// `nc_rename_grp`.

@@ -65,7 +65,7 @@ impl Dataset {
     pub fn def_enum_var(&mut self, g: GroupId, name: &str, id: i32, dims: &[i32]) -> Result<usize> {
         let base = self.tree.types.enumeration(id)?.base;
         let v = self.define_var(g, name, base, dims, None)?;
-        self.tree.group_mut(g).vars[v].enum_type = Some(TypeRef::Listed(id));
+        self.tree.var_mut(g, v).enum_type = Some(TypeRef::Listed(id));
         Ok(v)
     }
 

@@ -51,7 +51,7 @@ impl Dataset {
             });
         }
         let v = self.define_var(g, name, NcType::String, dims, None)?;
-        let var = &mut self.tree.group_mut(g).vars[v];
+        let var = self.tree.var_mut(g, v);
         var.strings = StringStorage::Objects;
         var.maxstrlen = FIRST_SLOT_ROOM.next_multiple_of(base.size());
         let codec = [

@@ -26,6 +26,7 @@ use dims::Unplaced;
 use meta::{Meta, join};
 use std::cell::Cell;
 use std::collections::HashMap;
+use std::sync::Arc;
 use typed_arena::Arena;
 
 type Obj<'a> = Object<'a>;
@@ -475,7 +476,7 @@ impl<'a> Reader<'a> {
                 if let Some(unplaced) = unplaced {
                     self.place(g, &mut var, &unplaced, &given);
                 }
-                self.tree.group_mut(g).vars.push(var);
+                self.tree.group_mut(g).vars.push(Arc::new(var));
             }
         }
         Ok(())
@@ -490,7 +491,7 @@ impl<'a> Reader<'a> {
             let given = dims::lengths_given(std::iter::once((name, &unplaced)));
             self.place(Tree::ROOT, &mut var, &unplaced, &given);
         }
-        self.tree.group_mut(Tree::ROOT).vars.push(var);
+        self.tree.group_mut(Tree::ROOT).vars.push(Arc::new(var));
         Ok(Opened {
             read_only_reason: Some(
                 "the dataset is a single Zarr array, served as a dataset of that one variable"

@@ -61,6 +61,16 @@ pub fn prefixed(path: &str, name: &str) -> String {
     }
 }
 
+/// Whether `full` is [`prefixed`]`(path, name)`, without building it.
+pub fn is_prefixed(full: &str, path: &str, name: &str) -> bool {
+    if path.is_empty() {
+        return full == name;
+    }
+    full.strip_prefix(path)
+        .and_then(|rest| rest.strip_prefix('/'))
+        .is_some_and(|rest| rest == name)
+}
+
 /// Store path of variable `varid` of group `g`.
 pub fn var_path(tree: &Tree, g: GroupId, var: &Var) -> String {
     prefixed(&tree.group_path(g), &var.name)
@@ -571,9 +581,11 @@ pub fn metadata_objects(
         }
         out.push((k, bytes));
     };
+    let dims = memo::DimKeys::of(tree);
     for g in tree.groups_preorder() {
         let mut objects = Vec::new();
         group_objects(tree, g, layout, &mut objects);
+        let mut group_memo = memo.group(&tree.group_path(g));
         for (k, v) in objects {
             let bytes = Arc::from(to_bytes(&v));
             take(k, v, bytes);
@@ -591,8 +603,7 @@ pub fn metadata_objects(
                     .collect()
             };
             if memo::memoizable(var) {
-                let path = var_path(tree, g, var);
-                for (k, v, bytes) in memo.objects(tree, &path, var, layout, build) {
+                for (k, v, bytes) in group_memo.objects(var, &dims, layout, build) {
                     let v = if layout.consolidated {
                         v.clone()
                     } else {

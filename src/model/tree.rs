@@ -6,6 +6,7 @@
 use super::types::NcType;
 use super::user_types::TypeRef;
 use super::values::Values;
+use std::sync::Arc;
 
 /// Index of a group in [`Tree::groups`]; equals the group part of an ncid (root = 0).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -532,7 +533,7 @@ pub struct Group {
     pub parent: Option<GroupId>,
     pub children: Vec<GroupId>,
     pub dims: Vec<DimId>,
-    pub vars: Vec<Var>,
+    pub vars: Vec<Arc<Var>>,
     pub atts: Vec<Att>,
     /// The `zarr.json` a Zarr v3 group was read from ([`Var::v3_stored`]).
     pub v3_stored: Option<StoredObject>,
@@ -682,7 +683,8 @@ impl Tree {
                     })
                 })
                 .collect();
-            for (var, listed) in self.groups[g.0].vars.iter_mut().zip(vlens) {
+            let vars = self.groups[g.0].vars.iter_mut().map(Arc::make_mut);
+            for (var, listed) in vars.zip(vlens) {
                 match (listed, var.vlen.as_mut()) {
                     (Some(Ok(id)), Some(vlen)) => vlen.type_ref = Some(TypeRef::Listed(id)),
                     (Some(Err(e)), _) => {
@@ -691,7 +693,8 @@ impl Tree {
                     _ => {}
                 }
             }
-            for (var, listed) in self.groups[g.0].vars.iter_mut().zip(listed) {
+            let vars = self.groups[g.0].vars.iter_mut().map(Arc::make_mut);
+            for (var, listed) in vars.zip(listed) {
                 match listed {
                     Some(Ok((r, fill))) => {
                         var.record = Some(r);
@@ -713,7 +716,7 @@ impl Tree {
             for att in &mut group.atts {
                 resolve_att_type(att, &listed, &types);
             }
-            for var in &mut group.vars {
+            for var in group.vars.iter_mut().map(Arc::make_mut) {
                 if var.record.is_some() {
                     // Records are of a compound type.
                     var.enum_type = None;
@@ -752,10 +755,12 @@ impl Tree {
             .collect();
         for (g, group) in self.groups.iter_mut().enumerate() {
             let taken = |name: &str| names_in_use[g].contains(name);
-            let atts = group
-                .atts
-                .iter_mut()
-                .chain(group.vars.iter_mut().flat_map(|v| v.atts.iter_mut()));
+            let atts = group.atts.iter_mut().chain(
+                group
+                    .vars
+                    .iter_mut()
+                    .flat_map(|v| Arc::make_mut(v).atts.iter_mut()),
+            );
             for att in atts {
                 if let Values::Vlens { base, .. } = att.values
                     && att.user_type.is_none()
@@ -787,6 +792,14 @@ impl Tree {
     /// Mutable access to a group.
     pub fn group_mut(&mut self, g: GroupId) -> &mut Group {
         &mut self.groups[g.0]
+    }
+
+    /// Mutable access to variable `v` of group `g`. Variables are shared with the copies of
+    /// the tree kept for later (`nc_abort`'s, the metadata memo's); one shared is copied
+    /// first, so the copies keep what they saw and an unchanged variable stays the very one
+    /// they hold.
+    pub fn var_mut(&mut self, g: GroupId, v: usize) -> &mut Var {
+        Arc::make_mut(&mut self.groups[g.0].vars[v])
     }
 
     /// The dimension with this id.

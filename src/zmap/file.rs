@@ -324,7 +324,12 @@ impl Store for FileStore {
     }
 
     /// Files are written in parallel, each still atomically (temporary file + rename).
+    /// A few objects (a define mode left after one variable was added: its objects and
+    /// its group's) are written on the calling thread; more, in parallel.
     fn put_many(&self, items: Vec<(StoreKey, Vec<u8>)>) -> Result<()> {
+        if items.len() <= 4 {
+            return items.iter().try_for_each(|(k, v)| self.put(k, v));
+        }
         items.par_iter().try_for_each(|(k, v)| self.put(k, v))
     }
 

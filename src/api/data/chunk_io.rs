@@ -7,6 +7,9 @@
 //! each handed to a worker as it arrives (a bounded number fetched ahead of their use), and
 //! chunks made in parallel are uploaded concurrently as they are made.
 //!
+//! One chunk is read or written on the calling thread: handing it to a worker costs more
+//! than it could save (and leaves the idle workers spinning).
+//!
 //! Owns only this scheduling; which chunks, and what is done with their bytes, is the caller's.
 
 use super::worker_buffers::WorkerBuffers;
@@ -36,12 +39,16 @@ pub(super) fn fetch_each<T: Send>(
     land: impl Fn(&mut Vec<u8>, T, &StoreKey, Option<&[u8]>) -> Result<()> + Sync,
 ) -> Result<()> {
     if store.is_local() {
-        return items.into_par_iter().zip(keys).try_for_each(|(item, key)| {
+        let one = |(item, key): (T, &StoreKey)| {
             buffers.with(|b| {
                 let found = store.get_into(key, &mut b.stored)?;
                 land(&mut b.scratch, item, key, found.then_some(&b.stored[..]))
             })
-        });
+        };
+        if items.len() == 1 {
+            return items.into_iter().zip(keys).try_for_each(one);
+        }
+        return items.into_par_iter().zip(keys).try_for_each(one);
     }
     let items: Vec<Mutex<Option<T>>> = items.into_iter().map(|t| Mutex::new(Some(t))).collect();
     store.get_each(keys, held, &|i, stored| {
@@ -71,14 +78,18 @@ pub(super) fn store_each<T: Sync, B: Default + Send>(
     make: impl Fn(&T, &mut B, &mut Put<'_>) -> Result<()> + Sync,
 ) -> Result<()> {
     if store.is_local() {
-        return items.par_iter().try_for_each(|item| {
+        let one = |item: &T| {
             buffers.with(|b| {
                 make(item, b, &mut |key, stored| match stored {
                     Some(stored) => store.put(key, stored),
                     None => store.delete(key),
                 })
             })
-        });
+        };
+        if items.len() == 1 {
+            return items.iter().try_for_each(one);
+        }
+        return items.par_iter().try_for_each(one);
     }
     let removed = Mutex::new(Vec::new());
     let uploaded = store.put_streamed(held, &|put| {

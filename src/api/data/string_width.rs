@@ -81,11 +81,11 @@ impl Dataset {
         self.caches.remove(&(g.0, v));
         self.stop_read_ahead(g, v);
         if !rewrite {
-            self.tree.group_mut(g).vars[v].maxstrlen = width;
+            self.tree.var_mut(g, v).maxstrlen = width;
             return Ok(());
         }
         let old = self.geometry(g, v)?;
-        self.tree.group_mut(g).vars[v].maxstrlen = width;
+        self.tree.var_mut(g, v).maxstrlen = width;
         let rewritten = match self.geometry(g, v) {
             Ok(new) => self.rewrite_wider(&old, &new),
             Err(e) => Err((e, false)),
@@ -99,7 +99,7 @@ impl Dataset {
                     // other strings.
                     let _ = self.write_metadata();
                 } else {
-                    self.tree.group_mut(g).vars[v].maxstrlen = old_width;
+                    self.tree.var_mut(g, v).maxstrlen = old_width;
                 }
                 Err(e)
             }
@@ -119,7 +119,7 @@ impl Dataset {
         }
         self.caches.remove(&(g.0, v));
         self.stop_read_ahead(g, v);
-        self.tree.group_mut(g).vars[v].maxstrlen = width;
+        self.tree.var_mut(g, v).maxstrlen = width;
     }
 
     /// Stores every chunk stored at `old`'s width again at `new`'s, each string in a wider

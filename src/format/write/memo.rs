@@ -21,13 +21,46 @@ use std::sync::Arc;
 /// One variable's metadata objects: key, JSON and the bytes written.
 pub(super) type VarObjects = Vec<(String, Value, Arc<[u8]>)>;
 
-/// What a variable's objects were built from, besides its path (the entry's key).
-#[derive(Debug, PartialEq)]
+/// Each dimension's full name and length, by dimension id: what a variable's objects take of
+/// its dimensions, worked out once per build.
+pub(super) struct DimKeys(Vec<(String, u64)>);
+
+impl DimKeys {
+    pub(super) fn of(tree: &Tree) -> DimKeys {
+        DimKeys(
+            (0..tree.dims.len())
+                .map(|d| {
+                    let id = crate::model::DimId(d);
+                    (tree.dim_fqn(id), tree.dim(id).len)
+                })
+                .collect(),
+        )
+    }
+}
+
+/// What a variable's objects were built from, besides its group's path (the key of the
+/// entries it is in).
+#[derive(Debug)]
 struct Inputs {
-    var: Var,
+    /// The variable as built: the tree's own while it is unchanged ([`Tree::var_mut`] copies
+    /// a variable shared so), so the same pointer means the same variable.
+    var: Arc<Var>,
     /// Each dimension's full name and length.
     dims: Vec<(String, u64)>,
     layout: Layout,
+}
+
+impl Inputs {
+    fn same(&self, var: &Arc<Var>, dims: &DimKeys, layout: Layout) -> bool {
+        self.layout == layout
+            && self.dims.len() == var.dims.len()
+            && self
+                .dims
+                .iter()
+                .zip(&var.dims)
+                .all(|(had, d)| *had == dims.0[d.0])
+            && (Arc::ptr_eq(&self.var, var) || *self.var == **var)
+    }
 }
 
 #[derive(Debug)]
@@ -38,10 +71,29 @@ struct Entry {
     seen: bool,
 }
 
-/// Variables' objects by the variable's path.
+impl Entry {
+    fn built(var: &Arc<Var>, dims: &DimKeys, layout: Layout, objects: VarObjects) -> Entry {
+        Entry {
+            inputs: Inputs {
+                var: Arc::clone(var),
+                dims: var.dims.iter().map(|d| dims.0[d.0].clone()).collect(),
+                layout,
+            },
+            objects,
+            seen: true,
+        }
+    }
+}
+
+/// Variables' objects by their group's path, then their name.
 #[derive(Debug, Default)]
 pub struct VarObjectsMemo {
-    entries: HashMap<String, Entry>,
+    groups: HashMap<String, HashMap<String, Entry>>,
+}
+
+/// The entries of one group's variables, for one build.
+pub(super) struct GroupMemo<'a> {
+    vars: &'a mut HashMap<String, Entry>,
 }
 
 /// True when `var`'s objects depend on nothing of the tree but its dimensions (no
@@ -54,52 +106,53 @@ pub(super) fn memoizable(var: &Var) -> bool {
 }
 
 impl VarObjectsMemo {
-    /// The objects of `var` (one [`memoizable`]) at `path`: the ones built last time when
-    /// nothing they are built from changed, else those `build` gives, remembered for next
-    /// time.
-    pub(super) fn objects(
-        &mut self,
-        tree: &Tree,
-        path: &str,
-        var: &Var,
-        layout: Layout,
-        build: impl FnOnce() -> VarObjects,
-    ) -> &VarObjects {
-        let dims: Vec<(String, u64)> = var
-            .dims
-            .iter()
-            .map(|d| (tree.dim_fqn(*d), tree.dim(*d).len))
-            .collect();
-        let same =
-            |e: &Entry| e.inputs.layout == layout && e.inputs.dims == dims && e.inputs.var == *var;
-        let entry = match self.entries.entry(path.to_string()) {
-            Occupied(o) if same(o.get()) => o.into_mut(),
-            slot => {
-                let fresh = Entry {
-                    inputs: Inputs {
-                        var: var.clone(),
-                        dims,
-                        layout,
-                    },
-                    objects: build(),
-                    seen: true,
-                };
-                match slot {
-                    Occupied(mut o) => {
-                        o.insert(fresh);
-                        o.into_mut()
-                    }
-                    Vacant(v) => v.insert(fresh),
-                }
-            }
-        };
-        entry.seen = true;
-        &entry.objects
+    /// The entries of the variables of the group at `path`.
+    pub(super) fn group(&mut self, path: &str) -> GroupMemo<'_> {
+        GroupMemo {
+            vars: self.groups.entry(path.to_string()).or_default(),
+        }
     }
 
     /// Drops the entries the build just finished did not visit, and starts the next.
     pub(super) fn finish_build(&mut self) {
-        self.entries.retain(|_, e| std::mem::take(&mut e.seen));
+        for vars in self.groups.values_mut() {
+            vars.retain(|_, e| std::mem::take(&mut e.seen));
+        }
+        self.groups.retain(|_, vars| !vars.is_empty());
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.groups.values().map(HashMap::len).sum()
+    }
+}
+
+impl GroupMemo<'_> {
+    /// The objects of `var` (one [`memoizable`]) of this group: the ones built last time
+    /// when nothing they are built from changed, else those `build` gives, remembered for
+    /// next time.
+    pub(super) fn objects(
+        &mut self,
+        var: &Arc<Var>,
+        dims: &DimKeys,
+        layout: Layout,
+        build: impl FnOnce() -> VarObjects,
+    ) -> &VarObjects {
+        let entry = match self.vars.entry(var.name.clone()) {
+            Occupied(o) => {
+                let entry = o.into_mut();
+                if !entry.inputs.same(var, dims, layout) {
+                    *entry = Entry::built(var, dims, layout, build());
+                } else if !Arc::ptr_eq(&entry.inputs.var, var) {
+                    // Equal, but another copy: the tree's own is compared by pointer next time.
+                    entry.inputs.var = Arc::clone(var);
+                }
+                entry
+            }
+            Vacant(v) => v.insert(Entry::built(var, dims, layout, build())),
+        };
+        entry.seen = true;
+        &entry.objects
     }
 }
 
@@ -138,7 +191,7 @@ mod tests {
             for name in ["a", "b"] {
                 let mut var = Var::new(name, NcType::Int, vec![x, y]);
                 var.chunks = vec![1, 3];
-                tree.group_mut(Tree::ROOT).vars.push(var);
+                tree.group_mut(Tree::ROOT).vars.push(var.into());
             }
             let mut memo = VarObjectsMemo::default();
             let changes: Vec<Change> = vec![
@@ -155,18 +208,18 @@ mod tests {
                     "an attribute is added",
                     Box::new(|t| {
                         let att = Att::new("units", Values::text("m"));
-                        t.group_mut(Tree::ROOT).vars[1].atts.push(att);
+                        t.var_mut(Tree::ROOT, 1).atts.push(att);
                     }),
                 ),
                 (
                     "a variable is renamed",
-                    Box::new(|t| t.group_mut(Tree::ROOT).vars[0].name = "c".into()),
+                    Box::new(|t| t.var_mut(Tree::ROOT, 0).name = "c".into()),
                 ),
                 (
                     "a variable is added",
                     Box::new(|t| {
                         let var = Var::new("d", NcType::Double, vec![DimId(1)]);
-                        t.group_mut(Tree::ROOT).vars.push(var);
+                        t.group_mut(Tree::ROOT).vars.push(var.into());
                     }),
                 ),
                 (
@@ -182,11 +235,7 @@ mod tests {
                 let fresh = metadata_objects(&tree, layout, &mut VarObjectsMemo::default());
                 assert_eq!(memoized, fresh, "{what} ({layout:?})");
             }
-            assert_eq!(
-                memo.entries.len(),
-                2,
-                "entries of variables gone are dropped"
-            );
+            assert_eq!(memo.len(), 2, "entries of variables gone are dropped");
         }
     }
 }

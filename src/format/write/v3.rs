@@ -409,7 +409,7 @@ mod tests {
     fn tree_with(var: Var) -> Tree {
         let mut tree = Tree::new();
         tree.add_dim(Tree::ROOT, "x", 6, false);
-        tree.group_mut(Tree::ROOT).vars.push(var);
+        tree.group_mut(Tree::ROOT).vars.push(var.into());
         tree
     }
 
