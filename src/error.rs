@@ -20,6 +20,9 @@ pub enum Error {
     /// The ncid of a group where the dataset's own is needed (`nc_close`).
     #[error("{0} is the ncid of a group, not of a dataset")]
     BadGroupId(i32),
+    /// The root group where another group is needed (`nc_rename_grp`).
+    #[error("the root group cannot be {0}")]
+    RootGroup(&'static str),
     /// No variable with this id or name.
     #[error("variable not found: {0}")]
     NotVar(String),

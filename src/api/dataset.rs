@@ -175,13 +175,18 @@ impl Dataset {
             // the user asked for but the store lacks is written at the first sync.
             let missing = ds.layout.consolidated && !opened.has_zmetadata;
             let carrier = format::write::consolidated_key(ds.layout);
-            for (k, v) in
-                format::write::metadata_objects(&ds.tree, ds.layout, &mut ds.metadata_memo)
-            {
+            let objects = format::write::metadata_objects(
+                &ds.tree,
+                ds.layout,
+                &mut ds.metadata_memo,
+                format::write::Built::All,
+            );
+            for (k, v) in objects {
                 if !(missing && k == carrier) {
                     ds.written.insert(k, v);
                 }
             }
+            ds.metadata_memo.all_stored();
         }
         Ok(ds)
     }
@@ -342,8 +347,20 @@ impl Dataset {
     /// variables are copied to their new paths first and deleted from the old ones last.
     pub fn write_metadata(&mut self) -> Result<()> {
         let copied = self.copy_renamed()?;
-        let objects =
-            format::write::metadata_objects(&self.tree, self.layout, &mut self.metadata_memo);
+        // Objects the store holds already are left out, unless renames copied objects: then
+        // every object is listed, so that none just written is deleted with the copies' sources
+        // (a new variable may take a renamed group's old name).
+        let which = if copied.is_empty() {
+            format::write::Built::Changed
+        } else {
+            format::write::Built::All
+        };
+        let objects = format::write::metadata_objects(
+            &self.tree,
+            self.layout,
+            &mut self.metadata_memo,
+            which,
+        );
         // An object built again compares its bytes; one reused is the very buffer written
         // (each new buffer is remembered, so the next build that reuses it compares nothing).
         let new_buffer: Vec<bool> = objects
@@ -379,6 +396,7 @@ impl Dataset {
                 self.written.insert(k, v);
             }
         }
+        self.metadata_memo.all_stored();
         for g in self.tree.groups_preorder() {
             let path = self.tree.group_path(g);
             // Only variables stored elsewhere (or not yet) change: the others stay shared with
@@ -431,11 +449,13 @@ impl Dataset {
     }
 
     /// Forgets what was written at `keys` (deleted), so that an object written there again
-    /// with the same bytes is written.
+    /// with the same bytes is written; the memo's objects are compared with what was written
+    /// again, since any of them may be among those keys.
     pub(crate) fn forget_written(&mut self, keys: &[StoreKey]) {
         for k in keys {
             self.written.remove(k.as_str());
         }
+        self.metadata_memo.none_stored();
     }
 
     /// The group of this index, if the dataset has one.

@@ -144,13 +144,20 @@ impl Dataset {
     /// does) only once that is known: a variable stored already is `NC_ELATEDEF` and leaves
     /// the dataset in the mode it was in, as netCDF-4 files answer.
     pub(super) fn var_mut_for_definition(&mut self, g: GroupId, v: usize) -> Result<&mut Var> {
+        self.check_definable(g, v)?;
+        self.ensure_define_mode()?;
+        Ok(self.tree.var_mut(g, v))
+    }
+
+    /// Fails unless the definition of variable `v` may still change: `NC_ELATEDEF` for a
+    /// variable stored already, checked (as netCDF-4 does) before any of the arguments.
+    pub(super) fn check_definable(&self, g: GroupId, v: usize) -> Result<()> {
         self.check_writable()?;
         let var = &self.tree.group(g).vars[v];
         if var.data_written || var.stored_path.is_some() {
             return Err(Error::LateDef(var.name.clone()));
         }
-        self.ensure_define_mode()?;
-        Ok(self.tree.var_mut(g, v))
+        Ok(())
     }
 
     /// `nc_def_var_chunking`.
@@ -375,7 +382,10 @@ impl Dataset {
         Ok(())
     }
 
-    /// `nc_def_var_fill`: `value` is the fill in the variable's type.
+    /// `nc_def_var_fill`: `value` is the fill in the variable's type. Turning fill off
+    /// drops the fill value given before (its `_FillValue` attribute too; `value` is not
+    /// taken), so turning it on again without a value gives the default fill, as netCDF-4
+    /// does; strings cannot be left unfilled (`NC_EINVAL`).
     pub fn def_var_fill(
         &mut self,
         g: GroupId,
@@ -384,7 +394,19 @@ impl Dataset {
         value: Option<Values>,
     ) -> Result<()> {
         let var = self.var_mut_for_definition(g, v)?;
-        var.no_fill = no_fill;
+        if no_fill {
+            if var.ty == NcType::String && var.vlen.is_none() && var.record.is_none() {
+                return Err(Error::Invalid(format!(
+                    "{}: string variables are always filled",
+                    var.name
+                )));
+            }
+            var.no_fill = true;
+            var.atts.retain(|a| a.name != "_FillValue");
+            var.keep_fill(None);
+            return Ok(());
+        }
+        var.no_fill = false;
         if let Some(val) = value {
             // A variable-length variable's fill is a sequence of its base's values.
             let (stored_as, own_type) = match &var.vlen {
@@ -452,12 +474,10 @@ impl Dataset {
     /// `nc_rename_grp`.
     pub fn rename_grp(&mut self, g: GroupId, name: &str) -> Result<()> {
         self.check_writable()?;
+        let Some(parent) = self.tree.group(g).parent else {
+            return Err(Error::RootGroup("renamed"));
+        };
         names::check_node(name, self.layout.zarr_v3)?;
-        let parent = self
-            .tree
-            .group(g)
-            .parent
-            .ok_or_else(|| Error::BadName("the root group cannot be renamed".into()))?;
         self.name_free(parent, name)?;
         self.flush_chunks()?;
         let old = std::mem::replace(&mut self.tree.group_mut(g).name, name.to_string());

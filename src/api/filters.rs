@@ -46,6 +46,7 @@ impl Dataset {
     /// Appends the filter (or replaces the parameters of the same filter already in the
     /// chain). Shuffle always runs first.
     fn add_filter(&mut self, g: GroupId, v: usize, id: u32, params: &[u32]) -> Result<()> {
+        self.check_definable(g, v)?;
         if !codec::hdf5_available(id) {
             return Err(Error::FilterUnavailable(id));
         }
@@ -95,6 +96,7 @@ impl Dataset {
         deflate: bool,
         level: i32,
     ) -> Result<()> {
+        self.check_definable(g, v)?;
         if deflate && !(0..=9).contains(&level) {
             return Err(Error::Invalid(format!(
                 "deflate level {level} is outside 0..=9"

@@ -116,16 +116,18 @@ impl Dataset {
     fn renamed_paths(&self) -> Vec<(String, String)> {
         let mut renamed = Vec::new();
         for g in self.tree.groups_preorder() {
-            if let Some(old) = self.stored_group_path(g) {
-                let new = self.tree.group_path(g);
-                if old != new && !old.is_empty() {
-                    renamed.push((old, new));
-                }
+            let path = self.tree.group_path(g);
+            if let Some(old) = self.stored_group_path(g)
+                && old != path
+                && !old.is_empty()
+            {
+                renamed.push((old, path.clone()));
             }
             for var in &self.tree.group(g).vars {
-                let new = format::write::var_path(&self.tree, g, var);
-                if let Some(old) = var.stored_path.as_ref().filter(|old| **old != new) {
-                    renamed.push((old.clone(), new));
+                if let Some(old) = var.stored_path.as_ref()
+                    && !format::write::is_prefixed(old, &path, &var.name)
+                {
+                    renamed.push((old.clone(), format::write::prefixed(&path, &var.name)));
                 }
             }
         }

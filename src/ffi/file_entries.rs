@@ -108,6 +108,9 @@ pub(crate) extern "C" fn sync(ncid: c_int) -> c_int {
 
 pub(crate) extern "C" fn abort(ncid: c_int) -> c_int {
     guard(|| {
+        // A group index the dataset does not have is NC_EBADID and aborts nothing, as
+        // netCDF-4 answers; any group's ncid aborts its dataset.
+        registry::with(ncid, |_, _| Ok(()))?;
         let open = registry::lock()
             .remove(&registry::file_of(ncid))
             .ok_or(Error::BadId(ncid))?;

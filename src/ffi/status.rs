@@ -8,7 +8,7 @@ use std::os::raw::c_int;
 pub fn code(e: &Error) -> c_int {
     match e {
         Error::BadId(_) => NC_EBADID,
-        Error::BadGroupId(_) => NC_EBADGRPID,
+        Error::BadGroupId(_) | Error::RootGroup(_) => NC_EBADGRPID,
         Error::NotVar(_) => NC_ENOTVAR,
         Error::NotAtt(_) => NC_ENOTATT,
         Error::BadDim(_) => NC_EBADDIM,

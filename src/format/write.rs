@@ -561,11 +561,23 @@ pub fn consolidated_key(layout: Layout) -> &'static str {
     }
 }
 
-/// Every metadata object of the dataset, in a stable order: groups before their contents.
+/// Which objects [`metadata_objects`] gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Built {
+    /// Every object.
+    All,
+    /// Every object but those the store holds already, as far as the memo knows.
+    Changed,
+}
+
+/// Every metadata object of the dataset, in a stable order: groups before their contents;
+/// with `Built::Changed`, not those of variables the memo knows the store holds
+/// ([`VarObjectsMemo::all_stored`]).
 pub fn metadata_objects(
     tree: &Tree,
     layout: Layout,
     memo: &mut VarObjectsMemo,
+    which: Built,
 ) -> Vec<(String, Arc<[u8]>)> {
     if layout.zarr_v3 {
         return v3::metadata_objects(tree, layout)
@@ -575,21 +587,18 @@ pub fn metadata_objects(
     }
     let mut out: Vec<(String, Arc<[u8]>)> = Vec::new();
     let mut consolidated = Map::new();
-    let mut take = |k: String, v: Value, bytes: Arc<[u8]>| {
-        if layout.consolidated {
-            consolidated.insert(k.clone(), v);
-        }
-        out.push((k, bytes));
-    };
     let dims = memo::DimKeys::of(tree);
     for g in tree.groups_preorder() {
         let mut objects = Vec::new();
         group_objects(tree, g, layout, &mut objects);
-        let mut group_memo = memo.group(&tree.group_path(g));
         for (k, v) in objects {
             let bytes = Arc::from(to_bytes(&v));
-            take(k, v, bytes);
+            if layout.consolidated {
+                consolidated.insert(k.clone(), v);
+            }
+            out.push((k, bytes));
         }
+        let mut group_memo = memo.group(&tree.group_path(g));
         for var in &tree.group(g).vars {
             let build = || {
                 let mut objects = Vec::new();
@@ -603,17 +612,21 @@ pub fn metadata_objects(
                     .collect()
             };
             if memo::memoizable(var) {
-                for (k, v, bytes) in group_memo.objects(var, &dims, layout, build) {
-                    let v = if layout.consolidated {
-                        v.clone()
-                    } else {
-                        Value::Null
-                    };
-                    take(k.clone(), v, bytes.clone());
+                let (objects, stored) = group_memo.objects(var, &dims, layout, build);
+                for (k, v, bytes) in objects {
+                    if layout.consolidated {
+                        consolidated.insert(k.clone(), v.clone());
+                    }
+                    if !(stored && which == Built::Changed) {
+                        out.push((k.clone(), bytes.clone()));
+                    }
                 }
             } else {
                 for (k, v, bytes) in build() {
-                    take(k, v, bytes);
+                    if layout.consolidated {
+                        consolidated.insert(k.clone(), v);
+                    }
+                    out.push((k, bytes));
                 }
             }
         }

@@ -472,6 +472,14 @@ impl Store for FileStore {
         Ok(keys)
     }
 
+    /// Removes every object, then the dataset's directory when nothing else is left in it.
+    fn discard(&self) -> Result<()> {
+        self.delete_prefix(&StorePrefix::root())?;
+        // Left in place when something that is not the dataset's is in it.
+        let _ = fs::remove_dir(&self.root);
+        Ok(())
+    }
+
     fn describe(&self) -> String {
         format!("file://{}", self.root.display())
     }

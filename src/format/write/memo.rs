@@ -69,6 +69,8 @@ struct Entry {
     objects: VarObjects,
     /// Whether the last build visited this entry (entries of variables gone are dropped).
     seen: bool,
+    /// Whether the store holds these very objects ([`VarObjectsMemo::all_stored`]).
+    stored: bool,
 }
 
 impl Entry {
@@ -81,6 +83,7 @@ impl Entry {
             },
             objects,
             seen: true,
+            stored: false,
         }
     }
 }
@@ -121,6 +124,22 @@ impl VarObjectsMemo {
         self.groups.retain(|_, vars| !vars.is_empty());
     }
 
+    /// Records that the store holds the objects of every entry (of the last build): the
+    /// caller stored those that changed. An entry built again holds objects not stored yet.
+    pub fn all_stored(&mut self) {
+        for entry in self.groups.values_mut().flat_map(HashMap::values_mut) {
+            entry.stored = true;
+        }
+    }
+
+    /// Records that the store may not hold the objects of any entry (some were moved or may
+    /// be half written): each is given again, to be compared with what was written.
+    pub fn none_stored(&mut self) {
+        for entry in self.groups.values_mut().flat_map(HashMap::values_mut) {
+            entry.stored = false;
+        }
+    }
+
     #[cfg(test)]
     fn len(&self) -> usize {
         self.groups.values().map(HashMap::len).sum()
@@ -130,14 +149,14 @@ impl VarObjectsMemo {
 impl GroupMemo<'_> {
     /// The objects of `var` (one [`memoizable`]) of this group: the ones built last time
     /// when nothing they are built from changed, else those `build` gives, remembered for
-    /// next time.
+    /// next time; and whether the store holds them ([`VarObjectsMemo::all_stored`]).
     pub(super) fn objects(
         &mut self,
         var: &Arc<Var>,
         dims: &DimKeys,
         layout: Layout,
         build: impl FnOnce() -> VarObjects,
-    ) -> &VarObjects {
+    ) -> (&VarObjects, bool) {
         let entry = match self.vars.entry(var.name.clone()) {
             Occupied(o) => {
                 let entry = o.into_mut();
@@ -152,13 +171,13 @@ impl GroupMemo<'_> {
             Vacant(v) => v.insert(Entry::built(var, dims, layout, build())),
         };
         entry.seen = true;
-        &entry.objects
+        (&entry.objects, entry.stored)
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::{VarObjectsMemo, metadata_objects};
+    use super::super::{Built, VarObjectsMemo, metadata_objects};
     use crate::format::Layout;
     use crate::model::{Att, DimId, NcType, Tree, Values, Var};
 
@@ -231,11 +250,56 @@ mod tests {
             ];
             for (what, change) in changes {
                 change(&mut tree);
-                let memoized = metadata_objects(&tree, layout, &mut memo);
-                let fresh = metadata_objects(&tree, layout, &mut VarObjectsMemo::default());
+                let memoized = metadata_objects(&tree, layout, &mut memo, Built::All);
+                let fresh =
+                    metadata_objects(&tree, layout, &mut VarObjectsMemo::default(), Built::All);
                 assert_eq!(memoized, fresh, "{what} ({layout:?})");
             }
             assert_eq!(memo.len(), 2, "entries of variables gone are dropped");
+        }
+    }
+
+    /// Once the store holds the objects built, a build of what changed leaves out the objects
+    /// of every variable not built again, and gives them all again once the store may not
+    /// hold them.
+    #[test]
+    fn objects_the_store_holds_are_left_out_of_builds_of_changes() {
+        for layout in layouts() {
+            let mut tree = Tree::new();
+            let x = tree.add_dim(Tree::ROOT, "x", 4, false);
+            for name in ["a", "b", "c"] {
+                let var = Var::new(name, NcType::Int, vec![x]);
+                tree.group_mut(Tree::ROOT).vars.push(var.into());
+            }
+            let keys = |objects: Vec<(String, std::sync::Arc<[u8]>)>| -> Vec<String> {
+                objects
+                    .into_iter()
+                    .map(|(k, _)| k)
+                    .filter(|k| k.contains('/'))
+                    .collect()
+            };
+            let mut memo = VarObjectsMemo::default();
+            let all = keys(metadata_objects(&tree, layout, &mut memo, Built::Changed));
+            assert_eq!(all.len(), 6, "{all:?} ({layout:?})");
+            memo.all_stored();
+            let unchanged = keys(metadata_objects(&tree, layout, &mut memo, Built::Changed));
+            assert!(unchanged.is_empty(), "{unchanged:?} ({layout:?})");
+            tree.var_mut(Tree::ROOT, 1)
+                .atts
+                .push(Att::new("units", Values::text("m")));
+            let changed = keys(metadata_objects(&tree, layout, &mut memo, Built::Changed));
+            assert!(
+                !changed.is_empty() && changed.iter().all(|k| k.starts_with("b/")),
+                "{changed:?} ({layout:?})"
+            );
+            assert_eq!(
+                keys(metadata_objects(&tree, layout, &mut memo, Built::All)).len(),
+                6
+            );
+            memo.all_stored();
+            memo.none_stored();
+            let again = keys(metadata_objects(&tree, layout, &mut memo, Built::Changed));
+            assert_eq!(again.len(), 6, "{again:?} ({layout:?})");
         }
     }
 }
