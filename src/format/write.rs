@@ -587,7 +587,7 @@ pub fn metadata_objects(
     }
     let mut out: Vec<(String, Arc<[u8]>)> = Vec::new();
     let mut consolidated = Map::new();
-    let dims = memo::DimKeys::of(tree);
+    memo.start_build(memo::DimKeys::of(tree));
     for g in tree.groups_preorder() {
         let mut objects = Vec::new();
         group_objects(tree, g, layout, &mut objects);
@@ -599,7 +599,7 @@ pub fn metadata_objects(
             out.push((k, bytes));
         }
         let mut group_memo = memo.group(&tree.group_path(g));
-        for var in &tree.group(g).vars {
+        for (index, var) in tree.group(g).vars.iter().enumerate() {
             let build = || {
                 let mut objects = Vec::new();
                 var_objects(tree, g, var, layout, &mut objects);
@@ -612,7 +612,7 @@ pub fn metadata_objects(
                     .collect()
             };
             if memo::memoizable(var) {
-                let (objects, stored) = group_memo.objects(var, &dims, layout, build);
+                let (objects, stored) = group_memo.objects(index, var, layout, build);
                 for (k, v, bytes) in objects {
                     if layout.consolidated {
                         consolidated.insert(k.clone(), v.clone());

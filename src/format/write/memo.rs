@@ -6,7 +6,9 @@
 //! every variable each time made writing n variables cost n² object builds. A variable's
 //! objects (Zarr v2: `.zarray` and `.zattrs`) are built from the variable itself, the names,
 //! full names and lengths of its dimensions, its path and the layout; an entry is reused only
-//! while all of these compare equal. Variables of user-defined types, or with attributes of
+//! while all of these compare equal. An unchanged variable is the very one the entry holds
+//! (variables are copied when changed), and the dimensions are compared once per build, so a
+//! build's check of an unchanged variable is a pointer comparison. Variables of user-defined types, or with attributes of
 //! them, also depend on the dataset's type definitions and are always built again.
 //!
 //! Knows nothing of stores; [`super::metadata_objects`] decides what is built.
@@ -15,7 +17,6 @@ use super::super::Layout;
 use crate::model::{Tree, Var};
 use serde_json::Value;
 use std::collections::HashMap;
-use std::collections::hash_map::Entry::{Occupied, Vacant};
 use std::sync::Arc;
 
 /// One variable's metadata objects: key, JSON and the bytes written.
@@ -23,6 +24,7 @@ pub(super) type VarObjects = Vec<(String, Value, Arc<[u8]>)>;
 
 /// Each dimension's full name and length, by dimension id: what a variable's objects take of
 /// its dimensions, worked out once per build.
+#[derive(Debug, Default, PartialEq)]
 pub(super) struct DimKeys(Vec<(String, u64)>);
 
 impl DimKeys {
@@ -47,19 +49,32 @@ struct Inputs {
     var: Arc<Var>,
     /// Each dimension's full name and length.
     dims: Vec<(String, u64)>,
+    /// The dimensions' epoch ([`VarObjectsMemo::start_build`]) in which `dims` last matched
+    /// the dataset's: while it is the current one, they still do.
+    dims_epoch: u64,
     layout: Layout,
 }
 
 impl Inputs {
-    fn same(&self, var: &Arc<Var>, dims: &DimKeys, layout: Layout) -> bool {
+    fn same(&self, var: &Arc<Var>, dims: &DimKeys, epoch: u64, layout: Layout) -> bool {
         self.layout == layout
-            && self.dims.len() == var.dims.len()
-            && self
-                .dims
-                .iter()
-                .zip(&var.dims)
-                .all(|(had, d)| *had == dims.0[d.0])
             && (Arc::ptr_eq(&self.var, var) || *self.var == **var)
+            && (self.dims_epoch == epoch
+                || (self.dims.len() == var.dims.len()
+                    && self
+                        .dims
+                        .iter()
+                        .zip(&var.dims)
+                        .all(|(had, d)| *had == dims.0[d.0])))
+    }
+
+    /// Records that these inputs are `var`'s over the dimensions of `epoch`: an equal copy
+    /// of the variable is replaced by the tree's own, compared by pointer next time.
+    fn refresh(&mut self, var: &Arc<Var>, epoch: u64) {
+        self.dims_epoch = epoch;
+        if !Arc::ptr_eq(&self.var, var) {
+            self.var = Arc::clone(var);
+        }
     }
 }
 
@@ -74,11 +89,18 @@ struct Entry {
 }
 
 impl Entry {
-    fn built(var: &Arc<Var>, dims: &DimKeys, layout: Layout, objects: VarObjects) -> Entry {
+    fn built(
+        var: &Arc<Var>,
+        dims: &DimKeys,
+        epoch: u64,
+        layout: Layout,
+        objects: VarObjects,
+    ) -> Entry {
         Entry {
             inputs: Inputs {
                 var: Arc::clone(var),
                 dims: var.dims.iter().map(|d| dims.0[d.0].clone()).collect(),
+                dims_epoch: epoch,
                 layout,
             },
             objects,
@@ -88,15 +110,20 @@ impl Entry {
     }
 }
 
-/// Variables' objects by their group's path, then their name.
+/// Variables' objects by their group's path, then their place in the group.
 #[derive(Debug, Default)]
 pub struct VarObjectsMemo {
-    groups: HashMap<String, HashMap<String, Entry>>,
+    groups: HashMap<String, Vec<Option<Entry>>>,
+    /// The dimensions of the build under way, and their epoch: it changes with them.
+    dims: DimKeys,
+    epoch: u64,
 }
 
 /// The entries of one group's variables, for one build.
 pub(super) struct GroupMemo<'a> {
-    vars: &'a mut HashMap<String, Entry>,
+    vars: &'a mut Vec<Option<Entry>>,
+    dims: &'a DimKeys,
+    epoch: u64,
 }
 
 /// True when `var`'s objects depend on nothing of the tree but its dimensions (no
@@ -109,17 +136,34 @@ pub(super) fn memoizable(var: &Var) -> bool {
 }
 
 impl VarObjectsMemo {
+    /// Starts a build over dimensions `dims` (a new epoch when they changed).
+    pub(super) fn start_build(&mut self, dims: DimKeys) {
+        if dims != self.dims {
+            self.dims = dims;
+            self.epoch += 1;
+        }
+    }
+
     /// The entries of the variables of the group at `path`.
     pub(super) fn group(&mut self, path: &str) -> GroupMemo<'_> {
         GroupMemo {
             vars: self.groups.entry(path.to_string()).or_default(),
+            dims: &self.dims,
+            epoch: self.epoch,
         }
     }
 
     /// Drops the entries the build just finished did not visit, and starts the next.
     pub(super) fn finish_build(&mut self) {
         for vars in self.groups.values_mut() {
-            vars.retain(|_, e| std::mem::take(&mut e.seen));
+            for slot in vars.iter_mut() {
+                if slot.as_mut().is_some_and(|e| !std::mem::take(&mut e.seen)) {
+                    *slot = None;
+                }
+            }
+            while vars.last().is_some_and(Option::is_none) {
+                vars.pop();
+            }
         }
         self.groups.retain(|_, vars| !vars.is_empty());
     }
@@ -127,7 +171,7 @@ impl VarObjectsMemo {
     /// Records that the store holds the objects of every entry (of the last build): the
     /// caller stored those that changed. An entry built again holds objects not stored yet.
     pub fn all_stored(&mut self) {
-        for entry in self.groups.values_mut().flat_map(HashMap::values_mut) {
+        for entry in self.entries_mut() {
             entry.stored = true;
         }
     }
@@ -135,41 +179,42 @@ impl VarObjectsMemo {
     /// Records that the store may not hold the objects of any entry (some were moved or may
     /// be half written): each is given again, to be compared with what was written.
     pub fn none_stored(&mut self) {
-        for entry in self.groups.values_mut().flat_map(HashMap::values_mut) {
+        for entry in self.entries_mut() {
             entry.stored = false;
         }
     }
 
+    fn entries_mut(&mut self) -> impl Iterator<Item = &mut Entry> {
+        self.groups.values_mut().flatten().flatten()
+    }
+
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.groups.values().map(HashMap::len).sum()
+        self.groups.values().flatten().flatten().count()
     }
 }
 
 impl GroupMemo<'_> {
-    /// The objects of `var` (one [`memoizable`]) of this group: the ones built last time
-    /// when nothing they are built from changed, else those `build` gives, remembered for
-    /// next time; and whether the store holds them ([`VarObjectsMemo::all_stored`]).
+    /// The objects of `var` (one [`memoizable`]), variable `index` of this group: the ones
+    /// built last time when nothing they are built from changed, else those `build` gives,
+    /// remembered for next time; and whether the store holds them
+    /// ([`VarObjectsMemo::all_stored`]).
     pub(super) fn objects(
         &mut self,
+        index: usize,
         var: &Arc<Var>,
-        dims: &DimKeys,
         layout: Layout,
         build: impl FnOnce() -> VarObjects,
     ) -> (&VarObjects, bool) {
-        let entry = match self.vars.entry(var.name.clone()) {
-            Occupied(o) => {
-                let entry = o.into_mut();
-                if !entry.inputs.same(var, dims, layout) {
-                    *entry = Entry::built(var, dims, layout, build());
-                } else if !Arc::ptr_eq(&entry.inputs.var, var) {
-                    // Equal, but another copy: the tree's own is compared by pointer next time.
-                    entry.inputs.var = Arc::clone(var);
-                }
-                entry
-            }
-            Vacant(v) => v.insert(Entry::built(var, dims, layout, build())),
+        if self.vars.len() <= index {
+            self.vars.resize_with(index + 1, || None);
+        }
+        let slot = &mut self.vars[index];
+        let entry = match slot.take() {
+            Some(e) if e.inputs.same(var, self.dims, self.epoch, layout) => slot.insert(e),
+            _ => slot.insert(Entry::built(var, self.dims, self.epoch, layout, build())),
         };
+        entry.inputs.refresh(var, self.epoch);
         entry.seen = true;
         (&entry.objects, entry.stored)
     }
