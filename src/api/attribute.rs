@@ -289,7 +289,7 @@ impl Dataset {
                     "_FillValue must have exactly one value".into(),
                 ));
             }
-            if var.data_written || var.stored_path.is_some() {
+            if var.is_stored() {
                 return Err(Error::LateFill(var.name.clone()));
             }
         }
@@ -340,7 +340,7 @@ impl Dataset {
             return Err(Error::BadType(renamed.unwrap_or(0)));
         }
         let var = &self.tree.group(g).vars[v];
-        if var.data_written || var.stored_path.is_some() {
+        if var.is_stored() {
             return Err(Error::LateFill(var.name.clone()));
         }
         if let Values::Vlens { items, .. } = values {

@@ -397,20 +397,7 @@ impl Dataset {
             }
         }
         self.metadata_memo.all_stored();
-        for g in self.tree.groups_preorder() {
-            let path = self.tree.group_path(g);
-            // Only variables stored elsewhere (or not yet) change: the others stay shared with
-            // the copies that hold them.
-            for v in &mut self.tree.group_mut(g).vars {
-                if !v
-                    .stored_path
-                    .as_deref()
-                    .is_some_and(|p| format::write::is_prefixed(p, &path, &v.name))
-                {
-                    Arc::make_mut(v).stored_path = Some(format::write::prefixed(&path, &v.name));
-                }
-            }
-        }
+        self.set_stored_paths(true);
         self.remember_paths();
         self.delete_copied(copied, &now_written)
     }
@@ -418,17 +405,7 @@ impl Dataset {
     /// Records that every stored group and variable now has its objects where its name says
     /// (they were moved there), here and in the tree `nc_abort` would go back to.
     pub(crate) fn objects_moved_in_place(&mut self) {
-        for g in self.tree.groups_preorder() {
-            let path = self.tree.group_path(g);
-            for v in &mut self.tree.group_mut(g).vars {
-                if v.stored_path
-                    .as_deref()
-                    .is_some_and(|p| !format::write::is_prefixed(p, &path, &v.name))
-                {
-                    Arc::make_mut(v).stored_path = Some(format::write::prefixed(&path, &v.name));
-                }
-            }
-        }
+        self.set_stored_paths(false);
         self.remember_paths();
         if let Some(before) = self.tree_before_define.as_mut() {
             for (group, now) in before.groups.iter_mut().zip(&self.tree.groups) {
@@ -438,6 +415,24 @@ impl Dataset {
                             .stored_path
                             .clone_from(&moved.stored_path);
                     }
+                }
+            }
+        }
+    }
+
+    /// Records that each variable's objects are where its name says: every variable's when
+    /// `all`, else those stored already. Only variables whose stored path changes are
+    /// touched: the others stay shared with the copies that hold them.
+    fn set_stored_paths(&mut self, all: bool) {
+        for g in self.tree.groups_preorder() {
+            let path = self.tree.group_path(g);
+            for v in &mut self.tree.group_mut(g).vars {
+                let moved = match v.stored_path.as_deref() {
+                    Some(p) => !format::write::is_prefixed(p, &path, &v.name),
+                    None => all,
+                };
+                if moved {
+                    Arc::make_mut(v).stored_path = Some(format::write::prefixed(&path, &v.name));
                 }
             }
         }

@@ -154,7 +154,7 @@ impl Dataset {
     pub(super) fn check_definable(&self, g: GroupId, v: usize) -> Result<()> {
         self.check_writable()?;
         let var = &self.tree.group(g).vars[v];
-        if var.data_written || var.stored_path.is_some() {
+        if var.is_stored() {
             return Err(Error::LateDef(var.name.clone()));
         }
         Ok(())
@@ -276,13 +276,7 @@ impl Dataset {
         v: usize,
         sizes: Option<&[u64]>,
     ) -> Result<()> {
-        self.check_writable()?;
-        {
-            let var = &self.tree.group(g).vars[v];
-            if var.data_written || var.stored_path.is_some() {
-                return Err(Error::LateDef(var.name.clone()));
-            }
-        }
+        self.check_definable(g, v)?;
         // Checked before define mode is entered: a refusal changes nothing.
         let chunks = match sizes {
             Some(sizes) => Some(self.chunks_holding(g, v, sizes)?),

@@ -296,7 +296,7 @@ impl Dataset {
                 "_FillValue must have exactly one value".into(),
             ));
         }
-        if var.data_written || var.stored_path.is_some() {
+        if var.is_stored() {
             return Err(Error::LateFill(var.name.clone()));
         }
         if self.record_type(g, v) != Some(type_id) {

@@ -394,6 +394,12 @@ impl Var {
         }
     }
 
+    /// Whether the variable is stored (its metadata written, or values of it): its definition
+    /// (type, shape, chunks, filters, fill) can no longer change.
+    pub fn is_stored(&self) -> bool {
+        self.data_written || self.stored_path.is_some()
+    }
+
     /// Makes room for `fill`, a `_FillValue` given to this variable before any of it is stored:
     /// the slots of strings and sequences widen to hold it whole (numpy unicode: 4 bytes a
     /// character), and a fill a deleted `_FillValue` left is replaced.
